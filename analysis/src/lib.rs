@@ -1,0 +1,12 @@
+//! steplens analysis: steps, utilization, the op summary, findings and the report.
+//!
+//! Everything here reads a [`steplens_ingest::model::Timeline`] and never touches files.
+//! [`report::build_report`] is the entry point the CLI and the viewer use; the pieces
+//! ([`steps`], [`ops`], [`intervals`]) are public for detectors and tests.
+
+pub mod intervals;
+pub mod ops;
+pub mod report;
+pub mod steps;
+
+pub use report::{Report, build_report};

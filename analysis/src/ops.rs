@@ -1,0 +1,155 @@
+//! The op summary: per op name and track kind, how often it ran and how long it took (total,
+//! self, mean, p50, p99).
+//!
+//! Ops are host ops (`cpu_op`), runtime and driver calls, and device kernels, copies, memsets
+//! and sync events. Annotations (`ProfilerStep#N`, DataLoader and user ranges), Python frames
+//! and the profiler's own spans are not ops and are left out. Self time is the duration minus
+//! the time of the slice's direct children (of any kind), never below zero.
+
+use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
+use steplens_ingest::model::{CategoryClass, NO_PARENT, StrId, Timeline};
+
+/// One row of the op summary.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct OpStats {
+    /// Op name.
+    pub name: String,
+    /// `host` or `device`.
+    pub track_kind: String,
+    /// Category as written in the trace (`cpu_op`, `kernel`, …).
+    pub category: String,
+    /// Calls.
+    pub count: u64,
+    /// Total duration, ns.
+    pub total_ns: i64,
+    /// Total self time, ns.
+    pub self_ns: i64,
+    /// Mean duration, ns.
+    pub mean_ns: i64,
+    /// Median duration, ns.
+    pub p50_ns: i64,
+    /// 99th percentile duration, ns.
+    pub p99_ns: i64,
+}
+
+/// Whether slices of this class belong in the op summary.
+#[must_use]
+pub fn is_op(class: CategoryClass) -> bool {
+    matches!(
+        class,
+        CategoryClass::CpuOp
+            | CategoryClass::Kernel
+            | CategoryClass::Memcpy
+            | CategoryClass::Memset
+            | CategoryClass::Runtime
+            | CategoryClass::Driver
+            | CategoryClass::DeviceSync
+            | CategoryClass::ProfilerRange
+            | CategoryClass::Other
+    )
+}
+
+/// Nearest-rank percentile of sorted values.
+#[must_use]
+pub fn percentile(sorted: &[i64], q: f64) -> Option<i64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = (q * sorted.len() as f64).ceil() as usize;
+    sorted.get(rank.clamp(1, sorted.len()) - 1).copied()
+}
+
+/// The op summary, by total time (longest first), then name.
+#[must_use]
+pub fn op_summary(timeline: &Timeline) -> Vec<OpStats> {
+    let slices = &timeline.slices;
+    let n = slices.len();
+    let mut child_ns = vec![0i64; n];
+    for i in 0..n {
+        let parent = slices.parent[i];
+        if parent != NO_PARENT {
+            child_ns[parent as usize] += slices.dur[i];
+        }
+    }
+    // Group key: (name, device?, category). Groups get dense ids so durations can be bucketed.
+    let mut group_of: FxHashMap<(StrId, bool, u16), u32> = FxHashMap::default();
+    let mut keys: Vec<(StrId, bool, u16)> = Vec::new();
+    let mut member_group: Vec<u32> = Vec::with_capacity(n);
+    let mut members: Vec<u32> = Vec::with_capacity(n);
+    let device_track: Vec<bool> = timeline.tracks.iter().map(|t| t.kind.is_device()).collect();
+    for i in 0..n {
+        let cat = slices.cat[i];
+        if !is_op(timeline.categories.class(cat)) {
+            continue;
+        }
+        let key = (slices.name[i], device_track[slices.track[i] as usize], cat);
+        let next = keys.len() as u32;
+        let g = *group_of.entry(key).or_insert_with(|| {
+            keys.push(key);
+            next
+        });
+        member_group.push(g);
+        members.push(i as u32);
+    }
+    let groups = keys.len();
+    let mut offsets = vec![0usize; groups + 1];
+    for &g in &member_group {
+        offsets[g as usize + 1] += 1;
+    }
+    for g in 0..groups {
+        offsets[g + 1] += offsets[g];
+    }
+    let mut fill = offsets.clone();
+    let mut durs = vec![0i64; members.len()];
+    let mut selfs = vec![0i64; groups];
+    for (&g, &i) in member_group.iter().zip(&members) {
+        let i = i as usize;
+        durs[fill[g as usize]] = slices.dur[i];
+        fill[g as usize] += 1;
+        selfs[g as usize] += (slices.dur[i] - child_ns[i]).max(0);
+    }
+    let mut rows: Vec<OpStats> = keys
+        .iter()
+        .enumerate()
+        .map(|(g, &(name, device, cat))| {
+            let part = &mut durs[offsets[g]..offsets[g + 1]];
+            part.sort_unstable();
+            let count = part.len() as u64;
+            let total: i64 = part.iter().sum();
+            OpStats {
+                name: timeline.strings.get(name).to_owned(),
+                track_kind: if device { "device" } else { "host" }.to_owned(),
+                category: timeline.categories.name(cat).to_owned(),
+                count,
+                total_ns: total,
+                self_ns: selfs[g],
+                mean_ns: total / count.max(1) as i64,
+                p50_ns: percentile(part, 0.5).unwrap_or(0),
+                p99_ns: percentile(part, 0.99).unwrap_or(0),
+            }
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        b.total_ns
+            .cmp(&a.total_ns)
+            .then_with(|| a.name.cmp(&b.name))
+            .then_with(|| a.track_kind.cmp(&b.track_kind))
+            .then_with(|| a.category.cmp(&b.category))
+    });
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::percentile;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let v: Vec<i64> = (1..=100).collect();
+        assert_eq!(percentile(&v, 0.5), Some(50));
+        assert_eq!(percentile(&v, 0.99), Some(99));
+        assert_eq!(percentile(&[7], 0.99), Some(7));
+        assert_eq!(percentile(&[], 0.5), None);
+    }
+}

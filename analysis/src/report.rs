@@ -1,0 +1,204 @@
+//! The `steplens.report/1` report: sources, device, per-step breakdown, findings, op summary
+//! and the top-level summary, as documented in `docs/report-schema.md`.
+//!
+//! These types are the machine contract: fields are only ever added, never renamed or removed,
+//! within one schema version.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use steplens_ingest::model::Timeline;
+
+use crate::ops::{OpStats, op_summary};
+use crate::steps::{StepStats, step_breakdown};
+
+/// Schema id written in every report.
+pub const SCHEMA: &str = "steplens.report/1";
+
+/// One input of the report.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SourceReport {
+    /// Path as given.
+    pub path: String,
+    /// Format id (`kineto-json`, …).
+    pub format: String,
+    /// Trace events read.
+    pub events: u64,
+    /// Size of the (decompressed) input, bytes.
+    pub bytes: u64,
+    /// Rank from `distributedInfo`, when present.
+    pub rank: Option<i64>,
+    /// What was repaired or dropped while reading.
+    pub warnings: Vec<WarningReport>,
+}
+
+/// A load warning.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct WarningReport {
+    /// Stable code (`damaged`, `negative_duration`, `overlap`, …).
+    pub code: String,
+    /// Byte offset in the input, when the warning is about a place.
+    pub offset: Option<u64>,
+    /// One line for humans.
+    pub message: String,
+}
+
+/// The device.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct DeviceReport {
+    /// `cuda`, `rocm`, `mtia`, `hpu` or `cpu`.
+    pub kind: String,
+    /// Device model, when recorded.
+    pub name: Option<String>,
+    /// Devices with activity (or properties) in the trace.
+    pub count: usize,
+}
+
+/// A finding: something that slows the step, what it costs and what to change. Detectors fill
+/// these in; the fields are fixed by the design contract.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Finding {
+    /// Stable kind (`sync_point`, `host_bound_gap`, …).
+    pub kind: String,
+    /// `info`, `warning` or `critical`.
+    pub severity: String,
+    /// One-line title.
+    pub title: String,
+    /// Step name, when the finding belongs to one step.
+    pub step: Option<String>,
+    /// Start of the affected range, ns.
+    pub start_ns: i64,
+    /// End of the affected range, ns.
+    pub end_ns: i64,
+    /// Track name.
+    pub track: Option<String>,
+    /// Ops involved.
+    pub ops: Vec<String>,
+    /// User call site (`file.py:line`), when the trace has Python frames.
+    pub call_site: Option<String>,
+    /// How many occurrences the finding groups.
+    pub count: u64,
+    /// Estimated time lost, ns.
+    pub lost_ns: i64,
+    /// Evidence: slice references the viewer can jump to.
+    pub evidence: Vec<serde_json::Value>,
+    /// What to change, in plain words.
+    pub recommendation: String,
+}
+
+/// The top-level summary.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Summary {
+    /// Number of steps.
+    pub steps: usize,
+    /// Mean step duration, ns (null without steps).
+    pub mean_step_ns: Option<i64>,
+    /// Median step duration, ns (null without steps).
+    pub p50_step_ns: Option<i64>,
+    /// Share of step time (or of the trace, without steps) with a device engine busy, percent;
+    /// null without a device.
+    pub device_busy_pct: Option<f64>,
+    /// Time covered by the trace's slices, ns.
+    pub trace_ns: i64,
+    /// Findings per kind.
+    pub findings_by_kind: BTreeMap<String, u64>,
+    /// Lost time per finding kind, ns.
+    pub lost_ns_by_kind: BTreeMap<String, i64>,
+}
+
+/// The whole report.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Report {
+    /// Always [`SCHEMA`].
+    pub schema: String,
+    /// Inputs.
+    pub sources: Vec<SourceReport>,
+    /// Device.
+    pub device: DeviceReport,
+    /// Per-step breakdown, in time order.
+    pub steps: Vec<StepStats>,
+    /// Findings, ranked by `lost_ns`.
+    pub findings: Vec<Finding>,
+    /// Op summary, by total time.
+    pub ops: Vec<OpStats>,
+    /// Summary.
+    pub summary: Summary,
+}
+
+/// Builds the report for a Timeline.
+#[must_use]
+pub fn build_report(timeline: &Timeline) -> Report {
+    let steps = step_breakdown(timeline);
+    let ops = op_summary(timeline);
+    let findings: Vec<Finding> = Vec::new();
+    let summary = summarize(timeline, &steps, &findings);
+    Report {
+        schema: SCHEMA.to_owned(),
+        sources: timeline
+            .sources
+            .iter()
+            .map(|s| SourceReport {
+                path: s.path.clone(),
+                format: s.format.to_owned(),
+                events: s.events,
+                bytes: s.bytes,
+                rank: s.rank,
+                warnings: s
+                    .warnings
+                    .iter()
+                    .map(|w| WarningReport {
+                        code: w.code.to_owned(),
+                        offset: w.offset,
+                        message: w.message.clone(),
+                    })
+                    .collect(),
+            })
+            .collect(),
+        device: DeviceReport {
+            kind: timeline.device.kind.as_str().to_owned(),
+            name: timeline.device.name.clone(),
+            count: timeline.device.count,
+        },
+        steps,
+        findings,
+        ops,
+        summary,
+    }
+}
+
+fn summarize(timeline: &Timeline, steps: &[StepStats], findings: &[Finding]) -> Summary {
+    let mut durations: Vec<i64> = steps.iter().map(|s| s.dur_ns).collect();
+    durations.sort_unstable();
+    let total: i64 = durations.iter().sum();
+    let mean_step_ns = (!durations.is_empty()).then(|| total / durations.len() as i64);
+    let p50_step_ns = crate::ops::percentile(&durations, 0.5);
+    let trace_ns = timeline.time_range().map_or(0, |(a, b)| b - a);
+    let device_busy_pct = if !timeline.has_device() {
+        None
+    } else if !steps.is_empty() {
+        let busy: i64 = steps.iter().filter_map(|s| s.device_busy_ns).sum();
+        (total > 0).then(|| round2(busy as f64 * 100.0 / total as f64))
+    } else {
+        let busy = crate::steps::device_busy_set(timeline).total();
+        (trace_ns > 0).then(|| round2(busy as f64 * 100.0 / trace_ns as f64))
+    };
+    let mut findings_by_kind = BTreeMap::new();
+    let mut lost_ns_by_kind = BTreeMap::new();
+    for f in findings {
+        *findings_by_kind.entry(f.kind.clone()).or_insert(0) += 1;
+        *lost_ns_by_kind.entry(f.kind.clone()).or_insert(0) += f.lost_ns;
+    }
+    Summary {
+        steps: steps.len(),
+        mean_step_ns,
+        p50_step_ns,
+        device_busy_pct,
+        trace_ns,
+        findings_by_kind,
+        lost_ns_by_kind,
+    }
+}
+
+fn round2(v: f64) -> f64 {
+    (v * 100.0).round() / 100.0
+}

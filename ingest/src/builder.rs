@@ -1,0 +1,935 @@
+//! Building a [`Timeline`]: ingestors push events in file order; [`TimelineBuilder::finish`]
+//! orders the tracks, sorts and nests the slices, binds flows to slices, finds the steps and the
+//! device, and turns repairs into warnings.
+
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
+
+use crate::model::{
+    ArgsRef, CatId, CategoryClass, Counters, DeviceInfo, DeviceKind, EngineClass, Flow, Instants,
+    LaneId, NO_PARENT, SliceId, Slices, SourceInfo, Step, StrId, Timeline, Track, TrackId,
+    TrackKind, Warning,
+};
+use crate::source::SourceData;
+
+/// CUPTI sometimes writes absurd durations on buffer overflow; like HTA, drop anything longer.
+const MAX_SLICE_NS: i64 = 7 * 24 * 3600 * 1_000_000_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct LaneKey {
+    source: u16,
+    pid: LaneId,
+    tid: LaneId,
+    counter: bool,
+}
+
+#[derive(Debug)]
+struct RawTrack {
+    key: LaneKey,
+    /// Union of the category classes of the slices on the track.
+    class_mask: u16,
+    /// Latest time seen on the track, to close dangling `B` events.
+    last_ts: i64,
+    /// For counter tracks: the series name.
+    counter_name: Option<String>,
+}
+
+#[derive(Debug, Default)]
+struct ProcessMeta {
+    name: Option<String>,
+    labels: Option<String>,
+    sort_index: Option<i64>,
+}
+
+#[derive(Debug, Default)]
+struct ThreadMeta {
+    name: Option<String>,
+    sort_index: Option<i64>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct OpenSlice {
+    start: i64,
+    name: StrId,
+    cat: CatId,
+    args: ArgsRef,
+}
+
+/// Phase of a flow endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FlowPhase {
+    /// `s`
+    Start,
+    /// `t`
+    Step,
+    /// `f`
+    Finish,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct FlowPoint {
+    cat: CatId,
+    id: u64,
+    phase: FlowPhase,
+    track: TrackId,
+    ts: i64,
+    /// `bp:"e"`: bind to the enclosing slice rather than the next one.
+    enclosing: bool,
+}
+
+/// Hints about the device gathered while reading.
+#[derive(Debug, Default)]
+pub(crate) struct DeviceHints {
+    pub(crate) saw_hip: bool,
+    pub(crate) saw_cuda: bool,
+    pub(crate) saw_mtia: bool,
+    pub(crate) saw_hpu: bool,
+    pub(crate) names: Vec<String>,
+    pub(crate) property_count: usize,
+    pub(crate) rocm_properties: bool,
+}
+
+/// Accumulates events, then builds the [`Timeline`].
+#[derive(Debug, Default)]
+pub struct TimelineBuilder {
+    timeline: Timeline,
+    raw: Slices,
+    tracks: Vec<RawTrack>,
+    lane_index: FxHashMap<LaneKey, TrackId>,
+    last_lane: Option<(LaneKey, TrackId)>,
+    processes: FxHashMap<(u16, LaneId), ProcessMeta>,
+    threads: FxHashMap<(u16, LaneId, LaneId), ThreadMeta>,
+    open: FxHashMap<TrackId, Vec<OpenSlice>>,
+    flow_points: Vec<FlowPoint>,
+    instant_order: Vec<(TrackId, i64, u32)>,
+    counter_samples: Vec<(TrackId, i64, f64)>,
+    pub(crate) device: DeviceHints,
+}
+
+impl TimelineBuilder {
+    /// A builder expecting about `slices` slices.
+    #[must_use]
+    pub fn with_capacity(slices: usize) -> Self {
+        Self {
+            raw: Slices::with_capacity(slices),
+            ..Self::default()
+        }
+    }
+
+    /// Registers an input and its bytes; returns its source index.
+    pub(crate) fn add_source(&mut self, info: SourceInfo, data: Arc<SourceData>) -> u16 {
+        let id = u16::try_from(self.timeline.sources.len()).unwrap_or(u16::MAX);
+        self.timeline.sources.push(info);
+        self.timeline.data.push(data);
+        id
+    }
+
+    pub(crate) fn source_mut(&mut self, source: u16) -> Option<&mut SourceInfo> {
+        self.timeline.sources.get_mut(source as usize)
+    }
+
+    /// Interns a name.
+    pub fn intern(&mut self, s: &str) -> StrId {
+        self.timeline.strings.intern(s)
+    }
+
+    /// Interns a category.
+    pub fn intern_cat(&mut self, cat: &str) -> CatId {
+        self.timeline.categories.intern(cat)
+    }
+
+    /// Class of an interned category.
+    pub(crate) fn cat_class(&self, cat: CatId) -> CategoryClass {
+        self.timeline.categories.class(cat)
+    }
+
+    /// The track for `(pid, tid)` of `source`, created on first use.
+    #[inline]
+    pub fn track(&mut self, source: u16, pid: LaneId, tid: LaneId) -> TrackId {
+        self.lane(
+            LaneKey {
+                source,
+                pid,
+                tid,
+                counter: false,
+            },
+            None,
+        )
+    }
+
+    #[inline]
+    fn lane(&mut self, key: LaneKey, counter_name: Option<&str>) -> TrackId {
+        if let Some((last, id)) = self.last_lane
+            && last == key
+        {
+            return id;
+        }
+        let id = match self.lane_index.get(&key) {
+            Some(&id) => id,
+            None => {
+                let id = TrackId::try_from(self.tracks.len()).unwrap_or(TrackId::MAX);
+                self.tracks.push(RawTrack {
+                    key,
+                    class_mask: 0,
+                    last_ts: i64::MIN,
+                    counter_name: counter_name.map(str::to_owned),
+                });
+                self.lane_index.insert(key, id);
+                id
+            }
+        };
+        self.last_lane = Some((key, id));
+        id
+    }
+
+    #[inline]
+    fn touch(&mut self, track: TrackId, class: CategoryClass, ts: i64) {
+        if let Some(t) = self.tracks.get_mut(track as usize) {
+            t.class_mask |= class.bit();
+            t.last_ts = t.last_ts.max(ts);
+        }
+    }
+
+    /// Adds a complete slice. Negative durations (rounding) are clamped to zero and counted;
+    /// impossible ones (over 7 days) are dropped and counted.
+    #[inline]
+    pub fn push_slice(
+        &mut self,
+        track: TrackId,
+        start: i64,
+        mut dur: i64,
+        name: StrId,
+        cat: CatId,
+        args: ArgsRef,
+    ) {
+        if dur < 0 {
+            self.timeline.stats.negative_durations += 1;
+            self.timeline.stats.most_negative_ns = self.timeline.stats.most_negative_ns.min(dur);
+            dur = 0;
+        }
+        if dur > MAX_SLICE_NS {
+            self.timeline.stats.overlong += 1;
+            return;
+        }
+        let class = self.cat_class(cat);
+        self.touch(track, class, start.saturating_add(dur));
+        self.raw.start.push(start);
+        self.raw.dur.push(dur);
+        self.raw.track.push(track);
+        self.raw.name.push(name);
+        self.raw.cat.push(cat);
+        self.raw.args.push(args);
+    }
+
+    /// Opens a `B` slice.
+    pub fn push_begin(&mut self, track: TrackId, ts: i64, name: StrId, cat: CatId, args: ArgsRef) {
+        let class = self.cat_class(cat);
+        self.touch(track, class, ts);
+        self.open.entry(track).or_default().push(OpenSlice {
+            start: ts,
+            name,
+            cat,
+            args,
+        });
+    }
+
+    /// Closes the innermost open `B` slice of the track.
+    pub fn push_end(&mut self, track: TrackId, ts: i64) {
+        let Some(open) = self.open.get_mut(&track).and_then(Vec::pop) else {
+            self.timeline.stats.unmatched_ends += 1;
+            return;
+        };
+        self.push_slice(
+            track,
+            open.start,
+            ts - open.start,
+            open.name,
+            open.cat,
+            open.args,
+        );
+    }
+
+    /// Adds an instant event.
+    pub fn push_instant(
+        &mut self,
+        track: TrackId,
+        ts: i64,
+        name: StrId,
+        cat: CatId,
+        scope: u8,
+        args: ArgsRef,
+    ) {
+        let order = u32::try_from(self.timeline.instants.ts.len()).unwrap_or(u32::MAX);
+        self.instant_order.push((track, ts, order));
+        let instants = &mut self.timeline.instants;
+        instants.ts.push(ts);
+        instants.track.push(track);
+        instants.name.push(name);
+        instants.cat.push(cat);
+        instants.scope.push(scope);
+        instants.args.push(args);
+    }
+
+    /// Adds a counter sample to the series `series` of process `pid`.
+    pub fn push_counter(&mut self, source: u16, pid: LaneId, series: &str, ts: i64, value: f64) {
+        let series_id = self.intern(series);
+        let key = LaneKey {
+            source,
+            pid,
+            tid: LaneId::Str(series_id),
+            counter: true,
+        };
+        let track = self.lane(key, Some(series));
+        self.counter_samples.push((track, ts, value));
+    }
+
+    /// Adds a flow endpoint (`s`, `t`, `f`).
+    pub(crate) fn push_flow(
+        &mut self,
+        cat: CatId,
+        id: u64,
+        phase: FlowPhase,
+        track: TrackId,
+        ts: i64,
+        enclosing: bool,
+    ) {
+        self.flow_points.push(FlowPoint {
+            cat,
+            id,
+            phase,
+            track,
+            ts,
+            enclosing,
+        });
+    }
+
+    /// Records `process_name`, `process_labels` or `process_sort_index` metadata.
+    pub fn process_meta(
+        &mut self,
+        source: u16,
+        pid: LaneId,
+        name: Option<String>,
+        labels: Option<String>,
+        sort_index: Option<i64>,
+    ) {
+        let meta = self.processes.entry((source, pid)).or_default();
+        // Later metadata wins: Kineto repeats lane metadata and the last is the most specific.
+        if name.is_some() {
+            meta.name = name;
+        }
+        if labels.is_some() {
+            meta.labels = labels;
+        }
+        if sort_index.is_some() {
+            meta.sort_index = sort_index;
+        }
+    }
+
+    /// Records `thread_name` or `thread_sort_index` metadata.
+    pub fn thread_meta(
+        &mut self,
+        source: u16,
+        pid: LaneId,
+        tid: LaneId,
+        name: Option<String>,
+        sort_index: Option<i64>,
+    ) {
+        let meta = self.threads.entry((source, pid, tid)).or_default();
+        if name.is_some() {
+            meta.name = name;
+        }
+        if sort_index.is_some() {
+            meta.sort_index = sort_index;
+        }
+    }
+
+    /// Counts an event with a phase that is not modelled.
+    pub(crate) fn count_unsupported(&mut self) {
+        self.timeline.stats.unsupported_phase += 1;
+    }
+
+    /// Counts an event missing a field it needs.
+    pub(crate) fn count_malformed(&mut self) {
+        self.timeline.stats.malformed += 1;
+    }
+
+    /// Number of slices pushed so far.
+    #[must_use]
+    pub fn slice_count(&self) -> usize {
+        self.raw.len()
+    }
+
+    /// Builds the Timeline.
+    #[must_use]
+    pub fn finish(mut self) -> Timeline {
+        self.close_open_slices();
+        let order = self.order_tracks();
+        self.build_tracks(&order);
+        self.sort_and_nest(&order);
+        self.sort_instants_and_counters(&order);
+        self.bind_flows(&order);
+        self.find_steps();
+        self.find_device();
+        self.report_repairs();
+        self.timeline
+    }
+
+    fn close_open_slices(&mut self) {
+        let mut open: Vec<(TrackId, Vec<OpenSlice>)> = self.open.drain().collect();
+        open.sort_by_key(|(t, _)| *t);
+        for (track, stack) in open {
+            let end = self
+                .tracks
+                .get(track as usize)
+                .map_or(i64::MIN, |t| t.last_ts);
+            for slice in stack.into_iter().rev() {
+                self.timeline.stats.unclosed_begins += 1;
+                let dur = end.max(slice.start) - slice.start;
+                self.push_slice(track, slice.start, dur, slice.name, slice.cat, slice.args);
+            }
+        }
+    }
+
+    /// Decides each track's kind and returns `order[old id] = new id` for display order.
+    fn order_tracks(&mut self) -> Vec<TrackId> {
+        let mut keyed: Vec<(SortKey, TrackId)> = Vec::with_capacity(self.tracks.len());
+        for (i, raw) in self.tracks.iter().enumerate() {
+            let process = self.processes.get(&(raw.key.source, raw.key.pid));
+            let thread = self
+                .threads
+                .get(&(raw.key.source, raw.key.pid, raw.key.tid));
+            let kind = classify(raw, process, thread, &self.timeline.strings);
+            let group = match &kind {
+                TrackKind::HostThread => 0,
+                TrackKind::DeviceEngine { .. } => 1,
+                TrackKind::Counter => 2,
+                TrackKind::Async => 3,
+            };
+            let process_sort = process
+                .and_then(|p| p.sort_index)
+                .unwrap_or(match raw.key.pid {
+                    LaneId::Int(pid) => pid,
+                    LaneId::Str(_) => i64::MAX,
+                });
+            let thread_sort = thread
+                .and_then(|t| t.sort_index)
+                .unwrap_or(match raw.key.tid {
+                    LaneId::Int(tid) => tid,
+                    LaneId::Str(_) => i64::MAX,
+                });
+            let key = SortKey {
+                source: raw.key.source,
+                group,
+                process_sort,
+                pid: raw.key.pid,
+                thread_sort,
+                tid: raw.key.tid,
+                counter: raw.key.counter,
+            };
+            keyed.push((key, i as TrackId));
+            let (name, process_name) = self.track_names(raw, process, thread, &kind);
+            self.timeline.tracks.push(Track {
+                source: raw.key.source,
+                pid: raw.key.pid,
+                tid: raw.key.tid,
+                kind,
+                name,
+                process_name,
+                sort_key: (process_sort, thread_sort),
+                slices: 0..0,
+                max_depth: 0,
+            });
+        }
+        keyed.sort();
+        let mut order = vec![0; keyed.len()];
+        for (new, (_, old)) in keyed.iter().enumerate() {
+            order[*old as usize] = new as TrackId;
+        }
+        order
+    }
+
+    fn track_names(
+        &self,
+        raw: &RawTrack,
+        process: Option<&ProcessMeta>,
+        thread: Option<&ThreadMeta>,
+        kind: &TrackKind,
+    ) -> (String, String) {
+        let strings = &self.timeline.strings;
+        let lane = |id: LaneId| match id {
+            LaneId::Int(v) => v.to_string(),
+            LaneId::Str(s) => strings.get(s).to_owned(),
+        };
+        let process_name = match (process.and_then(|p| p.labels.clone()), kind) {
+            // GPU lanes carry the Python process name in `process_name`; the label says "GPU 0".
+            (Some(labels), TrackKind::DeviceEngine { .. }) => labels,
+            _ => process
+                .and_then(|p| p.name.clone())
+                .unwrap_or_else(|| lane(raw.key.pid))
+                .trim()
+                .to_owned(),
+        };
+        let name = if let Some(series) = &raw.counter_name {
+            series.clone()
+        } else if let Some(name) = thread.and_then(|t| t.name.clone()) {
+            name.trim().to_owned()
+        } else {
+            match (kind, raw.key.tid) {
+                (TrackKind::DeviceEngine { .. }, tid) => format!("stream {}", lane(tid)),
+                (TrackKind::Async, LaneId::Str(s)) if strings.get(s).is_empty() => "global".into(),
+                (TrackKind::Async, tid) => lane(tid),
+                (_, tid) => format!("thread {}", lane(tid)),
+            }
+        };
+        (name, process_name)
+    }
+
+    fn build_tracks(&mut self, order: &[TrackId]) {
+        let mut tracks = std::mem::take(&mut self.timeline.tracks);
+        let mut ordered: Vec<Option<Track>> = vec![None; tracks.len()];
+        for (old, track) in tracks.drain(..).enumerate() {
+            ordered[order[old] as usize] = Some(track);
+        }
+        self.timeline.tracks = ordered.into_iter().flatten().collect();
+    }
+
+    /// Sorts slices by (track, start, longer first, file order) and resolves nesting.
+    fn sort_and_nest(&mut self, order: &[TrackId]) {
+        let raw = std::mem::take(&mut self.raw);
+        let n = raw.len();
+        let track_count = self.timeline.tracks.len();
+        // Counting sort by (new) track, keeping file order inside a track.
+        let mut counts = vec![0u32; track_count + 1];
+        for &t in &raw.track {
+            counts[order[t as usize] as usize + 1] += 1;
+        }
+        for i in 0..track_count {
+            counts[i + 1] += counts[i];
+        }
+        let bounds = counts.clone();
+        let mut perm = vec![0u32; n];
+        for (i, &t) in raw.track.iter().enumerate() {
+            let slot = &mut counts[order[t as usize] as usize];
+            perm[*slot as usize] = i as u32;
+            *slot += 1;
+        }
+        for t in 0..track_count {
+            let range = bounds[t] as usize..bounds[t + 1] as usize;
+            let part = &mut perm[range];
+            let key = |&i: &u32| (raw.start[i as usize], -raw.dur[i as usize], i);
+            if !part.is_sorted_by_key(key) {
+                part.sort_unstable_by_key(key);
+            }
+            self.timeline.tracks[t].slices = bounds[t]..bounds[t + 1];
+        }
+        let gather_i64 = |col: &[i64]| perm.iter().map(|&i| col[i as usize]).collect::<Vec<_>>();
+        let mut slices = Slices {
+            start: gather_i64(&raw.start),
+            dur: gather_i64(&raw.dur),
+            track: perm
+                .iter()
+                .map(|&i| order[raw.track[i as usize] as usize])
+                .collect(),
+            name: perm.iter().map(|&i| raw.name[i as usize]).collect(),
+            cat: perm.iter().map(|&i| raw.cat[i as usize]).collect(),
+            depth: vec![0; n],
+            parent: vec![NO_PARENT; n],
+            args: perm.iter().map(|&i| raw.args[i as usize]).collect(),
+        };
+        drop(raw);
+        drop(perm);
+        let mut stack: Vec<SliceId> = Vec::new();
+        for track in &mut self.timeline.tracks {
+            stack.clear();
+            let mut max_depth = 0u16;
+            for i in track.slices.clone() {
+                let start = slices.start[i as usize];
+                let end = start + slices.dur[i as usize];
+                while let Some(&top) = stack.last() {
+                    let top_start = slices.start[top as usize];
+                    let top_end = top_start + slices.dur[top as usize];
+                    if end <= top_end && (start < top_end || start == top_start) {
+                        break;
+                    }
+                    let python = |s: SliceId| {
+                        self.timeline.categories.class(slices.cat[s as usize])
+                            == CategoryClass::PythonFunction
+                    };
+                    // Starts inside `top` but ends after it: out of spec (rounding or
+                    // overlapping kernels). Kept whole, as a sibling, never dropped. Python
+                    // frames straddling a record_function range are normal (the range opens
+                    // inside `__enter__`), so they are not reported.
+                    if start < top_end && !python(top) && !python(i) {
+                        let stats = &mut self.timeline.stats;
+                        stats.partial_overlaps += 1;
+                        stats.max_overlap_ns = stats.max_overlap_ns.max(top_end - start);
+                    }
+                    stack.pop();
+                }
+                let depth = u16::try_from(stack.len()).unwrap_or(u16::MAX);
+                slices.depth[i as usize] = depth;
+                slices.parent[i as usize] = stack.last().copied().unwrap_or(NO_PARENT);
+                max_depth = max_depth.max(depth);
+                stack.push(i);
+            }
+            track.max_depth = max_depth;
+        }
+        self.timeline.slices = slices;
+    }
+
+    fn sort_instants_and_counters(&mut self, order: &[TrackId]) {
+        let mut keys = std::mem::take(&mut self.instant_order);
+        for k in &mut keys {
+            k.0 = order[k.0 as usize];
+        }
+        keys.sort_unstable();
+        let old = std::mem::take(&mut self.timeline.instants);
+        let pick = |k: &(TrackId, i64, u32)| k.2 as usize;
+        self.timeline.instants = Instants {
+            ts: keys.iter().map(|k| old.ts[pick(k)]).collect(),
+            track: keys.iter().map(|k| k.0).collect(),
+            name: keys.iter().map(|k| old.name[pick(k)]).collect(),
+            cat: keys.iter().map(|k| old.cat[pick(k)]).collect(),
+            scope: keys.iter().map(|k| old.scope[pick(k)]).collect(),
+            args: keys.iter().map(|k| old.args[pick(k)]).collect(),
+        };
+        let mut samples = std::mem::take(&mut self.counter_samples);
+        for s in &mut samples {
+            s.0 = order[s.0 as usize];
+        }
+        samples.sort_by_key(|a| (a.0, a.1));
+        self.timeline.counters = Counters {
+            track: samples.iter().map(|s| s.0).collect(),
+            ts: samples.iter().map(|s| s.1).collect(),
+            value: samples.iter().map(|s| s.2).collect(),
+        };
+    }
+
+    fn bind_flows(&mut self, order: &[TrackId]) {
+        let mut points = std::mem::take(&mut self.flow_points);
+        for p in &mut points {
+            p.track = order[p.track as usize];
+        }
+        // Group endpoints of one flow (category + id) together, in time order.
+        points.sort_by_key(|p| (p.cat, p.id, p.ts, p.phase != FlowPhase::Start));
+        let mut flows = Vec::new();
+        let mut unbound = 0u64;
+        let mut i = 0;
+        while i < points.len() {
+            let mut j = i + 1;
+            while j < points.len() && points[j].cat == points[i].cat && points[j].id == points[i].id
+            {
+                j += 1;
+            }
+            let group = &points[i..j];
+            // `from` is the bound slice of the flow currently open in this group.
+            let mut open = false;
+            let mut from: Option<SliceId> = None;
+            for p in group {
+                let bound = self.bind_point(p);
+                if p.phase == FlowPhase::Start {
+                    if open {
+                        unbound += 1;
+                    }
+                    if bound.is_none() {
+                        unbound += 1;
+                    }
+                    open = true;
+                    from = bound;
+                    continue;
+                }
+                if !open {
+                    unbound += 1;
+                    continue;
+                }
+                match (from, bound) {
+                    (Some(a), Some(b)) if a != b => {
+                        flows.push(Flow {
+                            id: p.id,
+                            cat: p.cat,
+                            from: a,
+                            to: b,
+                        });
+                    }
+                    (Some(_), None) => unbound += 1,
+                    _ => {}
+                }
+                if p.phase == FlowPhase::Finish {
+                    open = false;
+                    from = None;
+                } else {
+                    from = bound.or(from);
+                }
+            }
+            if open {
+                unbound += 1;
+            }
+            i = j;
+        }
+        flows.sort_by_key(|f| (f.from, f.to));
+        self.timeline.flows = flows;
+        self.timeline.stats.unbound_flow_ends = unbound;
+    }
+
+    fn bind_point(&self, p: &FlowPoint) -> Option<SliceId> {
+        if (p.enclosing || p.phase == FlowPhase::Start)
+            && let Some(s) = self.timeline.slice_at(p.track, p.ts)
+        {
+            return Some(s);
+        }
+        // Flow v1 default binding: the next slice that starts at or after the point.
+        let range = self.timeline.track_slices(p.track);
+        let starts = &self.timeline.slices.start[range.start as usize..range.end as usize];
+        let at = starts.partition_point(|&s| s < p.ts);
+        (at < starts.len() && !p.enclosing).then(|| range.start + at as SliceId)
+    }
+
+    fn find_steps(&mut self) {
+        let t = &self.timeline;
+        let mut per_track: FxHashMap<TrackId, Vec<Step>> = FxHashMap::default();
+        for (track_id, track) in t.tracks.iter().enumerate() {
+            if track.kind != TrackKind::HostThread {
+                continue;
+            }
+            for i in track.slices.clone() {
+                let name = t.slice_name(i);
+                let Some(number) = name.strip_prefix("ProfilerStep#") else {
+                    continue;
+                };
+                if !matches!(
+                    t.slice_class(i),
+                    CategoryClass::UserAnnotation | CategoryClass::CpuOp
+                ) {
+                    continue;
+                }
+                per_track
+                    .entry(track_id as TrackId)
+                    .or_default()
+                    .push(Step {
+                        name: name.to_owned(),
+                        number: number.trim().parse().ok(),
+                        start: t.slices.start[i as usize],
+                        dur: t.slices.dur[i as usize],
+                        track: track_id as TrackId,
+                        slice: i,
+                        source: track.source,
+                    });
+            }
+        }
+        // One step sequence per source: the host thread with the most step annotations.
+        let mut best: FxHashMap<u16, Vec<Step>> = FxHashMap::default();
+        for (_, steps) in per_track {
+            let Some(source) = steps.first().map(|s| s.source) else {
+                continue;
+            };
+            let slot = best.entry(source).or_default();
+            if steps.len() > slot.len()
+                || (steps.len() == slot.len() && steps[0].track < slot[0].track)
+            {
+                *slot = steps;
+            }
+        }
+        let mut steps: Vec<Step> = best.into_values().flatten().collect();
+        steps.sort_by_key(|s| (s.source, s.start, s.slice));
+        self.timeline.steps = steps;
+    }
+
+    fn find_device(&mut self) {
+        let hints = &self.device;
+        let device_tracks: Vec<&Track> = self
+            .timeline
+            .tracks
+            .iter()
+            .filter(|t| t.kind.is_device())
+            .collect();
+        let kind = if hints.saw_hpu {
+            DeviceKind::Hpu
+        } else if hints.saw_mtia {
+            DeviceKind::Mtia
+        } else if hints.saw_hip || hints.rocm_properties {
+            DeviceKind::Rocm
+        } else if hints.saw_cuda || hints.property_count > 0 || !device_tracks.is_empty() {
+            DeviceKind::Cuda
+        } else {
+            DeviceKind::Cpu
+        };
+        let mut devices: Vec<(u16, Option<i64>)> = device_tracks
+            .iter()
+            .filter_map(|t| match &t.kind {
+                TrackKind::DeviceEngine { device, .. } => Some((t.source, *device)),
+                _ => None,
+            })
+            .collect();
+        devices.sort_unstable();
+        devices.dedup();
+        let active = devices.len();
+        let mut names = hints.names.clone();
+        names.dedup();
+        self.timeline.device = DeviceInfo {
+            kind,
+            name: names.into_iter().next(),
+            count: if kind == DeviceKind::Cpu {
+                0
+            } else {
+                active.max(usize::from(active == 0))
+            },
+        };
+    }
+
+    fn report_repairs(&mut self) {
+        let stats = self.timeline.stats.clone();
+        let mut warnings = Vec::new();
+        let mut warn = |code: &'static str, message: String| {
+            warnings.push(Warning {
+                code,
+                offset: None,
+                message,
+            });
+        };
+        if stats.negative_durations > 0 {
+            warn(
+                "negative_duration",
+                format!(
+                    "{} slices had a negative duration (down to {} ns, float rounding); clamped to 0",
+                    stats.negative_durations, stats.most_negative_ns
+                ),
+            );
+        }
+        if stats.overlong > 0 {
+            warn(
+                "overlong_slice",
+                format!(
+                    "dropped {} slices longer than 7 days (profiler overflow)",
+                    stats.overlong
+                ),
+            );
+        }
+        if stats.partial_overlaps > 0 {
+            warn(
+                "overlap",
+                format!(
+                    "{} slices start inside another slice of the same track and end after it (by up to {} ns); kept as siblings",
+                    stats.partial_overlaps, stats.max_overlap_ns
+                ),
+            );
+        }
+        if stats.unclosed_begins > 0 {
+            warn(
+                "unclosed_begin",
+                format!(
+                    "{} B events had no matching E; closed at the last time seen on their track",
+                    stats.unclosed_begins
+                ),
+            );
+        }
+        if stats.unmatched_ends > 0 {
+            warn(
+                "unmatched_end",
+                format!("ignored {} E events with no open B", stats.unmatched_ends),
+            );
+        }
+        if stats.unsupported_phase > 0 {
+            warn(
+                "unsupported_phase",
+                format!(
+                    "skipped {} events of phases steplens does not model",
+                    stats.unsupported_phase
+                ),
+            );
+        }
+        if stats.malformed > 0 {
+            warn(
+                "malformed_event",
+                format!(
+                    "skipped {} events missing a field their phase needs (ts, dur)",
+                    stats.malformed
+                ),
+            );
+        }
+        // Build-time repairs are not tied to one source when several were loaded together;
+        // attach them to the first.
+        if let Some(first) = self.timeline.sources.first_mut() {
+            first.warnings.extend(warnings);
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct SortKey {
+    source: u16,
+    group: u8,
+    process_sort: i64,
+    pid: LaneId,
+    thread_sort: i64,
+    tid: LaneId,
+    counter: bool,
+}
+
+fn classify(
+    raw: &RawTrack,
+    process: Option<&ProcessMeta>,
+    thread: Option<&ThreadMeta>,
+    strings: &crate::model::StringTable,
+) -> TrackKind {
+    if raw.key.counter {
+        return TrackKind::Counter;
+    }
+    let labels = process.and_then(|p| p.labels.as_deref()).unwrap_or("");
+    let process_name = process.and_then(|p| p.name.as_deref()).unwrap_or("");
+    let device_label = ["GPU", "MTIA", "HPU", "NPU", "XPU"]
+        .iter()
+        .any(|l| labels.starts_with(l))
+        || process_name.starts_with("/device:");
+    let mask = raw.class_mask;
+    let has = |c: CategoryClass| mask & c.bit() != 0;
+    let device_work = [
+        CategoryClass::Kernel,
+        CategoryClass::Memcpy,
+        CategoryClass::Memset,
+        CategoryClass::DeviceSync,
+        CategoryClass::DeviceAnnotation,
+        CategoryClass::ProfilerRange,
+    ]
+    .iter()
+    .any(|&c| has(c));
+    if device_label || device_work {
+        let thread_name = thread.and_then(|t| t.name.as_deref()).unwrap_or("");
+        let class = if thread_name.contains("DMA") {
+            EngineClass::Dma
+        } else if has(CategoryClass::Kernel) || has(CategoryClass::ProfilerRange) {
+            EngineClass::ComputeStream
+        } else if has(CategoryClass::Memcpy) || has(CategoryClass::Memset) {
+            EngineClass::Memcpy
+        } else if has(CategoryClass::DeviceSync) {
+            EngineClass::Sync
+        } else if has(CategoryClass::DeviceAnnotation) {
+            EngineClass::Annotation
+        } else {
+            EngineClass::ComputeStream
+        };
+        let device = device_index(labels, raw.key.pid);
+        return TrackKind::DeviceEngine { class, device };
+    }
+    match raw.key.pid {
+        LaneId::Str(s)
+            if strings.get(s).is_empty() || !strings.get(s).bytes().all(|c| c.is_ascii_digit()) =>
+        {
+            TrackKind::Async
+        }
+        _ => TrackKind::HostThread,
+    }
+}
+
+/// The device ordinal: from a label like `GPU 3` / `MTIA 9`, else the numeric pid (Kineto
+/// uses the device index as the pid of device lanes).
+fn device_index(labels: &str, pid: LaneId) -> Option<i64> {
+    let from_label = labels
+        .split(|c: char| !c.is_ascii_digit())
+        .find(|part| !part.is_empty())
+        .and_then(|d| d.parse().ok());
+    from_label.or(match pid {
+        LaneId::Int(p) => Some(p),
+        LaneId::Str(_) => None,
+    })
+}

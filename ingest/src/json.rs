@@ -1,0 +1,428 @@
+//! A small, fast, lenient JSON scanner over a byte slice.
+//!
+//! Trace ingest never builds a document tree: it walks the bytes once, reads the few event
+//! fields it needs, and skips everything else (args are skipped as raw byte ranges and decoded
+//! later, on demand). Numbers that are times are parsed from their decimal text straight to
+//! integer nanoseconds, because an `f64` cannot hold µs timestamps near 1.7e15 to the ns.
+//! Strings with invalid UTF-8 are decoded lossily rather than rejected (old Kineto wrote such).
+
+use std::borrow::Cow;
+
+/// A syntax error at a byte offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SyntaxError {
+    /// Offset of the offending byte (or the end of input).
+    pub(crate) offset: usize,
+    /// What was expected.
+    pub(crate) expected: &'static str,
+}
+
+pub(crate) type Result<T> = std::result::Result<T, SyntaxError>;
+
+/// Maximum nesting of arrays/objects the skipper follows before calling the input damaged.
+const MAX_DEPTH: usize = 1024;
+
+/// A read position in a JSON byte slice.
+pub(crate) struct Cursor<'a> {
+    pub(crate) buf: &'a [u8],
+    pub(crate) pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    pub(crate) fn new(buf: &'a [u8]) -> Self {
+        Self { buf, pos: 0 }
+    }
+
+    fn err<T>(&self, expected: &'static str) -> Result<T> {
+        Err(SyntaxError {
+            offset: self.pos.min(self.buf.len()),
+            expected,
+        })
+    }
+
+    #[inline]
+    pub(crate) fn skip_ws(&mut self) {
+        while let Some(&b) = self.buf.get(self.pos) {
+            if !matches!(b, b' ' | b'\n' | b'\r' | b'\t') {
+                break;
+            }
+            self.pos += 1;
+        }
+    }
+
+    /// The next non-whitespace byte, without consuming it.
+    #[inline]
+    pub(crate) fn peek(&mut self) -> Option<u8> {
+        self.skip_ws();
+        self.buf.get(self.pos).copied()
+    }
+
+    /// Consumes `byte` (after whitespace) or fails.
+    #[inline]
+    pub(crate) fn expect(&mut self, byte: u8, expected: &'static str) -> Result<()> {
+        if self.peek() == Some(byte) {
+            self.pos += 1;
+            Ok(())
+        } else {
+            self.err(expected)
+        }
+    }
+
+    pub(crate) fn at_end(&mut self) -> bool {
+        self.peek().is_none()
+    }
+
+    /// After a member or element: consumes `,` and returns true, or consumes `close` and
+    /// returns false.
+    #[inline]
+    pub(crate) fn next_member(&mut self, close: u8, expected: &'static str) -> Result<bool> {
+        match self.peek() {
+            Some(b',') => {
+                self.pos += 1;
+                Ok(true)
+            }
+            Some(b) if b == close => {
+                self.pos += 1;
+                Ok(false)
+            }
+            _ => self.err(expected),
+        }
+    }
+
+    /// Reads a string's raw bytes (between the quotes, escapes not decoded) and whether it
+    /// contained a backslash.
+    #[inline]
+    pub(crate) fn raw_string(&mut self) -> Result<(&'a [u8], bool)> {
+        if self.peek() != Some(b'"') {
+            return self.err("a string");
+        }
+        let start = self.pos + 1;
+        let mut at = start;
+        let mut escaped = false;
+        loop {
+            let Some(hit) = self
+                .buf
+                .get(at..)
+                .and_then(|rest| memchr::memchr2(b'"', b'\\', rest))
+            else {
+                self.pos = self.buf.len();
+                return self.err("the end of a string");
+            };
+            at += hit;
+            if self.buf[at] == b'"' {
+                self.pos = at + 1;
+                return Ok((&self.buf[start..at], escaped));
+            }
+            escaped = true;
+            at += 2;
+        }
+    }
+
+    /// Reads a string, decoding escapes and replacing invalid UTF-8.
+    #[inline]
+    pub(crate) fn string(&mut self) -> Result<Cow<'a, str>> {
+        let (raw, escaped) = self.raw_string()?;
+        Ok(if escaped {
+            Cow::Owned(unescape(raw))
+        } else {
+            String::from_utf8_lossy(raw)
+        })
+    }
+
+    /// Skips one value of any kind and returns its byte range.
+    pub(crate) fn skip_value(&mut self) -> Result<std::ops::Range<usize>> {
+        let Some(first) = self.peek() else {
+            return self.err("a value");
+        };
+        let start = self.pos;
+        match first {
+            b'"' => {
+                self.raw_string()?;
+            }
+            b'{' | b'[' => self.skip_container()?,
+            _ => {
+                self.scalar_text()?;
+            }
+        }
+        Ok(start..self.pos)
+    }
+
+    /// Skips a balanced object or array starting at the current byte.
+    fn skip_container(&mut self) -> Result<()> {
+        let mut depth = 0usize;
+        while let Some(&b) = self.buf.get(self.pos) {
+            match b {
+                b'"' => {
+                    self.raw_string()?;
+                    continue;
+                }
+                b'{' | b'[' => {
+                    depth += 1;
+                    if depth > MAX_DEPTH {
+                        return self.err("nesting shallower than 1024 levels");
+                    }
+                }
+                b'}' | b']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        self.pos += 1;
+                        return Ok(());
+                    }
+                }
+                _ => {}
+            }
+            self.pos += 1;
+        }
+        self.err("the end of an object or array")
+    }
+
+    /// The text of a number or literal (`true`, `null`, `-1.5e3`).
+    #[inline]
+    pub(crate) fn scalar_text(&mut self) -> Result<&'a [u8]> {
+        self.skip_ws();
+        let start = self.pos;
+        while let Some(&b) = self.buf.get(self.pos) {
+            if matches!(
+                b,
+                b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t' | b':' | b'"'
+            ) {
+                break;
+            }
+            self.pos += 1;
+        }
+        if self.pos == start || self.pos >= self.buf.len() {
+            return self.err("a number or literal");
+        }
+        Ok(&self.buf[start..self.pos])
+    }
+}
+
+/// Decodes JSON string escapes; invalid sequences and invalid UTF-8 become U+FFFD.
+pub(crate) fn unescape(raw: &[u8]) -> String {
+    let mut out: Vec<u8> = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        let b = raw[i];
+        if b != b'\\' {
+            out.push(b);
+            i += 1;
+            continue;
+        }
+        let Some(&esc) = raw.get(i + 1) else {
+            break;
+        };
+        i += 2;
+        let simple = match esc {
+            b'"' => Some(b'"'),
+            b'\\' => Some(b'\\'),
+            b'/' => Some(b'/'),
+            b'b' => Some(0x08),
+            b'f' => Some(0x0c),
+            b'n' => Some(b'\n'),
+            b'r' => Some(b'\r'),
+            b't' => Some(b'\t'),
+            _ => None,
+        };
+        if let Some(c) = simple {
+            out.push(c);
+            continue;
+        }
+        if esc != b'u' {
+            out.extend_from_slice("\u{fffd}".as_bytes());
+            continue;
+        }
+        let Some(unit) = hex4(raw.get(i..i + 4)) else {
+            out.extend_from_slice("\u{fffd}".as_bytes());
+            continue;
+        };
+        i += 4;
+        let code = if (0xD800..0xDC00).contains(&unit) {
+            // A high surrogate needs its low half.
+            let low = (raw.get(i) == Some(&b'\\') && raw.get(i + 1) == Some(&b'u'))
+                .then(|| hex4(raw.get(i + 2..i + 6)))
+                .flatten()
+                .filter(|low| (0xDC00..0xE000).contains(low));
+            match low {
+                Some(low) => {
+                    i += 6;
+                    0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)
+                }
+                None => 0xFFFD,
+            }
+        } else {
+            unit
+        };
+        let c = char::from_u32(code).unwrap_or('\u{fffd}');
+        let mut tmp = [0u8; 4];
+        out.extend_from_slice(c.encode_utf8(&mut tmp).as_bytes());
+    }
+    match String::from_utf8(out) {
+        Ok(s) => s,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    }
+}
+
+fn hex4(bytes: Option<&[u8]>) -> Option<u32> {
+    let bytes = bytes?;
+    let text = std::str::from_utf8(bytes).ok()?;
+    u32::from_str_radix(text, 16).ok()
+}
+
+/// Parses decimal microseconds (`1712195495519689.047`, `12`, `-0.001`, `1.5e3`) into integer
+/// nanoseconds, rounding half away from zero at the ns. `None` when the text is not a number
+/// or the value does not fit.
+#[inline]
+pub(crate) fn micros_to_ns(text: &[u8]) -> Option<i64> {
+    let (negative, digits) = match text.first()? {
+        b'-' => (true, &text[1..]),
+        _ => (false, text),
+    };
+    let mut whole: i64 = 0;
+    let mut i = 0;
+    while let Some(&b) = digits.get(i) {
+        if !b.is_ascii_digit() {
+            break;
+        }
+        whole = whole.checked_mul(10)?.checked_add(i64::from(b - b'0'))?;
+        i += 1;
+    }
+    let mut frac_ns: i64 = 0;
+    let mut round_up = false;
+    if digits.get(i) == Some(&b'.') {
+        i += 1;
+        let mut scale = 100;
+        let mut seen = 0;
+        while let Some(&b) = digits.get(i) {
+            if !b.is_ascii_digit() {
+                break;
+            }
+            let d = i64::from(b - b'0');
+            if seen < 3 {
+                frac_ns += d * scale;
+                scale /= 10;
+            } else if seen == 3 {
+                round_up = d >= 5;
+            }
+            seen += 1;
+            i += 1;
+        }
+    }
+    if i == 0 {
+        return None;
+    }
+    if i < digits.len() {
+        // Exponent or other notation: take the slow, exact-enough path through f64.
+        return micros_to_ns_slow(text);
+    }
+    let ns = whole
+        .checked_mul(1000)?
+        .checked_add(frac_ns + i64::from(round_up))?;
+    Some(if negative { -ns } else { ns })
+}
+
+fn micros_to_ns_slow(text: &[u8]) -> Option<i64> {
+    let value: f64 = std::str::from_utf8(text).ok()?.parse().ok()?;
+    let ns = (value * 1000.0).round();
+    (ns.is_finite() && ns.abs() < 9.2e18).then_some(ns as i64)
+}
+
+/// Parses an integer id leniently: digits beyond `i64` wrap instead of failing (some old
+/// traces carry 64-bit unsigned ids), a fraction is dropped.
+#[inline]
+pub(crate) fn lenient_int(text: &[u8]) -> Option<i64> {
+    let (negative, digits) = match text.first()? {
+        b'-' => (true, &text[1..]),
+        _ => (false, text),
+    };
+    let mut value: u64 = 0;
+    let mut any = false;
+    for &b in digits {
+        if !b.is_ascii_digit() {
+            break;
+        }
+        value = value.wrapping_mul(10).wrapping_add(u64::from(b - b'0'));
+        any = true;
+    }
+    if !any {
+        return None;
+    }
+    let value = value as i64;
+    Some(if negative {
+        value.wrapping_neg()
+    } else {
+        value
+    })
+}
+
+/// Finds `key` among the top-level members of the JSON object `object` and returns its raw
+/// value text. Does not decode anything else.
+pub(crate) fn find_key<'a>(object: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
+    let mut cur = Cursor::new(object);
+    cur.expect(b'{', "{").ok()?;
+    if cur.peek() == Some(b'}') {
+        return None;
+    }
+    loop {
+        let (name, escaped) = cur.raw_string().ok()?;
+        cur.expect(b':', ":").ok()?;
+        let range = cur.skip_value().ok()?;
+        let matches = if escaped {
+            unescape(name).as_bytes() == key
+        } else {
+            name == key
+        };
+        if matches {
+            return object.get(range);
+        }
+        if !cur.next_member(b'}', ", or }").ok()? {
+            return None;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn micros_parse_exactly_to_ns() {
+        assert_eq!(
+            micros_to_ns(b"1712195495519689.047"),
+            Some(1_712_195_495_519_689_047)
+        );
+        assert_eq!(micros_to_ns(b"12"), Some(12_000));
+        assert_eq!(micros_to_ns(b"0.0005"), Some(1));
+        assert_eq!(micros_to_ns(b"0.0004"), Some(0));
+        assert_eq!(micros_to_ns(b"-0.001"), Some(-1));
+        assert_eq!(micros_to_ns(b"1.5e3"), Some(1_500_000));
+        assert_eq!(micros_to_ns(b"abc"), None);
+        assert_eq!(micros_to_ns(b"99999999999999999999"), None);
+    }
+
+    #[test]
+    fn strings_and_escapes() {
+        let mut cur = Cursor::new(br#""a\"b\u00e9\ud83d\ude00" "plain""#);
+        assert_eq!(cur.string().unwrap(), "a\"b\u{e9}\u{1f600}");
+        assert_eq!(cur.string().unwrap(), "plain");
+        let mut bad = Cursor::new(b"\"abc");
+        assert!(bad.string().is_err());
+    }
+
+    #[test]
+    fn skips_nested_values_and_finds_keys() {
+        let obj = br#"{"Input Dims": [[1,2],[]], "s": "x}]", "External id": 42}"#;
+        assert_eq!(find_key(obj, b"External id"), Some(&b"42"[..]));
+        assert_eq!(find_key(obj, b"s"), Some(&br#""x}]""#[..]));
+        assert_eq!(find_key(obj, b"missing"), None);
+        let mut cur = Cursor::new(br#"[1, {"a": [2]}] tail"#);
+        assert_eq!(cur.skip_value().unwrap(), 0..15);
+    }
+
+    #[test]
+    fn lenient_ints_wrap() {
+        assert_eq!(lenient_int(b"-3"), Some(-3));
+        assert_eq!(lenient_int(b"18446744073709551615"), Some(-1));
+        assert_eq!(lenient_int(b"7.0"), Some(7));
+        assert_eq!(lenient_int(b"x"), None);
+    }
+}

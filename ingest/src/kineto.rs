@@ -1,0 +1,586 @@
+//! `kineto-json`: the PyTorch profiler's Chrome trace (and any Trace Event Format JSON).
+//!
+//! One pass over the bytes with [`crate::json::Cursor`]: each element of `traceEvents` is read
+//! field by field and written straight into the [`TimelineBuilder`]; args are kept as a byte
+//! range. Handles a bare top-level array, keys after `traceEvents`, string or integer pid/tid,
+//! ns-resolution timestamps, and input cut short (everything before the damage is kept and a
+//! warning names the byte offset).
+
+use std::borrow::Cow;
+
+use crate::builder::{FlowPhase, TimelineBuilder};
+use crate::error::IngestError;
+use crate::json::{self, Cursor, SyntaxError};
+use crate::model::{ArgsRef, CategoryClass, LaneId, Warning};
+
+/// Progress callback: `(bytes done, bytes total)`.
+pub type Progress<'p> = &'p mut dyn FnMut(u64, u64);
+
+/// How often (in events) progress is reported.
+const PROGRESS_EVERY: u64 = 1 << 16;
+
+/// Top-level values longer than this are not kept as metadata text.
+const MAX_TOP_LEVEL_VALUE: usize = 1 << 20;
+
+#[derive(Default)]
+struct RawEvent<'a> {
+    ph: u8,
+    name: Option<Cow<'a, str>>,
+    cat: Option<Cow<'a, str>>,
+    ts: Option<i64>,
+    dur: Option<i64>,
+    pid: Option<LaneId>,
+    tid: Option<LaneId>,
+    id: Option<u64>,
+    bind_enclosing: bool,
+    scope: u8,
+    args: Option<std::ops::Range<usize>>,
+}
+
+/// What one read of a document produced, beyond what went into the builder.
+pub(crate) struct ReadSummary {
+    pub(crate) events: u64,
+    pub(crate) by_phase: Vec<(char, u64)>,
+    pub(crate) warnings: Vec<Warning>,
+    pub(crate) top_level: Vec<(String, String)>,
+    pub(crate) rank: Option<i64>,
+    pub(crate) world_size: Option<i64>,
+}
+
+pub(crate) struct KinetoReader<'a, 'b, 'p> {
+    cur: Cursor<'a>,
+    builder: &'b mut TimelineBuilder,
+    source: u16,
+    path: &'a str,
+    events: u64,
+    by_phase: [u64; 128],
+    warnings: Vec<Warning>,
+    top_level: Vec<(String, String)>,
+    rank: Option<i64>,
+    world_size: Option<i64>,
+    progress: Option<Progress<'p>>,
+}
+
+impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
+    pub(crate) fn new(
+        bytes: &'a [u8],
+        path: &'a str,
+        builder: &'b mut TimelineBuilder,
+        source: u16,
+        progress: Option<Progress<'p>>,
+    ) -> Self {
+        Self {
+            cur: Cursor::new(bytes),
+            builder,
+            source,
+            path,
+            events: 0,
+            by_phase: [0; 128],
+            warnings: Vec::new(),
+            top_level: Vec::new(),
+            rank: None,
+            world_size: None,
+            progress,
+        }
+    }
+
+    fn not_a_trace(&self, reason: impl Into<String>) -> IngestError {
+        IngestError::NotATrace {
+            path: self.path.to_owned(),
+            reason: reason.into(),
+        }
+    }
+
+    /// Reads the whole document.
+    pub(crate) fn read(mut self) -> Result<ReadSummary, IngestError> {
+        if self.cur.buf.starts_with(b"\xEF\xBB\xBF") {
+            self.cur.pos = 3;
+        }
+        match self.cur.peek() {
+            None => return Err(self.not_a_trace("the file is empty")),
+            Some(b'[') => {
+                if let Err(e) = self.events_array() {
+                    self.damaged(e)?;
+                }
+            }
+            Some(b'{') => self.object()?,
+            Some(other) => {
+                return Err(self.not_a_trace(format!(
+                    "expected a JSON object or array, found {}",
+                    describe_byte(other)
+                )));
+            }
+        }
+        if self.events == 0 && self.warnings.iter().all(|w| w.code != "damaged") {
+            self.warnings.push(Warning {
+                code: "empty",
+                offset: None,
+                message: "the trace has no events".into(),
+            });
+        }
+        let by_phase = self
+            .by_phase
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| **n > 0)
+            .map(|(ph, n)| (char::from(ph as u8), *n))
+            .collect();
+        Ok(ReadSummary {
+            events: self.events,
+            by_phase,
+            warnings: self.warnings,
+            top_level: self.top_level,
+            rank: self.rank,
+            world_size: self.world_size,
+        })
+    }
+
+    /// Turns a syntax error into a warning (events before it are kept), or into an error when
+    /// nothing usable was read.
+    fn damaged(&mut self, e: SyntaxError) -> Result<(), IngestError> {
+        let at_end = e.offset >= self.cur.buf.len();
+        if self.events == 0 {
+            return Err(IngestError::Damaged {
+                path: self.path.to_owned(),
+                offset: e.offset as u64,
+                reason: if at_end {
+                    "the file ends before the first event".into()
+                } else {
+                    format!("expected {}, found {}", e.expected, self.found(e.offset))
+                },
+            });
+        }
+        let message = if at_end {
+            format!(
+                "trace ends early at byte {} (unterminated; expected {}): kept the {} events before it",
+                e.offset, e.expected, self.events
+            )
+        } else {
+            format!(
+                "trace damaged at byte {} (expected {}, found {}): kept the {} events before it, dropped the rest",
+                e.offset,
+                e.expected,
+                self.found(e.offset),
+                self.events
+            )
+        };
+        self.warnings.push(Warning {
+            code: "damaged",
+            offset: Some(e.offset as u64),
+            message,
+        });
+        Ok(())
+    }
+
+    fn found(&self, offset: usize) -> String {
+        self.cur
+            .buf
+            .get(offset)
+            .map_or_else(|| "the end of the file".into(), |&b| describe_byte(b))
+    }
+
+    fn object(&mut self) -> Result<(), IngestError> {
+        self.cur.pos += 1;
+        let mut saw_events = false;
+        let result = self.object_members(&mut saw_events);
+        if let Err(e) = result {
+            if saw_events {
+                // Damage after the events (e.g. a cut `traceName`) loses nothing that matters,
+                // but is still worth a line.
+                self.damaged(e)?;
+                return Ok(());
+            }
+            if self.events == 0 && !looks_like_trace(self.cur.buf) {
+                return Err(self.not_a_trace(format!(
+                    "invalid JSON at byte {} (expected {}) and no trace events",
+                    e.offset, e.expected
+                )));
+            }
+            self.damaged(e)?;
+            return Ok(());
+        }
+        if !saw_events {
+            return Err(self.not_a_trace(
+                "a JSON object without a \"traceEvents\" array (expected a Chrome/Kineto trace)",
+            ));
+        }
+        Ok(())
+    }
+
+    fn object_members(&mut self, saw_events: &mut bool) -> json::Result<()> {
+        if self.cur.peek() == Some(b'}') {
+            self.cur.pos += 1;
+            return Ok(());
+        }
+        loop {
+            let key = self.cur.string()?;
+            self.cur.expect(b':', "':' after a key")?;
+            if key == "traceEvents" && self.cur.peek() == Some(b'[') {
+                *saw_events = true;
+                self.events_array()?;
+            } else {
+                let range = self.cur.skip_value()?;
+                self.top_level_value(&key, range);
+            }
+            if !self
+                .cur
+                .next_member(b'}', "',' or '}' in the top-level object")?
+            {
+                break;
+            }
+        }
+        if !self.cur.at_end() {
+            self.warnings.push(Warning {
+                code: "trailing_data",
+                offset: Some(self.cur.pos as u64),
+                message: format!(
+                    "ignored data after the end of the JSON at byte {}",
+                    self.cur.pos
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    fn top_level_value(&mut self, key: &str, range: std::ops::Range<usize>) {
+        let Some(raw) = self.cur.buf.get(range) else {
+            return;
+        };
+        match key {
+            "deviceProperties" => self.device_properties(raw),
+            "distributedInfo" => {
+                if let Ok(info) = serde_json::from_slice::<serde_json::Value>(raw) {
+                    self.rank = info.get("rank").and_then(serde_json::Value::as_i64);
+                    self.world_size = info.get("world_size").and_then(serde_json::Value::as_i64);
+                }
+            }
+            _ => {}
+        }
+        if raw.len() <= MAX_TOP_LEVEL_VALUE {
+            self.top_level
+                .push((key.to_owned(), String::from_utf8_lossy(raw).into_owned()));
+        }
+    }
+
+    fn device_properties(&mut self, raw: &[u8]) {
+        let Ok(serde_json::Value::Array(devices)) = serde_json::from_slice(raw) else {
+            return;
+        };
+        let hints = &mut self.builder.device;
+        hints.property_count = devices.len();
+        for device in &devices {
+            if let Some(name) = device.get("name").and_then(serde_json::Value::as_str) {
+                hints.names.push(name.to_owned());
+                if name.contains("HPU") || name.contains("GAUDI") || name.contains("Gaudi") {
+                    hints.saw_hpu = true;
+                }
+            }
+            if device.get("maxSharedMemoryPerMultiProcessor").is_some()
+                || device.get("gcnArchName").is_some()
+            {
+                hints.rocm_properties = true;
+            }
+        }
+    }
+
+    fn events_array(&mut self) -> json::Result<()> {
+        self.cur.expect(b'[', "'['")?;
+        if self.cur.peek() == Some(b']') {
+            self.cur.pos += 1;
+            return Ok(());
+        }
+        loop {
+            if self.cur.peek() == Some(b'{') {
+                self.event()?;
+                self.events += 1;
+                if self.events.is_multiple_of(PROGRESS_EVERY)
+                    && let Some(progress) = self.progress.as_mut()
+                {
+                    progress(self.cur.pos as u64, self.cur.buf.len() as u64);
+                }
+            } else {
+                // Not an event object (a stray number or null): skip it, it is no event.
+                self.cur.skip_value()?;
+                self.builder.count_malformed();
+            }
+            if !self.cur.next_member(b']', "',' or ']' between events")? {
+                return Ok(());
+            }
+        }
+    }
+
+    fn lane_id(&mut self) -> json::Result<LaneId> {
+        if self.cur.peek() == Some(b'"') {
+            let s = self.cur.string()?;
+            if !s.is_empty()
+                && s.bytes().all(|b| b.is_ascii_digit())
+                && let Some(v) = json::lenient_int(s.as_bytes())
+            {
+                return Ok(LaneId::Int(v));
+            }
+            return Ok(LaneId::Str(self.builder.intern(&s)));
+        }
+        let text = self.cur.scalar_text()?;
+        Ok(LaneId::Int(json::lenient_int(text).unwrap_or(0)))
+    }
+
+    /// A number, also accepted when written as a string.
+    fn number_text(&mut self) -> json::Result<&'a [u8]> {
+        if self.cur.peek() == Some(b'"') {
+            Ok(self.cur.raw_string()?.0)
+        } else {
+            self.cur.scalar_text()
+        }
+    }
+
+    fn flow_id(&mut self) -> json::Result<Option<u64>> {
+        if self.cur.peek() == Some(b'"') {
+            let s = self.cur.string()?;
+            let parsed = match s.strip_prefix("0x") {
+                Some(hex) => u64::from_str_radix(hex, 16).ok(),
+                None => s.parse().ok(),
+            };
+            return Ok(Some(parsed.unwrap_or_else(|| {
+                use std::hash::{Hash, Hasher};
+                let mut h = rustc_hash::FxHasher::default();
+                s.hash(&mut h);
+                h.finish()
+            })));
+        }
+        Ok(json::lenient_int(self.cur.scalar_text()?).map(|v| v as u64))
+    }
+
+    fn event(&mut self) -> json::Result<()> {
+        self.cur.pos += 1;
+        let mut ev = RawEvent {
+            scope: b't',
+            ..RawEvent::default()
+        };
+        if self.cur.peek() == Some(b'}') {
+            self.cur.pos += 1;
+        } else {
+            loop {
+                let (key, _) = self.cur.raw_string()?;
+                self.cur.expect(b':', "':' after a key")?;
+                match key {
+                    b"ph" => ev.ph = self.cur.raw_string()?.0.first().copied().unwrap_or(0),
+                    b"name" => ev.name = Some(self.cur.string()?),
+                    b"cat" => ev.cat = Some(self.cur.string()?),
+                    b"ts" => ev.ts = json::micros_to_ns(self.number_text()?),
+                    b"dur" => ev.dur = json::micros_to_ns(self.number_text()?),
+                    b"pid" => ev.pid = Some(self.lane_id()?),
+                    b"tid" => ev.tid = Some(self.lane_id()?),
+                    b"id" => ev.id = self.flow_id()?,
+                    b"bp" => ev.bind_enclosing = self.cur.raw_string()?.0 == b"e",
+                    b"s" if self.cur.peek() == Some(b'"') => {
+                        ev.scope = self.cur.raw_string()?.0.first().copied().unwrap_or(b't');
+                    }
+                    b"args" if self.cur.peek() == Some(b'{') => {
+                        ev.args = Some(self.cur.skip_value()?);
+                    }
+                    _ => {
+                        self.cur.skip_value()?;
+                    }
+                }
+                if !self.cur.next_member(b'}', "',' or '}' in an event")? {
+                    break;
+                }
+            }
+        }
+        self.dispatch(&ev);
+        Ok(())
+    }
+
+    fn dispatch(&mut self, ev: &RawEvent<'a>) {
+        if let Some(slot) = self.by_phase.get_mut(usize::from(ev.ph)) {
+            *slot += 1;
+        }
+        let source = self.source;
+        let pid = ev.pid.unwrap_or(LaneId::Int(0));
+        let tid = ev.tid.unwrap_or(LaneId::Int(0));
+        let args = ev
+            .args
+            .clone()
+            .and_then(ArgsRef::new)
+            .unwrap_or(ArgsRef::NONE);
+        match ev.ph {
+            b'X' | b'B' | b'i' | b'I' | b'R' | b's' | b't' | b'f' => {
+                let Some(ts) = ev.ts else {
+                    self.builder.count_malformed();
+                    return;
+                };
+                let b = &mut *self.builder;
+                let cat = b.intern_cat(ev.cat.as_deref().unwrap_or(""));
+                let track = b.track(source, pid, tid);
+                match ev.ph {
+                    b'X' => {
+                        let Some(dur) = ev.dur else {
+                            b.count_malformed();
+                            return;
+                        };
+                        let name = ev.name.as_deref().unwrap_or("");
+                        note_device_hints(b, b.cat_class(cat), name, ev.cat.as_deref());
+                        let name = b.intern(name);
+                        b.push_slice(track, ts, dur, name, cat, args);
+                    }
+                    b'B' => {
+                        let name = b.intern(ev.name.as_deref().unwrap_or(""));
+                        b.push_begin(track, ts, name, cat, args);
+                    }
+                    b's' | b't' | b'f' => {
+                        let Some(id) = ev.id else {
+                            b.count_malformed();
+                            return;
+                        };
+                        let phase = match ev.ph {
+                            b's' => FlowPhase::Start,
+                            b't' => FlowPhase::Step,
+                            _ => FlowPhase::Finish,
+                        };
+                        b.push_flow(cat, id, phase, track, ts, ev.bind_enclosing);
+                    }
+                    _ => {
+                        let name = b.intern(ev.name.as_deref().unwrap_or(""));
+                        b.push_instant(track, ts, name, cat, ev.scope, args);
+                    }
+                }
+            }
+            b'E' => {
+                let Some(ts) = ev.ts else {
+                    self.builder.count_malformed();
+                    return;
+                };
+                let track = self.builder.track(source, pid, tid);
+                self.builder.push_end(track, ts);
+            }
+            b'C' => self.counter(ev, pid),
+            b'M' => self.metadata(ev, pid, tid),
+            _ => self.builder.count_unsupported(),
+        }
+    }
+
+    fn counter(&mut self, ev: &RawEvent<'a>, pid: LaneId) {
+        let (Some(ts), Some(range)) = (ev.ts, ev.args.clone()) else {
+            self.builder.count_malformed();
+            return;
+        };
+        let name = ev.name.as_deref().unwrap_or("");
+        let mut cur = Cursor::new(self.cur.buf.get(range).unwrap_or(b"{}"));
+        let mut series = Vec::new();
+        let _ = (|| -> json::Result<()> {
+            cur.expect(b'{', "{")?;
+            if cur.peek() == Some(b'}') {
+                return Ok(());
+            }
+            loop {
+                let key = cur.string()?;
+                cur.expect(b':', ":")?;
+                let value = if matches!(cur.peek(), Some(b'{' | b'[')) {
+                    cur.skip_value()?;
+                    None
+                } else {
+                    let text = if cur.peek() == Some(b'"') {
+                        cur.raw_string()?.0
+                    } else {
+                        cur.scalar_text()?
+                    };
+                    std::str::from_utf8(text)
+                        .ok()
+                        .and_then(|t| t.parse::<f64>().ok())
+                };
+                if let Some(v) = value {
+                    series.push((key.into_owned(), v));
+                }
+                if !cur.next_member(b'}', ",")? {
+                    return Ok(());
+                }
+            }
+        })();
+        for (key, value) in series {
+            let label = if key == name || name.is_empty() {
+                key
+            } else {
+                format!("{name} {key}")
+            };
+            self.builder
+                .push_counter(self.source, pid, &label, ts, value);
+        }
+    }
+
+    fn metadata(&mut self, ev: &RawEvent<'a>, pid: LaneId, tid: LaneId) {
+        let Some(args) = ev.args.clone().and_then(|r| self.cur.buf.get(r)) else {
+            return;
+        };
+        let text = |key: &[u8]| -> Option<String> {
+            let raw = json::find_key(args, key)?;
+            let mut cur = Cursor::new(raw);
+            cur.string().ok().map(Cow::into_owned)
+        };
+        let int = |key: &[u8]| json::find_key(args, key).and_then(json::lenient_int);
+        let source = self.source;
+        match ev.name.as_deref().unwrap_or("") {
+            "process_name" => {
+                let name = text(b"name");
+                if name.as_deref().is_some_and(|n| n.contains("HPU")) {
+                    self.builder.device.saw_hpu = true;
+                }
+                self.builder.process_meta(source, pid, name, None, None);
+            }
+            "process_labels" => {
+                let labels = text(b"labels");
+                if labels.as_deref().is_some_and(|l| l.starts_with("MTIA")) {
+                    self.builder.device.saw_mtia = true;
+                }
+                self.builder.process_meta(source, pid, None, labels, None);
+            }
+            "process_sort_index" => {
+                self.builder
+                    .process_meta(source, pid, None, None, int(b"sort_index"));
+            }
+            "thread_name" => self
+                .builder
+                .thread_meta(source, pid, tid, text(b"name"), None),
+            "thread_sort_index" => {
+                self.builder
+                    .thread_meta(source, pid, tid, None, int(b"sort_index"));
+            }
+            _ => {}
+        }
+    }
+}
+
+fn note_device_hints(b: &mut TimelineBuilder, class: CategoryClass, name: &str, cat: Option<&str>) {
+    match class {
+        CategoryClass::Runtime | CategoryClass::Driver => {
+            if name.starts_with("hip") {
+                b.device.saw_hip = true;
+            } else if name.starts_with("cu") {
+                b.device.saw_cuda = true;
+            }
+            match cat {
+                Some("privateuse1_runtime") => b.device.saw_hpu = true,
+                Some("mtia_runtime") => b.device.saw_mtia = true,
+                _ => {}
+            }
+        }
+        CategoryClass::Kernel if cat == Some("mtia_ccp_events") => b.device.saw_mtia = true,
+        CategoryClass::CpuOp if cat == Some("hpu_op") => b.device.saw_hpu = true,
+        _ => {}
+    }
+}
+
+/// Whether the first bytes look like a trace-event JSON at all (used to tell "not a trace"
+/// from "a damaged trace").
+pub(crate) fn looks_like_trace(bytes: &[u8]) -> bool {
+    let head = &bytes[..bytes.len().min(1 << 16)];
+    memchr::memmem::find(head, b"\"traceEvents\"").is_some()
+        || memchr::memmem::find(head, b"\"ph\"").is_some()
+}
+
+fn describe_byte(b: u8) -> String {
+    if b.is_ascii_graphic() {
+        format!("'{}'", char::from(b))
+    } else {
+        format!("byte 0x{b:02x}")
+    }
+}

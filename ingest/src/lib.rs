@@ -1,0 +1,208 @@
+//! steplens ingest: sniff a trace's format, read it (memory-mapped, gzip), parse it, and build
+//! the [`model::Timeline`].
+//!
+//! The Timeline is the only thing that leaves this crate. Formats are recognised by content,
+//! never by file extension ([`sniff`]). Damaged input loads as far as it is readable, with
+//! [`model::Warning`]s on its [`model::SourceInfo`]; input that is not a trace is an
+//! [`IngestError`].
+//!
+//! ```no_run
+//! use steplens_ingest::{load, LoadOptions};
+//! let timeline = load(std::path::Path::new("trace.json.gz"), &LoadOptions::default(), None)?;
+//! println!("{} slices on {} tracks", timeline.slices.len(), timeline.tracks.len());
+//! # Ok::<(), steplens_ingest::IngestError>(())
+//! ```
+
+pub mod builder;
+pub mod error;
+mod json;
+mod kineto;
+pub mod model;
+pub mod source;
+
+use std::path::Path;
+use std::sync::Arc;
+
+pub use builder::TimelineBuilder;
+pub use error::IngestError;
+pub use kineto::Progress;
+pub use model::Timeline;
+
+/// How inputs are read.
+#[derive(Debug, Clone)]
+pub struct LoadOptions {
+    /// Map regular files instead of reading them (default). Turn off for files that may change
+    /// while they are read.
+    pub mmap: bool,
+    /// Largest decompressed size accepted from a gzip input, bytes.
+    pub max_inflated_bytes: u64,
+}
+
+/// Default cap on decompressed gzip input: 64 GiB.
+pub const DEFAULT_MAX_INFLATED_BYTES: u64 = 64 << 30;
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        Self {
+            mmap: true,
+            max_inflated_bytes: DEFAULT_MAX_INFLATED_BYTES,
+        }
+    }
+}
+
+/// A trace format steplens recognises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// PyTorch profiler / Chrome Trace Event Format JSON.
+    KinetoJson,
+    /// A ZIP archive (Gaudi `.hltv`).
+    Zip,
+    /// Perfetto protobuf.
+    PerfettoProto,
+    /// Comma-separated text (Gaudi hardware trace or analyzed nodes).
+    Csv,
+    /// Something else.
+    Unknown,
+}
+
+impl Format {
+    /// The format id used in reports.
+    #[must_use]
+    pub fn id(self) -> &'static str {
+        match self {
+            Self::KinetoJson => "kineto-json",
+            Self::Zip => "zip",
+            Self::PerfettoProto => "perfetto-proto",
+            Self::Csv => "csv",
+            Self::Unknown => "unknown",
+        }
+    }
+}
+
+/// Recognises a format from the first bytes of the (decompressed) input.
+#[must_use]
+pub fn sniff(bytes: &[u8]) -> Format {
+    let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let first = body.iter().copied().find(|b| !b.is_ascii_whitespace());
+    match first {
+        Some(b'{' | b'[') => Format::KinetoJson,
+        _ if body.starts_with(b"PK\x03\x04") => Format::Zip,
+        // A Perfetto trace is a sequence of `Trace.packet` (field 1, length-delimited) records.
+        Some(0x0a) if body.first() == Some(&0x0a) => Format::PerfettoProto,
+        Some(b) if b.is_ascii_graphic() && looks_like_csv(body) => Format::Csv,
+        _ => Format::Unknown,
+    }
+}
+
+fn looks_like_csv(bytes: &[u8]) -> bool {
+    let line_end = memchr::memchr(b'\n', bytes).unwrap_or(bytes.len().min(4096));
+    let line = &bytes[..line_end];
+    std::str::from_utf8(line).is_ok() && line.iter().filter(|&&b| b == b',').count() >= 2
+}
+
+/// Loads one trace file (`-` reads stdin).
+///
+/// # Errors
+/// When the file cannot be read, is not a trace, or is damaged before its first event.
+pub fn load(
+    path: &Path,
+    options: &LoadOptions,
+    progress: Option<Progress<'_>>,
+) -> Result<Timeline, IngestError> {
+    let mut builder = TimelineBuilder::default();
+    add_file(&mut builder, path, options, progress)?;
+    Ok(builder.finish())
+}
+
+/// Loads several traces (ranks, or related files) into one Timeline; each keeps its own tracks.
+///
+/// # Errors
+/// As [`load`], for the first file that fails.
+pub fn load_many(
+    paths: &[&Path],
+    options: &LoadOptions,
+    mut progress: Option<Progress<'_>>,
+) -> Result<Timeline, IngestError> {
+    let mut builder = TimelineBuilder::default();
+    for path in paths {
+        match progress.as_mut() {
+            Some(p) => add_file(&mut builder, path, options, Some(&mut **p))?,
+            None => add_file(&mut builder, path, options, None)?,
+        }
+    }
+    Ok(builder.finish())
+}
+
+/// Reads one file into `builder`.
+///
+/// # Errors
+/// As [`load`].
+pub fn add_file(
+    builder: &mut TimelineBuilder,
+    path: &Path,
+    options: &LoadOptions,
+    progress: Option<Progress<'_>>,
+) -> Result<(), IngestError> {
+    let display = path.display().to_string();
+    let input = source::read_input(path, options)?;
+    let format = sniff(input.data.bytes());
+    match format {
+        Format::KinetoJson => {}
+        Format::Zip => {
+            return Err(IngestError::Unsupported {
+                path: display,
+                format: "ZIP (.hltv)",
+            });
+        }
+        Format::PerfettoProto => {
+            return Err(IngestError::Unsupported {
+                path: display,
+                format: "Perfetto protobuf",
+            });
+        }
+        Format::Csv => {
+            return Err(IngestError::Unsupported {
+                path: display,
+                format: "CSV (Gaudi hardware trace / analyzed nodes)",
+            });
+        }
+        Format::Unknown => {
+            let reason = if input.data.bytes().iter().all(u8::is_ascii_whitespace) {
+                "the file is empty".to_owned()
+            } else {
+                "not JSON, gzip, ZIP, protobuf or CSV (expected a PyTorch profiler / Chrome trace)"
+                    .to_owned()
+            };
+            return Err(IngestError::NotATrace {
+                path: display,
+                reason,
+            });
+        }
+    }
+    let data = Arc::new(input.data);
+    let info = model::SourceInfo {
+        path: display.clone(),
+        format: format.id(),
+        bytes: data.bytes().len() as u64,
+        stored_bytes: input.stored_bytes,
+        compressed: input.compressed,
+        events: 0,
+        events_by_phase: Vec::new(),
+        warnings: input.warnings,
+        top_level: Vec::new(),
+        rank: None,
+        world_size: None,
+    };
+    let source = builder.add_source(info, Arc::clone(&data));
+    let summary =
+        kineto::KinetoReader::new(data.bytes(), &display, builder, source, progress).read()?;
+    if let Some(info) = builder.source_mut(source) {
+        info.events = summary.events;
+        info.events_by_phase = summary.by_phase;
+        info.warnings.extend(summary.warnings);
+        info.top_level = summary.top_level;
+        info.rank = summary.rank;
+        info.world_size = summary.world_size;
+    }
+    Ok(())
+}

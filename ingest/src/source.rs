@@ -1,0 +1,173 @@
+//! Getting the bytes of an input: memory-mapped when it is a regular file, read otherwise
+//! (pipes, stdin, `/proc`), and inflated when it is gzip.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::Path;
+
+use flate2::read::MultiGzDecoder;
+use memmap2::Mmap;
+
+use crate::LoadOptions;
+use crate::error::IngestError;
+use crate::model::Warning;
+
+/// The bytes of one input, kept alive for as long as the Timeline needs its args.
+#[derive(Debug)]
+pub enum SourceData {
+    /// A read-only mapping of the file (page cache, not private memory).
+    Mapped(Mmap),
+    /// Bytes read or inflated into memory.
+    Owned(Vec<u8>),
+}
+
+impl SourceData {
+    /// The bytes.
+    #[must_use]
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            Self::Mapped(map) => map,
+            Self::Owned(vec) => vec,
+        }
+    }
+
+    /// Whether the bytes are a file mapping.
+    #[must_use]
+    pub fn is_mapped(&self) -> bool {
+        matches!(self, Self::Mapped(_))
+    }
+}
+
+/// An input ready for parsing.
+#[derive(Debug)]
+pub struct Input {
+    /// The (decompressed) bytes.
+    pub data: SourceData,
+    /// Size as stored.
+    pub stored_bytes: u64,
+    /// Whether it was gzip.
+    pub compressed: bool,
+    /// Problems met while reading (a truncated gzip stream).
+    pub warnings: Vec<Warning>,
+}
+
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+
+/// Reads `path` (`-` = stdin) into memory or maps it, and inflates gzip.
+pub(crate) fn read_input(path: &Path, options: &LoadOptions) -> Result<Input, IngestError> {
+    let display = path.display().to_string();
+    let io_err = |source: io::Error| IngestError::Io {
+        path: display.clone(),
+        source,
+    };
+    let raw = if path.as_os_str() == "-" {
+        let mut buf = Vec::new();
+        io::stdin().lock().read_to_end(&mut buf).map_err(io_err)?;
+        SourceData::Owned(buf)
+    } else {
+        let mut file = File::open(path).map_err(io_err)?;
+        let meta = file.metadata().map_err(io_err)?;
+        if meta.is_dir() {
+            return Err(IngestError::NotATrace {
+                path: display,
+                reason: "is a directory".into(),
+            });
+        }
+        match (meta.is_file() && meta.len() > 0 && options.mmap).then(|| map_file(&file)) {
+            Some(Ok(map)) => SourceData::Mapped(map),
+            // Mapping can fail on some file systems; reading always works.
+            Some(Err(_)) | None => {
+                let mut buf = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+                file.read_to_end(&mut buf).map_err(io_err)?;
+                SourceData::Owned(buf)
+            }
+        }
+    };
+    let stored_bytes = raw.bytes().len() as u64;
+    if raw.bytes().starts_with(&GZIP_MAGIC) {
+        let mut warnings = Vec::new();
+        let inflated = inflate(
+            raw.bytes(),
+            &display,
+            options.max_inflated_bytes,
+            &mut warnings,
+        )?;
+        return Ok(Input {
+            data: SourceData::Owned(inflated),
+            stored_bytes,
+            compressed: true,
+            warnings,
+        });
+    }
+    Ok(Input {
+        data: raw,
+        stored_bytes,
+        compressed: false,
+        warnings: Vec::new(),
+    })
+}
+
+/// Maps `file` read-only.
+///
+/// The mapping is only sound while no other process truncates or rewrites the file; profiler
+/// output is written once and then read, which is the case this serves. Users who analyse a
+/// file still being written pass `--no-mmap`.
+#[allow(unsafe_code)]
+fn map_file(file: &File) -> io::Result<Mmap> {
+    // SAFETY: see the function documentation: the file is treated as immutable while mapped.
+    let map = unsafe { Mmap::map(file)? };
+    #[cfg(unix)]
+    {
+        // Advice is a hint; failing to give it changes nothing.
+        let _ = map.advise(memmap2::Advice::Sequential);
+    }
+    Ok(map)
+}
+
+fn inflate(
+    compressed: &[u8],
+    path: &str,
+    limit: u64,
+    warnings: &mut Vec<Warning>,
+) -> Result<Vec<u8>, IngestError> {
+    // ISIZE (last 4 bytes) is the size mod 2^32 of the last member: a capacity hint only.
+    let hint = compressed
+        .len()
+        .checked_sub(4)
+        .and_then(|at| compressed.get(at..))
+        .and_then(|tail| <[u8; 4]>::try_from(tail).ok())
+        .map_or(0, |b| u32::from_le_bytes(b) as usize);
+    let hint = hint
+        .max(compressed.len().saturating_mul(4))
+        .min(limit as usize);
+    let mut out = Vec::with_capacity(hint);
+    let mut decoder = MultiGzDecoder::new(compressed).take(limit.saturating_add(1));
+    if let Err(e) = decoder.read_to_end(&mut out) {
+        // A half-copied .gz still holds a readable prefix: keep it and say so.
+        if !out.is_empty() {
+            warnings.push(Warning {
+                code: "damaged_gzip",
+                offset: Some(out.len() as u64),
+                message: format!(
+                    "gzip stream damaged after {} decompressed bytes ({e}); reading what came before",
+                    out.len()
+                ),
+            });
+            return Ok(out);
+        }
+        return Err(IngestError::Gzip {
+            path: path.to_owned(),
+            offset: out.len() as u64,
+            reason: e.to_string(),
+        });
+    }
+    if out.len() as u64 > limit {
+        return Err(IngestError::LimitExceeded {
+            path: path.to_owned(),
+            what: "decompressed size",
+            limit: format!("{limit} bytes"),
+            flag: "--max-inflated-bytes",
+        });
+    }
+    Ok(out)
+}

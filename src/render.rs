@@ -1,0 +1,689 @@
+//! Rendering reports for people: aligned terminal tables (with color when asked) and Markdown.
+
+use std::fmt::Write as _;
+use std::io::{self, Write};
+
+use serde_json::json;
+use steplens_analysis::Report;
+use steplens_analysis::ops::OpStats;
+use steplens_analysis::steps::StepStats;
+use steplens_ingest::Timeline;
+use steplens_ingest::model::TrackKind;
+
+/// A duration in the unit that keeps it short: `850 ns`, `12.3 µs`, `4.56 ms`, `1.23 s`.
+pub(crate) fn human_ns(ns: i64) -> String {
+    let abs = ns.unsigned_abs() as f64;
+    let sign = if ns < 0 { "-" } else { "" };
+    if abs < 1e3 {
+        format!("{ns} ns")
+    } else if abs < 1e6 {
+        format!("{sign}{} µs", three_digits(abs / 1e3))
+    } else if abs < 1e9 {
+        format!("{sign}{} ms", three_digits(abs / 1e6))
+    } else {
+        format!("{sign}{} s", three_digits(abs / 1e9))
+    }
+}
+
+fn three_digits(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// Bytes in binary units.
+pub(crate) fn human_bytes(bytes: u64) -> String {
+    let b = bytes as f64;
+    if b < 1024.0 {
+        format!("{bytes} B")
+    } else if b < 1024.0 * 1024.0 {
+        format!("{:.1} KiB", b / 1024.0)
+    } else if b < 1024.0 * 1024.0 * 1024.0 {
+        format!("{:.1} MiB", b / 1024.0 / 1024.0)
+    } else {
+        format!("{:.2} GiB", b / 1024.0 / 1024.0 / 1024.0)
+    }
+}
+
+/// An integer with thousands separators.
+pub(crate) fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn pct(part: i64, whole: i64) -> String {
+    if whole <= 0 {
+        return "-".into();
+    }
+    format!("{:.0}%", part as f64 * 100.0 / whole as f64)
+}
+
+/// ANSI styling that turns into nothing when color is off.
+#[derive(Clone, Copy)]
+struct Style {
+    color: bool,
+}
+
+impl Style {
+    fn paint(self, code: &str, text: &str) -> String {
+        if self.color {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
+    }
+    fn bold(self, text: &str) -> String {
+        self.paint("1", text)
+    }
+    fn dim(self, text: &str) -> String {
+        self.paint("2", text)
+    }
+    fn yellow(self, text: &str) -> String {
+        self.paint("33", text)
+    }
+    fn cyan(self, text: &str) -> String {
+        self.paint("36", text)
+    }
+}
+
+/// A table of strings; numeric columns are right-aligned.
+struct Table {
+    header: Vec<String>,
+    right: Vec<bool>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    fn new(columns: &[(&str, bool)]) -> Self {
+        Self {
+            header: columns.iter().map(|(h, _)| (*h).to_owned()).collect(),
+            right: columns.iter().map(|(_, r)| *r).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+
+    fn text(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
+        let widths: Vec<usize> = (0..self.header.len())
+            .map(|c| {
+                self.rows
+                    .iter()
+                    .map(|r| r.get(c).map_or(0, |s| s.chars().count()))
+                    .chain([self.header[c].chars().count()])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let line = |cells: &[String]| {
+            let mut s = String::from("  ");
+            for (c, w) in widths.iter().enumerate() {
+                let cell = cells.get(c).map_or("", String::as_str);
+                let pad = w.saturating_sub(cell.chars().count());
+                if c > 0 {
+                    s.push_str("  ");
+                }
+                if self.right[c] {
+                    s.push_str(&" ".repeat(pad));
+                    s.push_str(cell);
+                } else {
+                    s.push_str(cell);
+                    if c + 1 < widths.len() {
+                        s.push_str(&" ".repeat(pad));
+                    }
+                }
+            }
+            s
+        };
+        writeln!(out, "{}", style.dim(&line(&self.header)))?;
+        for row in &self.rows {
+            writeln!(out, "{}", line(row))?;
+        }
+        Ok(())
+    }
+
+    fn markdown(&self, out: &mut dyn Write) -> io::Result<()> {
+        let escape = |s: &str| s.replace('|', "\\|");
+        writeln!(
+            out,
+            "| {} |",
+            self.header
+                .iter()
+                .map(|h| escape(h))
+                .collect::<Vec<_>>()
+                .join(" | ")
+        )?;
+        let rule: Vec<&str> = self
+            .right
+            .iter()
+            .map(|&r| if r { "---:" } else { "---" })
+            .collect();
+        writeln!(out, "| {} |", rule.join(" | "))?;
+        for row in &self.rows {
+            writeln!(
+                out,
+                "| {} |",
+                row.iter()
+                    .map(|c| escape(c))
+                    .collect::<Vec<_>>()
+                    .join(" | ")
+            )?;
+        }
+        Ok(())
+    }
+}
+
+fn engine_names(steps: &[StepStats]) -> Vec<String> {
+    let mut names: Vec<String> = steps
+        .iter()
+        .flat_map(|s| s.engines.keys().cloned())
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+fn step_table(report: &Report) -> Table {
+    let has_device = report.steps.iter().any(|s| s.device_busy_ns.is_some());
+    let engines = if has_device {
+        engine_names(&report.steps)
+    } else {
+        Vec::new()
+    };
+    let multi_source = report.sources.len() > 1;
+    let mut columns: Vec<(String, bool)> = Vec::new();
+    if multi_source {
+        columns.push(("source".into(), false));
+    }
+    columns.extend([
+        ("step".into(), false),
+        ("duration".into(), true),
+        ("host busy".into(), true),
+        ("".into(), true),
+    ]);
+    if has_device {
+        columns.extend([
+            ("device busy".into(), true),
+            ("".into(), true),
+            ("device idle".into(), true),
+        ]);
+    }
+    columns.extend([("data loader".into(), true), ("".into(), true)]);
+    // Per-engine columns only help when there is more than one engine class.
+    if engines.len() > 1 {
+        columns.extend(engines.iter().map(|e| (e.clone(), true)));
+    }
+    let refs: Vec<(&str, bool)> = columns.iter().map(|(h, r)| (h.as_str(), *r)).collect();
+    let mut table = Table::new(&refs);
+    let mut add = |name: String, source: Option<u16>, s: &StepLike| {
+        let mut row = Vec::new();
+        if multi_source {
+            row.push(source.map_or_else(String::new, |i| i.to_string()));
+        }
+        row.extend([name, human_ns(s.dur), human_ns(s.host), pct(s.host, s.dur)]);
+        if has_device {
+            row.extend([
+                human_ns(s.device),
+                pct(s.device, s.dur),
+                human_ns(s.dur - s.device),
+            ]);
+        }
+        row.extend([human_ns(s.dataloader), pct(s.dataloader, s.dur)]);
+        if engines.len() > 1 {
+            row.extend(
+                engines
+                    .iter()
+                    .map(|e| human_ns(s.engines.get(e).copied().unwrap_or(0))),
+            );
+        }
+        table.row(row);
+    };
+    for s in &report.steps {
+        add(s.name.clone(), Some(s.source), &StepLike::from(s));
+    }
+    if report.steps.len() > 1 {
+        let n = report.steps.len() as i64;
+        let mut mean = StepLike::default();
+        for s in &report.steps {
+            let one = StepLike::from(s);
+            mean.dur += one.dur;
+            mean.host += one.host;
+            mean.device += one.device;
+            mean.dataloader += one.dataloader;
+            for (k, v) in one.engines {
+                *mean.engines.entry(k).or_insert(0) += v;
+            }
+        }
+        mean.dur /= n;
+        mean.host /= n;
+        mean.device /= n;
+        mean.dataloader /= n;
+        for v in mean.engines.values_mut() {
+            *v /= n;
+        }
+        add("mean".into(), None, &mean);
+    }
+    table
+}
+
+#[derive(Default)]
+struct StepLike {
+    dur: i64,
+    host: i64,
+    device: i64,
+    dataloader: i64,
+    engines: std::collections::BTreeMap<String, i64>,
+}
+
+impl From<&StepStats> for StepLike {
+    fn from(s: &StepStats) -> Self {
+        Self {
+            dur: s.dur_ns,
+            host: s.host_busy_ns,
+            device: s.device_busy_ns.unwrap_or(0),
+            dataloader: s.dataloader_ns,
+            engines: s.engines.clone(),
+        }
+    }
+}
+
+fn op_table(ops: &[OpStats], top: usize) -> Table {
+    let mut table = Table::new(&[
+        ("op", false),
+        ("where", false),
+        ("count", true),
+        ("total", true),
+        ("self", true),
+        ("mean", true),
+        ("p50", true),
+        ("p99", true),
+    ]);
+    for op in ops.iter().take(top) {
+        table.row(vec![
+            truncate(&op.name, 60),
+            op.track_kind.clone(),
+            thousands(op.count),
+            human_ns(op.total_ns),
+            human_ns(op.self_ns),
+            human_ns(op.mean_ns),
+            human_ns(op.p50_ns),
+            human_ns(op.p99_ns),
+        ]);
+    }
+    table
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_owned();
+    }
+    let mut t: String = s.chars().take(max - 1).collect();
+    t.push('…');
+    t
+}
+
+fn device_line(report: &Report) -> String {
+    let d = &report.device;
+    match (&d.name, d.kind.as_str()) {
+        (_, "cpu") => "cpu (no accelerator activity)".into(),
+        (Some(name), kind) => format!("{kind}, {name} ({} device(s) active)", d.count),
+        (None, kind) => format!("{kind} ({} device(s) active)", d.count),
+    }
+}
+
+fn summary_line(report: &Report) -> String {
+    let s = &report.summary;
+    let mut line = format!("{} steps", s.steps);
+    if let Some(mean) = s.mean_step_ns {
+        let _ = write!(line, ", mean {}", human_ns(mean));
+    }
+    if let Some(p50) = s.p50_step_ns {
+        let _ = write!(line, ", median {}", human_ns(p50));
+    }
+    if let Some(busy) = s.device_busy_pct {
+        let _ = write!(line, ", device busy {busy:.1}%");
+    }
+    let _ = write!(line, "; trace spans {}", human_ns(s.trace_ns));
+    line
+}
+
+/// The report for a terminal.
+pub(crate) fn text(
+    out: &mut dyn Write,
+    report: &Report,
+    top: usize,
+    color: bool,
+) -> io::Result<()> {
+    let style = Style { color };
+    for source in &report.sources {
+        writeln!(
+            out,
+            "{} {}",
+            style.bold(&source.path),
+            style.dim(&format!(
+                "({}, {} events)",
+                source.format,
+                thousands(source.events)
+            ))
+        )?;
+    }
+    writeln!(out, "  device   {}", device_line(report))?;
+    writeln!(out, "  summary  {}", summary_line(report))?;
+    for source in &report.sources {
+        for w in &source.warnings {
+            writeln!(out, "  {} {}", style.yellow("warning:"), w.message)?;
+        }
+    }
+    writeln!(out)?;
+    if report.steps.is_empty() {
+        writeln!(out, "{}", style.bold("Steps"))?;
+        writeln!(
+            out,
+            "  no ProfilerStep#N annotations: the figures below cover the whole trace \
+             (use torch.profiler's schedule and prof.step() to get per-step figures)"
+        )?;
+    } else {
+        writeln!(
+            out,
+            "{}",
+            style.bold(&format!("Steps ({})", report.steps.len()))
+        )?;
+        step_table(report).text(out, style)?;
+    }
+    writeln!(out)?;
+    writeln!(out, "{}", style.bold("Findings"))?;
+    if report.findings.is_empty() {
+        writeln!(out, "  none")?;
+    } else {
+        for f in &report.findings {
+            writeln!(
+                out,
+                "  {} {}  {}",
+                style.cyan(&f.kind),
+                f.title,
+                style.dim(&format!("lost {}", human_ns(f.lost_ns)))
+            )?;
+            writeln!(out, "    {}", f.recommendation)?;
+        }
+    }
+    writeln!(out)?;
+    let shown = top.min(report.ops.len());
+    writeln!(
+        out,
+        "{}",
+        style.bold(&format!(
+            "Top ops by total time ({shown} of {})",
+            report.ops.len()
+        ))
+    )?;
+    op_table(&report.ops, top).text(out, style)?;
+    Ok(())
+}
+
+/// The report as Markdown.
+pub(crate) fn markdown(out: &mut dyn Write, report: &Report, top: usize) -> io::Result<()> {
+    writeln!(out, "# steplens report\n")?;
+    for source in &report.sources {
+        writeln!(
+            out,
+            "- `{}` ({}, {} events)",
+            source.path,
+            source.format,
+            thousands(source.events)
+        )?;
+    }
+    writeln!(out, "- device: {}", device_line(report))?;
+    writeln!(out, "- summary: {}", summary_line(report))?;
+    for source in &report.sources {
+        for w in &source.warnings {
+            writeln!(out, "- **warning:** {}", w.message)?;
+        }
+    }
+    writeln!(out, "\n## Steps\n")?;
+    if report.steps.is_empty() {
+        writeln!(out, "No `ProfilerStep#N` annotations in the trace.")?;
+    } else {
+        step_table(report).markdown(out)?;
+    }
+    writeln!(out, "\n## Findings\n")?;
+    if report.findings.is_empty() {
+        writeln!(out, "None.")?;
+    } else {
+        for f in &report.findings {
+            writeln!(
+                out,
+                "- **{}** {} (lost {}): {}",
+                f.kind,
+                f.title,
+                human_ns(f.lost_ns),
+                f.recommendation
+            )?;
+        }
+    }
+    let shown = top.min(report.ops.len());
+    writeln!(
+        out,
+        "\n## Top ops by total time ({shown} of {})\n",
+        report.ops.len()
+    )?;
+    op_table(&report.ops, top).markdown(out)?;
+    Ok(())
+}
+
+struct TrackCounts {
+    host: usize,
+    device: usize,
+    counter: usize,
+    other: usize,
+}
+
+fn track_counts(timeline: &Timeline) -> TrackCounts {
+    let mut c = TrackCounts {
+        host: 0,
+        device: 0,
+        counter: 0,
+        other: 0,
+    };
+    for t in &timeline.tracks {
+        match t.kind {
+            TrackKind::HostThread => c.host += 1,
+            TrackKind::DeviceEngine { .. } => c.device += 1,
+            TrackKind::Counter => c.counter += 1,
+            TrackKind::Async => c.other += 1,
+        }
+    }
+    c
+}
+
+/// `steplens info` as text.
+pub(crate) fn info_text(out: &mut dyn Write, timeline: &Timeline, color: bool) -> io::Result<()> {
+    let style = Style { color };
+    for source in &timeline.sources {
+        writeln!(out, "{}", style.bold(&source.path))?;
+        let stored = if source.compressed {
+            format!(
+                "gzip, {} stored, {} inflated",
+                human_bytes(source.stored_bytes),
+                human_bytes(source.bytes)
+            )
+        } else {
+            human_bytes(source.bytes)
+        };
+        writeln!(out, "  format     {} ({stored})", source.format)?;
+        let phases: Vec<String> = source
+            .events_by_phase
+            .iter()
+            .map(|(ph, n)| format!("{ph} {}", thousands(*n)))
+            .collect();
+        writeln!(
+            out,
+            "  events     {}  ({})",
+            thousands(source.events),
+            phases.join(", ")
+        )?;
+        if let Some(rank) = source.rank {
+            let world = source
+                .world_size
+                .map_or_else(String::new, |w| format!(" of {w}"));
+            writeln!(out, "  rank       {rank}{world}")?;
+        }
+    }
+    let d = &timeline.device;
+    let device = match &d.name {
+        Some(name) => format!("{} ({name}), {} active", d.kind.as_str(), d.count),
+        None => format!("{}, {} active", d.kind.as_str(), d.count),
+    };
+    writeln!(out, "  device     {device}")?;
+    let c = track_counts(timeline);
+    writeln!(
+        out,
+        "  tracks     {} (host {}, device {}, counter {}, other {})",
+        timeline.tracks.len(),
+        c.host,
+        c.device,
+        c.counter,
+        c.other
+    )?;
+    writeln!(
+        out,
+        "  slices     {}  flows {}  instants {}  counter samples {}",
+        thousands(timeline.slices.len() as u64),
+        thousands(timeline.flows.len() as u64),
+        thousands(timeline.instants.len() as u64),
+        thousands(timeline.counters.len() as u64)
+    )?;
+    let steps = match (timeline.steps.first(), timeline.steps.last()) {
+        (Some(first), Some(last)) if timeline.steps.len() > 1 => {
+            format!("{} ({} … {})", timeline.steps.len(), first.name, last.name)
+        }
+        (Some(first), _) => format!("1 ({})", first.name),
+        _ => "0 (no ProfilerStep#N annotations)".into(),
+    };
+    writeln!(out, "  steps      {steps}")?;
+    if let Some((a, b)) = timeline.time_range() {
+        writeln!(out, "  time span  {}", human_ns(b - a))?;
+    }
+    for source in &timeline.sources {
+        for w in &source.warnings {
+            writeln!(out, "  {} {}", style.yellow("warning:"), w.message)?;
+        }
+    }
+    Ok(())
+}
+
+fn track_rows(timeline: &Timeline) -> Vec<[String; 6]> {
+    timeline
+        .tracks
+        .iter()
+        .map(|t| {
+            let (kind, class) = match &t.kind {
+                TrackKind::DeviceEngine { class, device } => (
+                    "device".to_owned(),
+                    match device {
+                        Some(d) => format!("{class} (device {d})"),
+                        None => class.to_string(),
+                    },
+                ),
+                other => (other.label().to_owned(), String::new()),
+            };
+            [
+                kind,
+                class,
+                t.process_name.clone(),
+                t.name.clone(),
+                thousands(u64::from(t.slices.end - t.slices.start)),
+                t.max_depth.to_string(),
+            ]
+        })
+        .collect()
+}
+
+/// `steplens info --tracks`: one line per track.
+pub(crate) fn tracks_text(out: &mut dyn Write, timeline: &Timeline) -> io::Result<()> {
+    writeln!(out)?;
+    let mut table = Table::new(&[
+        ("kind", false),
+        ("engine", false),
+        ("process", false),
+        ("track", false),
+        ("slices", true),
+        ("depth", true),
+    ]);
+    for row in track_rows(timeline) {
+        table.row(row.to_vec());
+    }
+    table.text(out, Style { color: false })
+}
+
+/// `steplens info --json`.
+pub(crate) fn info_json(timeline: &Timeline, with_tracks: bool) -> serde_json::Value {
+    let c = track_counts(timeline);
+    let tracks: Vec<serde_json::Value> = if with_tracks {
+        track_rows(timeline)
+            .into_iter()
+            .zip(&timeline.tracks)
+            .map(|(row, t)| {
+                json!({ "kind": row[0], "engine": row[1], "process": row[2], "name": row[3],
+                        "slices": t.slices.end - t.slices.start, "max_depth": t.max_depth })
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    json!({
+        "track_list": tracks,
+        "sources": timeline.sources.iter().map(|s| json!({
+            "path": s.path,
+            "format": s.format,
+            "compressed": s.compressed,
+            "stored_bytes": s.stored_bytes,
+            "bytes": s.bytes,
+            "events": s.events,
+            "events_by_phase": s.events_by_phase.iter()
+                .map(|(ph, n)| (ph.to_string(), json!(n)))
+                .collect::<serde_json::Map<_, _>>(),
+            "rank": s.rank,
+            "world_size": s.world_size,
+            "warnings": s.warnings,
+        })).collect::<Vec<_>>(),
+        "device": timeline.device,
+        "tracks": { "total": timeline.tracks.len(), "host": c.host, "device": c.device,
+                    "counter": c.counter, "other": c.other },
+        "slices": timeline.slices.len(),
+        "flows": timeline.flows.len(),
+        "instants": timeline.instants.len(),
+        "counter_samples": timeline.counters.len(),
+        "steps": timeline.steps.iter().map(|s| &s.name).collect::<Vec<_>>(),
+        "time_span_ns": timeline.time_range().map(|(a, b)| b - a),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_units() {
+        assert_eq!(human_ns(850), "850 ns");
+        assert_eq!(human_ns(12_345), "12.3 µs");
+        assert_eq!(human_ns(4_560_000), "4.56 ms");
+        assert_eq!(human_ns(1_234_000_000), "1.23 s");
+        assert_eq!(human_ns(-2_500), "-2.50 µs");
+        assert_eq!(thousands(1_391_885), "1,391,885");
+        assert_eq!(thousands(12), "12");
+        assert_eq!(human_bytes(2048), "2.0 KiB");
+    }
+}
