@@ -146,7 +146,7 @@ impl Table {
                     }
                 }
             }
-            s
+            s.trim_end().to_owned()
         };
         writeln!(out, "{}", style.dim(&line(&self.header)))?;
         for row in &self.rows {
@@ -212,16 +212,16 @@ fn step_table(report: &Report) -> Table {
         ("step".into(), false),
         ("duration".into(), true),
         ("host busy".into(), true),
-        ("".into(), true),
+        ("%".into(), true),
     ]);
     if has_device {
         columns.extend([
             ("device busy".into(), true),
-            ("".into(), true),
+            ("%".into(), true),
             ("device idle".into(), true),
         ]);
     }
-    columns.extend([("data loader".into(), true), ("".into(), true)]);
+    columns.extend([("data loader".into(), true), ("%".into(), true)]);
     // Per-engine columns only help when there is more than one engine class.
     if engines.len() > 1 {
         columns.extend(engines.iter().map(|e| (e.clone(), true)));
@@ -346,7 +346,7 @@ fn device_line(report: &Report) -> String {
 
 fn summary_line(report: &Report) -> String {
     let s = &report.summary;
-    let mut line = format!("{} steps", s.steps);
+    let mut line = format!("{} step{}", s.steps, if s.steps == 1 { "" } else { "s" });
     if let Some(mean) = s.mean_step_ns {
         let _ = write!(line, ", mean {}", human_ns(mean));
     }

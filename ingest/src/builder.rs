@@ -546,6 +546,8 @@ impl TimelineBuilder {
             for i in track.slices.clone() {
                 let start = slices.start[i as usize];
                 let end = start + slices.dur[i as usize];
+                // Counted once per slice, however many open slices it runs out of.
+                let mut overlapped = false;
                 while let Some(&top) = stack.last() {
                     let top_start = slices.start[top as usize];
                     let top_end = top_start + slices.dur[top as usize];
@@ -562,8 +564,9 @@ impl TimelineBuilder {
                     // inside `__enter__`), so they are not reported.
                     if start < top_end && !python(top) && !python(i) {
                         let stats = &mut self.timeline.stats;
-                        stats.partial_overlaps += 1;
+                        stats.partial_overlaps += u64::from(!overlapped);
                         stats.max_overlap_ns = stats.max_overlap_ns.max(top_end - start);
+                        overlapped = true;
                     }
                     stack.pop();
                 }
@@ -732,7 +735,55 @@ impl TimelineBuilder {
         }
         let mut steps: Vec<Step> = best.into_values().flatten().collect();
         steps.sort_by_key(|s| (s.source, s.start, s.slice));
+        self.drop_steps_past_damage(&mut steps);
         self.timeline.steps = steps;
+    }
+
+    /// In a trace cut short, a step whose range runs past the last event that survived is
+    /// missing part of its content; its figures would be made up, so it leaves the step table.
+    fn drop_steps_past_damage(&mut self, steps: &mut Vec<Step>) {
+        let t = &self.timeline;
+        let damaged: Vec<bool> = t
+            .sources
+            .iter()
+            .map(|s| s.warnings.iter().any(|w| w.code.starts_with("damaged")))
+            .collect();
+        if !damaged.contains(&true) {
+            return;
+        }
+        // Latest start of any non-step slice per damaged source: how far the data reaches.
+        let mut horizon = vec![i64::MIN; t.sources.len()];
+        for track in &t.tracks {
+            if !damaged.get(track.source as usize).copied().unwrap_or(false) {
+                continue;
+            }
+            for i in track.slices.clone() {
+                if !t.slice_name(i).starts_with("ProfilerStep#") {
+                    let h = &mut horizon[track.source as usize];
+                    *h = (*h).max(t.slices.start[i as usize]);
+                }
+            }
+        }
+        let mut dropped: Vec<(u16, String)> = Vec::new();
+        steps.retain(|s| {
+            let cut = damaged.get(s.source as usize).copied().unwrap_or(false)
+                && s.end() > horizon[s.source as usize];
+            if cut {
+                dropped.push((s.source, s.name.clone()));
+            }
+            !cut
+        });
+        for (source, name) in dropped {
+            if let Some(info) = self.timeline.sources.get_mut(source as usize) {
+                info.warnings.push(Warning {
+                    code: "incomplete_step",
+                    offset: None,
+                    message: format!(
+                        "{name} runs past the point where the trace was cut; left out of the step table"
+                    ),
+                });
+            }
+        }
     }
 
     fn find_device(&mut self) {
@@ -842,7 +893,7 @@ impl TimelineBuilder {
             warn(
                 "malformed_event",
                 format!(
-                    "skipped {} events missing a field their phase needs (ts, dur)",
+                    "skipped {} events that are not objects or miss a field their phase needs (ts, dur, flow id)",
                     stats.malformed
                 ),
             );

@@ -53,6 +53,8 @@ pub(crate) struct KinetoReader<'a, 'b, 'p> {
     source: u16,
     path: &'a str,
     events: u64,
+    /// Elements of the event array that were not objects (numbers, strings, arrays, null).
+    non_objects: u64,
     by_phase: [u64; 128],
     warnings: Vec<Warning>,
     top_level: Vec<(String, String)>,
@@ -75,6 +77,7 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
             source,
             path,
             events: 0,
+            non_objects: 0,
             by_phase: [0; 128],
             warnings: Vec::new(),
             top_level: Vec::new(),
@@ -110,6 +113,13 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
                     describe_byte(other)
                 )));
             }
+        }
+        if self.events == 0 && self.non_objects > 0 {
+            // `[1, 2, 3]` is valid JSON but not a list of trace events.
+            return Err(self.not_a_trace(format!(
+                "the event array holds {} values and none of them is an event object",
+                self.non_objects
+            )));
         }
         if self.events == 0 && self.warnings.iter().all(|w| w.code != "damaged") {
             self.warnings.push(Warning {
@@ -301,6 +311,7 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
             } else {
                 // Not an event object (a stray number or null): skip it, it is no event.
                 self.cur.skip_value()?;
+                self.non_objects += 1;
                 self.builder.count_malformed();
             }
             if !self.cur.next_member(b']', "',' or ']' between events")? {

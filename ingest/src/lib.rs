@@ -88,10 +88,33 @@ pub fn sniff(bytes: &[u8]) -> Format {
         Some(b'{' | b'[') => Format::KinetoJson,
         _ if body.starts_with(b"PK\x03\x04") => Format::Zip,
         // A Perfetto trace is a sequence of `Trace.packet` (field 1, length-delimited) records.
-        Some(0x0a) if body.first() == Some(&0x0a) => Format::PerfettoProto,
+        // Its first byte, the tag 0x0a, is also ASCII whitespace, so it is checked on `body`.
+        _ if looks_like_perfetto(body) => Format::PerfettoProto,
         Some(b) if b.is_ascii_graphic() && looks_like_csv(body) => Format::Csv,
         _ => Format::Unknown,
     }
+}
+
+/// Whether `bytes` start with a whole `Trace.packet` record (tag 0x0a, varint length, payload)
+/// followed by the end of the input or the next packet's tag.
+fn looks_like_perfetto(bytes: &[u8]) -> bool {
+    if bytes.first() != Some(&0x0a) {
+        return false;
+    }
+    let mut len: u64 = 0;
+    for (i, &b) in bytes.iter().enumerate().skip(1).take(10) {
+        len |= u64::from(b & 0x7f) << (7 * (i - 1));
+        if b & 0x80 == 0 {
+            let Some(end) = usize::try_from(len)
+                .ok()
+                .and_then(|l| (i + 1).checked_add(l))
+            else {
+                return false;
+            };
+            return len > 0 && (end == bytes.len() || bytes.get(end) == Some(&0x0a));
+        }
+    }
+    false
 }
 
 fn looks_like_csv(bytes: &[u8]) -> bool {

@@ -796,8 +796,8 @@ impl Timeline {
         if after == 0 {
             return None;
         }
-        // The last slice starting at or before `ts` is the deepest candidate; walk up its
-        // ancestors, then to earlier top-level siblings, until one contains `ts`.
+        // The last slice starting at or before `ts` is the deepest candidate; if it ended
+        // before `ts`, one of its ancestors may still contain it.
         let mut candidate = range.start + after as SliceId - 1;
         loop {
             if self.slices.end(candidate) >= ts {

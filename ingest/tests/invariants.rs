@@ -1,0 +1,93 @@
+//! Loads every trace shipped under `samples/` (`*.json`, `*.json.gz`) and checks the
+//! Timeline's structural invariants on each (see `common::check_invariants`).
+
+// Helpers outside `#[test]` functions panic on failure too, by design.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use steplens_ingest::{LoadOptions, load};
+
+fn traces_under(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+        .map(|e| e.expect("directory entry").path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            traces_under(&path, out);
+            continue;
+        }
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let is_trace = (name.ends_with(".json") || name.ends_with(".json.gz"))
+            && !name.ends_with(".truth.json")
+            && name != "corpus_counts.json";
+        if is_trace {
+            out.push(path);
+        }
+    }
+}
+
+fn sample_traces() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../samples");
+    let mut traces = Vec::new();
+    traces_under(&root, &mut traces);
+    traces
+}
+
+#[test]
+fn samples_are_all_found() {
+    let names: Vec<String> = sample_traces()
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "cuda_event_sync.json.gz",
+            "mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+            "triton_example.json.gz",
+            "train_clean.json",
+            "train_stall.json.gz",
+            "train_sync.json.gz",
+        ]
+    );
+}
+
+#[test]
+fn every_sample_satisfies_the_invariants() {
+    for path in sample_traces() {
+        let timeline = load(&path, &LoadOptions::default(), None)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert!(!timeline.slices.is_empty(), "{}: no slices", path.display());
+        if let Err(e) = common::check_invariants(&timeline) {
+            panic!("{}: invariants violated:\n{e}", path.display());
+        }
+    }
+}
+
+#[test]
+fn samples_load_the_same_without_mmap() {
+    let no_mmap = LoadOptions {
+        mmap: false,
+        ..LoadOptions::default()
+    };
+    for path in sample_traces() {
+        let a = load(&path, &LoadOptions::default(), None).expect("mmap load");
+        let b = load(&path, &no_mmap, None).expect("read load");
+        assert_eq!(a.slices.start, b.slices.start, "{}", path.display());
+        assert_eq!(a.slices.dur, b.slices.dur, "{}", path.display());
+        assert_eq!(a.slices.parent, b.slices.parent, "{}", path.display());
+        assert_eq!(a.flows, b.flows, "{}", path.display());
+        assert_eq!(a.stats, b.stats, "{}", path.display());
+        assert_eq!(
+            a.sources[0].warnings,
+            b.sources[0].warnings,
+            "{}",
+            path.display()
+        );
+    }
+}

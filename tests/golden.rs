@@ -1,0 +1,66 @@
+//! Golden tests: `steplens report --format md` of every trace in `samples/`, snapshotted with
+//! insta (`tests/snapshots/`). The Markdown report is deterministic for a given file, so any
+//! change in ingest, analysis or rendering shows up here as a reviewable diff.
+//!
+//! Update after an intended change: `INSTA_UPDATE=always cargo test --test golden`, then review
+//! the `.snap` diffs.
+
+// Helpers outside `#[test]` functions panic on failure too, by design.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Trace files under `samples/`, as paths relative to the repository root, sorted.
+fn sample_traces() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).expect("list samples") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                walk(&path, out);
+                continue;
+            }
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if (name.ends_with(".json") || name.ends_with(".json.gz"))
+                && !name.ends_with(".truth.json")
+                && name != "corpus_counts.json"
+            {
+                out.push(path.strip_prefix(repo()).expect("under repo").to_path_buf());
+            }
+        }
+    }
+    let mut traces = Vec::new();
+    walk(&repo().join("samples"), &mut traces);
+    traces.sort();
+    traces
+}
+
+/// `samples/hta/cuda_event_sync.json.gz` → `hta__cuda_event_sync_json_gz`.
+fn snapshot_name(trace: &Path) -> String {
+    let rel = trace.strip_prefix("samples").unwrap_or(trace);
+    rel.to_string_lossy()
+        .replace('/', "__")
+        .replace(|c: char| !c.is_ascii_alphanumeric() && c != '_', "_")
+}
+
+#[test]
+fn markdown_reports_of_the_samples() {
+    let traces = sample_traces();
+    assert_eq!(traces.len(), 6, "{traces:?}");
+    for trace in traces {
+        let out = Command::new(env!("CARGO_BIN_EXE_steplens"))
+            .args(["report", "--format", "md"])
+            .arg(&trace)
+            .current_dir(repo())
+            .output()
+            .expect("run steplens");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{}: {stderr}", trace.display());
+        let text = String::from_utf8(out.stdout).expect("UTF-8 report");
+        insta::assert_snapshot!(format!("report_md__{}", snapshot_name(&trace)), text);
+    }
+}
