@@ -360,6 +360,34 @@ fn summary_line(report: &Report) -> String {
     line
 }
 
+/// Findings listed in text and Markdown (the JSON has all).
+const MAX_FINDINGS_SHOWN: usize = 10;
+
+/// `Findings (12: sync_point 9, dataloader_stall 3; 1.23 ms lost)`.
+fn findings_heading(report: &Report) -> String {
+    let s = &report.summary;
+    if report.findings.is_empty() {
+        return "Findings".into();
+    }
+    let kinds: Vec<String> = s
+        .findings_by_kind
+        .iter()
+        .map(|(kind, n)| {
+            let lost = s.lost_ns_by_kind.get(kind).copied().unwrap_or(0);
+            format!("{kind} {n} ({})", human_ns(lost))
+        })
+        .collect();
+    format!("Findings ({}: {})", report.findings.len(), kinds.join(", "))
+}
+
+fn severity_mark(style: Style, severity: &str) -> String {
+    match severity {
+        "critical" => style.paint("31;1", "!! "),
+        "warning" => style.yellow("!  "),
+        _ => style.dim("-  "),
+    }
+}
+
 /// The report for a terminal.
 pub(crate) fn text(
     out: &mut dyn Write,
@@ -404,19 +432,33 @@ pub(crate) fn text(
         step_table(report).text(out, style)?;
     }
     writeln!(out)?;
-    writeln!(out, "{}", style.bold("Findings"))?;
+    writeln!(out, "{}", style.bold(&findings_heading(report)))?;
     if report.findings.is_empty() {
         writeln!(out, "  none")?;
     } else {
-        for f in &report.findings {
+        let mut advised: Vec<&str> = Vec::new();
+        for f in report.findings.iter().take(MAX_FINDINGS_SHOWN) {
             writeln!(
                 out,
-                "  {} {}  {}",
+                "  {}{} {}  {}",
+                severity_mark(style, &f.severity),
                 style.cyan(&f.kind),
                 f.title,
                 style.dim(&format!("lost {}", human_ns(f.lost_ns)))
             )?;
-            writeln!(out, "    {}", f.recommendation)?;
+            // The same advice under every finding of a kind is noise: say it once.
+            if !advised.contains(&f.recommendation.as_str()) {
+                advised.push(&f.recommendation);
+                writeln!(out, "    {}", style.dim(&f.recommendation))?;
+            }
+        }
+        if let Some(more) = report
+            .findings
+            .len()
+            .checked_sub(MAX_FINDINGS_SHOWN)
+            .filter(|&n| n > 0)
+        {
+            writeln!(out, "  … and {more} more (all of them in --format json)")?;
         }
     }
     writeln!(out)?;
@@ -458,11 +500,11 @@ pub(crate) fn markdown(out: &mut dyn Write, report: &Report, top: usize) -> io::
     } else {
         step_table(report).markdown(out)?;
     }
-    writeln!(out, "\n## Findings\n")?;
+    writeln!(out, "\n## {}\n", findings_heading(report))?;
     if report.findings.is_empty() {
         writeln!(out, "None.")?;
     } else {
-        for f in &report.findings {
+        for f in report.findings.iter().take(MAX_FINDINGS_SHOWN) {
             writeln!(
                 out,
                 "- **{}** {} (lost {}): {}",
@@ -471,6 +513,14 @@ pub(crate) fn markdown(out: &mut dyn Write, report: &Report, top: usize) -> io::
                 human_ns(f.lost_ns),
                 f.recommendation
             )?;
+        }
+        if let Some(more) = report
+            .findings
+            .len()
+            .checked_sub(MAX_FINDINGS_SHOWN)
+            .filter(|&n| n > 0)
+        {
+            writeln!(out, "- … and {more} more (all of them in the JSON report)")?;
         }
     }
     let shown = top.min(report.ops.len());

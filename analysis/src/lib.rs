@@ -4,9 +4,11 @@
 //! [`report::build_report`] is the entry point the CLI and the viewer use; the pieces
 //! ([`steps`], [`ops`], [`intervals`]) are public for detectors and tests.
 
+pub mod detect;
 pub mod intervals;
 pub mod ops;
 pub mod report;
 pub mod steps;
 
-pub use report::{Report, build_report};
+pub use detect::Thresholds;
+pub use report::{Report, build_report, build_report_with};

@@ -9,8 +9,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use steplens_ingest::model::Timeline;
 
+use crate::detect::{Context, Thresholds, run_all};
 use crate::ops::{OpStats, op_summary};
-use crate::steps::{StepStats, step_breakdown};
+use crate::steps::{StepStats, channels, step_breakdown_with};
 
 /// Schema id written in every report.
 pub const SCHEMA: &str = "steplens.report/1";
@@ -125,12 +126,23 @@ pub struct Report {
     pub summary: Summary,
 }
 
-/// Builds the report for a Timeline.
+/// Builds the report for a Timeline with the default thresholds.
 #[must_use]
 pub fn build_report(timeline: &Timeline) -> Report {
-    let steps = step_breakdown(timeline);
+    build_report_with(timeline, &Thresholds::default())
+}
+
+/// Builds the report for a Timeline with the given detector thresholds.
+#[must_use]
+pub fn build_report_with(timeline: &Timeline, thresholds: &Thresholds) -> Report {
+    let channels = channels(timeline);
+    let steps = step_breakdown_with(timeline, &channels);
     let ops = op_summary(timeline);
-    let findings: Vec<Finding> = Vec::new();
+    let findings = run_all(&Context {
+        timeline,
+        thresholds,
+        channels: &channels,
+    });
     let summary = summarize(timeline, &steps, &findings);
     Report {
         schema: SCHEMA.to_owned(),

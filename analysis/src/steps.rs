@@ -151,10 +151,18 @@ pub fn device_busy_set(timeline: &Timeline) -> IntervalSet {
 /// The step table, in time order.
 #[must_use]
 pub fn step_breakdown(timeline: &Timeline) -> Vec<StepStats> {
+    step_breakdown_with(timeline, &channels(timeline))
+}
+
+/// The step table from already built interval sets.
+#[must_use]
+pub fn step_breakdown_with(
+    timeline: &Timeline,
+    channels: &FxHashMap<u16, Channels>,
+) -> Vec<StepStats> {
     if timeline.steps.is_empty() {
         return Vec::new();
     }
-    let channels = channels(timeline);
     let empty = Channels::default();
     timeline
         .steps

@@ -1,0 +1,100 @@
+//! `dataloader_stall`: the step waits for its next batch.
+//!
+//! The wait is the part of each `enumerate(DataLoader)#…` range that no op covers: time spent
+//! in Python (`__getitem__`, decoding, `time.sleep`), in worker hand-off or in I/O. A step is
+//! flagged when that wait reaches both thresholds (share of the step and absolute time).
+
+use steplens_ingest::model::SliceId;
+
+use super::{Context, severity, short_ns};
+use crate::intervals::IntervalSet;
+use crate::report::Finding;
+use crate::steps::DATALOADER_PREFIX;
+
+pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
+    let t = ctx.timeline;
+    // Per step: (data wait, DataLoader time, the DataLoader slices).
+    let mut per_step: Vec<(i64, i64, Vec<SliceId>)> = vec![(0, 0, Vec::new()); t.steps.len()];
+    for (_, track) in ctx.host_tracks() {
+        for i in track.slices.clone() {
+            if !t.slice_name(i).starts_with(DATALOADER_PREFIX)
+                || ctx
+                    .ancestors(i)
+                    .any(|a| t.slice_name(a).starts_with(DATALOADER_PREFIX))
+            {
+                continue;
+            }
+            let start = t.slices.start[i as usize];
+            let Some(step) = ctx.step_at(track.source, start) else {
+                continue;
+            };
+            let wait = uncovered(ctx, i);
+            let entry = &mut per_step[step];
+            entry.0 += wait;
+            entry.1 += t.slices.dur[i as usize];
+            entry.2.push(i);
+        }
+    }
+    let th = ctx.thresholds;
+    per_step
+        .into_iter()
+        .enumerate()
+        .filter(|(_, (_, _, slices))| !slices.is_empty())
+        .filter_map(|(step, (wait, total, slices))| {
+            let s = &t.steps[step];
+            let pct = wait as f64 * 100.0 / s.dur.max(1) as f64;
+            if wait < th.dataloader_stall_min_ns || pct < th.dataloader_stall_min_pct {
+                return None;
+            }
+            let first = *slices.first()?;
+            let end = slices
+                .iter()
+                .map(|&i| t.slices.end(i))
+                .max()
+                .unwrap_or(s.start);
+            Some(Finding {
+                kind: "dataloader_stall".into(),
+                severity: severity(wait, s.dur).into(),
+                title: format!(
+                    "{} waits {} for its batch ({pct:.0}% of the step; {} in the DataLoader)",
+                    s.name,
+                    short_ns(wait),
+                    short_ns(total)
+                ),
+                step: Some(s.name.clone()),
+                start_ns: t.slices.start[first as usize],
+                end_ns: end,
+                track: ctx.track_name(first),
+                ops: vec![t.slice_name(first).to_owned()],
+                call_site: ctx.call_site(first),
+                count: slices.len() as u64,
+                lost_ns: wait,
+                evidence: slices.iter().map(|&i| ctx.evidence(i)).collect(),
+                recommendation: "Load batches in the background: DataLoader(num_workers>0, \
+                                 pin_memory=True, persistent_workers=True, prefetch_factor≥2), \
+                                 copy with .to(device, non_blocking=True), and move heavy \
+                                 per-sample work (decoding, augmentation) out of the step."
+                    .into(),
+            })
+        })
+        .collect()
+}
+
+/// Time inside `slice` not covered by any op below it.
+fn uncovered(ctx: &Context<'_>, slice: SliceId) -> i64 {
+    let t = ctx.timeline;
+    let i = slice as usize;
+    let (start, end, depth) = (t.slices.start[i], t.slices.end(slice), t.slices.depth[i]);
+    let track_end = t.slice_track(slice).map_or(slice, |tr| tr.slices.end);
+    let mut ops = Vec::new();
+    for j in slice + 1..track_end {
+        let ju = j as usize;
+        if t.slices.start[ju] >= end || t.slices.depth[ju] <= depth {
+            break;
+        }
+        if t.slice_class(j).is_host_work() {
+            ops.push((t.slices.start[ju].max(start), t.slices.end(j).min(end)));
+        }
+    }
+    (end - start) - IntervalSet::from_ranges(ops).total()
+}

@@ -1,0 +1,172 @@
+//! `host_bound_gap`: every device engine sits idle while the host is busy dispatching ops,
+//! building graphs or launching kernels — the device waits for Python, not the other way round.
+//!
+//! Per step, the gaps in the union of all engines' busy time are found; each gap longer than
+//! the jitter threshold counts for the part of it the host spent in op work, minus the time it
+//! spent waiting for data (DataLoader ranges) or blocked in a sync (those are their own kinds).
+//! A step is flagged when that host-bound idle time reaches the share threshold. The ops that
+//! filled the gaps are named, by the time they overlapped them.
+
+use rustc_hash::FxHashMap;
+use steplens_ingest::model::{CategoryClass, NO_PARENT, SliceId};
+
+use super::{Context, severity, short_ns};
+use crate::intervals::IntervalSet;
+use crate::report::Finding;
+
+/// Runtime calls during which the host is blocked, not dispatching.
+const BLOCKING: &[&str] = &[
+    "cudaStreamSynchronize",
+    "cudaDeviceSynchronize",
+    "cudaEventSynchronize",
+    "cudaMemcpy",
+    "hipStreamSynchronize",
+    "hipDeviceSynchronize",
+    "hipEventSynchronize",
+    "hipMemcpy",
+    "hipMemcpyWithStream",
+    "synStreamSynchronize",
+    "synEventSynchronize",
+    "synDeviceSynchronize",
+];
+
+/// A device-idle gap: `(start, end, host-bound ns)`.
+type Gap = (i64, i64, i64);
+
+/// Ops named in a finding.
+const TOP_OPS: usize = 5;
+/// Gaps kept as evidence.
+const MAX_EVIDENCE: usize = 10;
+
+pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
+    let t = ctx.timeline;
+    let th = ctx.thresholds;
+    // Outermost host ops per input, sorted by start, and the blocked intervals.
+    let mut host_ops: FxHashMap<u16, Vec<SliceId>> = FxHashMap::default();
+    let mut blocked: FxHashMap<u16, Vec<(i64, i64)>> = FxHashMap::default();
+    for (_, track) in ctx.host_tracks() {
+        for i in track.slices.clone() {
+            let class = t.slice_class(i);
+            if !class.is_host_work() {
+                continue;
+            }
+            let range = (t.slices.start[i as usize], t.slices.end(i));
+            if class == CategoryClass::Runtime && BLOCKING.contains(&t.slice_name(i)) {
+                blocked.entry(track.source).or_default().push(range);
+            }
+            let parent = t.slices.parent[i as usize];
+            if parent == NO_PARENT || !t.slice_class(parent).is_host_work() {
+                host_ops.entry(track.source).or_default().push(i);
+            }
+        }
+    }
+    // Time the host spent waiting (for data or in a sync), per input.
+    let excluded: FxHashMap<u16, IntervalSet> = ctx
+        .channels
+        .iter()
+        .map(|(&source, c)| {
+            let mut ranges: Vec<(i64, i64)> = c.dataloader.iter().collect();
+            ranges.extend(blocked.get(&source).into_iter().flatten().copied());
+            (source, IntervalSet::from_ranges(ranges))
+        })
+        .collect();
+    // Pass 1: the host-bound gaps of every step; keep the steps over the threshold.
+    let mut flagged: Vec<(usize, i64, Vec<Gap>)> = Vec::new();
+    for (index, step) in t.steps.iter().enumerate() {
+        let Some(channels) = ctx.channels.get(&step.source).filter(|c| c.has_device) else {
+            continue;
+        };
+        let Some(excluded) = excluded.get(&step.source) else {
+            continue;
+        };
+        let mut lost = 0;
+        let mut gaps = Vec::new();
+        for (from, to) in channels.device.gaps(step.start, step.end()) {
+            if to - from < th.host_gap_min_ns {
+                continue;
+            }
+            let busy = channels.host.covered(from, to);
+            let bound = (busy - excluded.covered(from, to)).max(0);
+            if bound > 0 {
+                lost += bound;
+                gaps.push((from, to, bound));
+            }
+        }
+        let pct = lost as f64 * 100.0 / step.dur.max(1) as f64;
+        if !gaps.is_empty() && pct >= th.host_gap_min_pct {
+            flagged.push((index, lost, gaps));
+        }
+    }
+    // Pass 2: which ops filled the flagged gaps. Gaps are disjoint and sorted per input, so
+    // each op finds its gaps by binary search.
+    let mut all_gaps: FxHashMap<u16, Vec<(i64, i64, usize)>> = FxHashMap::default();
+    for (slot, (index, _, gaps)) in flagged.iter().enumerate() {
+        let source = t.steps[*index].source;
+        all_gaps
+            .entry(source)
+            .or_default()
+            .extend(gaps.iter().map(|g| (g.0, g.1, slot)));
+    }
+    let mut by_op: Vec<FxHashMap<u32, i64>> = vec![FxHashMap::default(); flagged.len()];
+    for (source, gaps) in &mut all_gaps {
+        gaps.sort_unstable();
+        for &i in host_ops.get(source).map_or(&[][..], Vec::as_slice) {
+            let (op_start, op_end) = (t.slices.start[i as usize], t.slices.end(i));
+            let first = gaps.partition_point(|g| g.1 <= op_start);
+            for &(from, to, slot) in gaps[first..].iter().take_while(|g| g.0 < op_end) {
+                let overlap = op_end.min(to) - op_start.max(from);
+                if overlap > 0 {
+                    *by_op[slot].entry(t.slices.name[i as usize]).or_insert(0) += overlap;
+                }
+            }
+        }
+    }
+    let mut findings = Vec::new();
+    for ((index, lost, mut gaps), by_op) in flagged.into_iter().zip(by_op) {
+        let step = &t.steps[index];
+        let pct = lost as f64 * 100.0 / step.dur.max(1) as f64;
+        let mut top: Vec<(u32, i64)> = by_op.into_iter().collect();
+        top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let ops_named: Vec<String> = top
+            .iter()
+            .take(TOP_OPS)
+            .map(|&(n, _)| t.strings.get(n).to_owned())
+            .collect();
+        gaps.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+        let evidence = gaps
+            .iter()
+            .take(MAX_EVIDENCE)
+            .map(|&(from, to, bound)| {
+                serde_json::json!({ "gap_start_ns": from, "gap_end_ns": to, "host_bound_ns": bound })
+            })
+            .collect();
+        let start = gaps.iter().map(|g| g.0).min().unwrap_or(step.start);
+        let end = gaps.iter().map(|g| g.1).max().unwrap_or(step.end());
+        findings.push(Finding {
+            kind: "host_bound_gap".into(),
+            severity: severity(lost, step.dur).into(),
+            title: format!(
+                "device idle {} ({pct:.0}% of {}) in {} gaps while the host dispatched ops{}",
+                short_ns(lost),
+                step.name,
+                gaps.len(),
+                ops_named.first().map_or_else(String::new, |op| format!(" (mostly {op})"))
+            ),
+            step: Some(step.name.clone()),
+            start_ns: start,
+            end_ns: end,
+            track: None,
+            ops: ops_named,
+            call_site: None,
+            count: gaps.len() as u64,
+            lost_ns: lost,
+            evidence,
+            recommendation: "The device waits for the host to issue work. Give it more work \
+                             per launch (larger batches, fused ops via torch.compile), cut \
+                             launch overhead (CUDA graphs: torch.compile mode=\"reduce-overhead\"), \
+                             and move host-side preprocessing into DataLoader workers."
+                .into(),
+        });
+    }
+    findings
+}

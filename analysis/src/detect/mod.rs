@@ -1,0 +1,261 @@
+//! Detectors: each module looks for one kind of problem in a Timeline and returns
+//! [`Finding`]s that say what it costs and what to change.
+//!
+//! The detectors share a [`Context`] (the Timeline, its steps, call-site resolution, evidence
+//! references) and one [`Thresholds`] table, the single documented place for every threshold
+//! (also in `docs/findings.md`); a budget file can override any of them.
+
+mod dataloader_stall;
+mod debug_api;
+mod host_bound_gap;
+mod non_logical_transpose;
+mod recompile;
+mod slow_zero_grad;
+mod sync_point;
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use steplens_ingest::model::{CategoryClass, NO_PARENT, SliceId, Timeline, TrackKind};
+
+use crate::report::Finding;
+use crate::steps::Channels;
+
+/// Every detector threshold, with its default. Field names are the keys of the budget file's
+/// `[thresholds]` table.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Thresholds {
+    /// `dataloader_stall`: data wait (DataLoader time not covered by any op) must reach this
+    /// share of the step, percent.
+    pub dataloader_stall_min_pct: f64,
+    /// `dataloader_stall`: … and at least this long, ns.
+    pub dataloader_stall_min_ns: i64,
+    /// `host_bound_gap`: a device-idle gap shorter than this is launch jitter, not a finding, ns.
+    pub host_gap_min_ns: i64,
+    /// `host_bound_gap`: the host-bound idle time of a step must reach this share of the step,
+    /// percent.
+    pub host_gap_min_pct: f64,
+    /// `recompile`: compiles with an index below this are warm-up, not recompiles (`F/0` is the
+    /// first compile of frame `F`).
+    pub recompile_warmup_compiles: u32,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Self {
+            dataloader_stall_min_pct: 5.0,
+            dataloader_stall_min_ns: 1_000_000,
+            host_gap_min_ns: 50_000,
+            host_gap_min_pct: 5.0,
+            recompile_warmup_compiles: 1,
+        }
+    }
+}
+
+/// What every detector reads.
+pub struct Context<'a> {
+    /// The trace.
+    pub timeline: &'a Timeline,
+    /// Thresholds in force.
+    pub thresholds: &'a Thresholds,
+    /// Interval sets per input.
+    pub channels: &'a rustc_hash::FxHashMap<u16, Channels>,
+}
+
+/// Names of spans that belong to torch.compile's own machinery: anything under them is the
+/// compiler working, not the training step.
+const COMPILE_SPANS: &[&str] = &[
+    "dynamo",
+    "entire_frame_compile",
+    "entire_backward_compile",
+    "inductor_compile",
+    "compile_fx_inner",
+    "backend_compile",
+];
+
+/// Top-level module paths that are libraries, not the user's code, in `CallFrom` values.
+const LIBRARY_ROOTS: &[&str] = &[
+    "torch/",
+    "torchvision/",
+    "torchaudio/",
+    "tqdm/",
+    "numpy/",
+    "transformers/",
+    "accelerate/",
+    "lightning/",
+    "pytorch_lightning/",
+    "deepspeed/",
+    "habana_frameworks/",
+    "optimum/",
+    "apex/",
+    "triton/",
+    "functorch/",
+    "datasets/",
+    "<frozen",
+    "contextlib.py",
+    "threading.py",
+    "functools.py",
+    "runpy.py",
+    "typing.py",
+    "abc.py",
+];
+
+impl Context<'_> {
+    /// Ancestors of `slice`, innermost first.
+    pub fn ancestors(&self, slice: SliceId) -> impl Iterator<Item = SliceId> + '_ {
+        let parents = &self.timeline.slices.parent;
+        std::iter::successors(parents.get(slice as usize).copied(), move |&p| {
+            parents.get(p as usize).copied()
+        })
+        .take_while(|&p| p != NO_PARENT)
+    }
+
+    /// Whether `slice` runs inside torch.compile's machinery.
+    pub fn under_compile(&self, slice: SliceId) -> bool {
+        self.ancestors(slice).any(|a| {
+            let name = self.timeline.slice_name(a);
+            name.ends_with("(dynamo_timed)") || COMPILE_SPANS.contains(&name)
+        })
+    }
+
+    /// Whether an ancestor's name starts with `prefix`.
+    pub fn under_named(&self, slice: SliceId, prefix: &str) -> bool {
+        self.ancestors(slice)
+            .any(|a| self.timeline.slice_name(a).starts_with(prefix))
+    }
+
+    /// The user's call site (`file.py:line`) of `slice`: the innermost enclosing Python frame
+    /// called from outside the Python and torch installation, from `python_function` frames'
+    /// `CallFrom`. `None` when the trace has no Python frames.
+    pub fn call_site(&self, slice: SliceId) -> Option<String> {
+        for a in self.ancestors(slice) {
+            if self.timeline.slice_class(a) != CategoryClass::PythonFunction {
+                continue;
+            }
+            let Some(from) = self.timeline.arg_str(a, "CallFrom") else {
+                continue;
+            };
+            if !is_library_path(&from) {
+                return Some(from);
+            }
+        }
+        None
+    }
+
+    /// The step (index into `timeline.steps`) whose range contains `ts` on input `source`.
+    pub fn step_at(&self, source: u16, ts: i64) -> Option<usize> {
+        let steps = &self.timeline.steps;
+        let after = steps.partition_point(|s| (s.source, s.start) <= (source, ts));
+        let i = after.checked_sub(1)?;
+        let s = &steps[i];
+        (s.source == source && ts < s.end()).then_some(i)
+    }
+
+    /// The step name for `slice`, if it falls in one.
+    pub fn step_name(&self, slice: SliceId) -> Option<String> {
+        let track = self.timeline.slice_track(slice)?;
+        let ts = *self.timeline.slices.start.get(slice as usize)?;
+        self.step_at(track.source, ts)
+            .map(|i| self.timeline.steps[i].name.clone())
+    }
+
+    /// An evidence reference to `slice` the viewer can jump to.
+    pub fn evidence(&self, slice: SliceId) -> serde_json::Value {
+        let t = self.timeline;
+        let i = slice as usize;
+        json!({
+            "slice": slice,
+            "name": t.slice_name(slice),
+            "track": t.slice_track(slice).map(|tr| tr.name.clone()),
+            "start_ns": t.slices.start[i],
+            "dur_ns": t.slices.dur[i],
+        })
+    }
+
+    /// Display name of the track of `slice`.
+    pub fn track_name(&self, slice: SliceId) -> Option<String> {
+        self.timeline.slice_track(slice).map(|t| t.name.clone())
+    }
+
+    /// Host-thread tracks.
+    pub fn host_tracks(&self) -> impl Iterator<Item = (u32, &steplens_ingest::model::Track)> {
+        self.timeline
+            .tracks
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.kind == TrackKind::HostThread)
+            .map(|(i, t)| (i as u32, t))
+    }
+}
+
+fn is_library_path(path: &str) -> bool {
+    path.contains("site-packages/")
+        || path.contains("dist-packages/")
+        || path.contains("/lib/python")
+        || LIBRARY_ROOTS.iter().any(|root| path.starts_with(root))
+}
+
+/// Runs every detector and ranks the findings by lost time, largest first.
+#[must_use]
+pub fn run_all(ctx: &Context<'_>) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    findings.extend(sync_point::detect(ctx));
+    findings.extend(dataloader_stall::detect(ctx));
+    findings.extend(recompile::detect(ctx));
+    findings.extend(host_bound_gap::detect(ctx));
+    findings.extend(non_logical_transpose::detect(ctx));
+    findings.extend(slow_zero_grad::detect(ctx));
+    findings.extend(debug_api::detect(ctx));
+    findings.sort_by(|a, b| {
+        b.lost_ns
+            .cmp(&a.lost_ns)
+            .then_with(|| a.start_ns.cmp(&b.start_ns))
+            .then_with(|| a.kind.cmp(&b.kind))
+    });
+    findings
+}
+
+/// Severity from the share of the step a finding costs.
+pub(crate) fn severity(lost_ns: i64, step_ns: i64) -> &'static str {
+    if step_ns <= 0 {
+        return "warning";
+    }
+    let share = lost_ns as f64 / step_ns as f64;
+    if share >= 0.2 {
+        "critical"
+    } else if share >= 0.05 {
+        "warning"
+    } else {
+        "info"
+    }
+}
+
+/// A duration for titles: `1.23 ms`.
+pub(crate) fn short_ns(ns: i64) -> String {
+    let v = ns as f64;
+    if ns.abs() < 1_000 {
+        format!("{ns} ns")
+    } else if ns.abs() < 1_000_000 {
+        format!("{:.1} µs", v / 1e3)
+    } else if ns.abs() < 1_000_000_000 {
+        format!("{:.2} ms", v / 1e6)
+    } else {
+        format!("{:.2} s", v / 1e9)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_library_path;
+
+    #[test]
+    fn library_paths() {
+        assert!(is_library_path("torch/_tensor_str.py:590"));
+        assert!(is_library_path("tqdm/std.py:1200"));
+        assert!(is_library_path(
+            "/usr/lib/python3.11/site-packages/foo.py:3"
+        ));
+        assert!(!is_library_path("sync_points.py:43"));
+        assert!(!is_library_path("myproj/train.py:10"));
+    }
+}

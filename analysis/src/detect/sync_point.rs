@@ -1,0 +1,278 @@
+//! `sync_point`: the host blocks until the device catches up.
+//!
+//! Signals: ops that read a device value on the host (`aten::item`, `aten::_local_scalar_dense`,
+//! `aten::is_nonzero`, data-dependent shapes `aten::nonzero`, `aten::masked_select`,
+//! `aten::unique*`), runtime synchronize calls (CUDA, HIP, Synapse), and copies whose runtime
+//! launch lands on a device-to-host memcpy. Each signal is lifted to the user-issued call: its
+//! outermost op. A value-reading op nested in an unrelated op (`aten::item` inside `aten::std`)
+//! is an implementation detail, not a user sync; nor is anything under torch.compile's
+//! machinery, the DataLoader's fetch, or an optimizer's step. Findings group the calls per step
+//! and user call site.
+
+use std::collections::BTreeMap;
+
+use steplens_ingest::model::{CategoryClass, SliceId};
+
+use super::{Context, severity, short_ns};
+use crate::report::Finding;
+use crate::steps::DATALOADER_PREFIX;
+
+/// Ops that read a device value (or a value-dependent shape) on the host.
+const VALUE_OPS: &[&str] = &[
+    "aten::item",
+    "aten::_local_scalar_dense",
+    "aten::is_nonzero",
+    "aten::nonzero",
+    "aten::masked_select",
+    "aten::unique",
+    "aten::_unique",
+    "aten::_unique2",
+    "aten::unique_dim",
+    "aten::unique_consecutive",
+];
+
+/// Copy ops that sync when they copy device to host.
+const COPY_OPS: &[&str] = &["aten::to", "aten::_to_copy", "aten::copy_", "aten::cpu"];
+
+/// Runtime calls that block the host until the device is done.
+const BLOCKING_CALLS: &[&str] = &[
+    "cudaStreamSynchronize",
+    "cudaDeviceSynchronize",
+    "cudaEventSynchronize",
+    "cudaMemcpy",
+    "hipStreamSynchronize",
+    "hipDeviceSynchronize",
+    "hipEventSynchronize",
+    "hipMemcpy",
+    "hipMemcpyWithStream",
+    "synStreamSynchronize",
+    "synEventSynchronize",
+    "synDeviceSynchronize",
+];
+
+/// Most evidence references kept per finding.
+const MAX_EVIDENCE: usize = 20;
+
+struct Call {
+    op: SliceId,
+    blocked_ns: i64,
+}
+
+pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
+    let t = ctx.timeline;
+    let dtoh_launches = dtoh_launches(ctx);
+    let mut calls: BTreeMap<SliceId, Call> = BTreeMap::new();
+    for (_, track) in ctx.host_tracks() {
+        for i in track.slices.clone() {
+            let class = t.slice_class(i);
+            let name = t.slice_name(i);
+            let value_op = class == CategoryClass::CpuOp && VALUE_OPS.contains(&name);
+            let runtime = matches!(class, CategoryClass::Runtime | CategoryClass::Driver)
+                && (BLOCKING_CALLS.contains(&name) || dtoh_launches.binary_search(&i).is_ok());
+            if !value_op && !runtime {
+                continue;
+            }
+            let outer = outermost_op(ctx, i);
+            let outer_name = t.slice_name(outer);
+            if value_op
+                && outer != i
+                && !VALUE_OPS.contains(&outer_name)
+                && !COPY_OPS.contains(&outer_name)
+            {
+                continue;
+            }
+            if ctx.under_compile(outer)
+                || ctx.under_named(outer, DATALOADER_PREFIX)
+                || ctx.under_named(outer, "Optimizer.step#")
+            {
+                continue;
+            }
+            let blocked = if runtime { t.slices.dur[i as usize] } else { 0 };
+            calls
+                .entry(outer)
+                .or_insert(Call {
+                    op: outer,
+                    blocked_ns: 0,
+                })
+                .blocked_ns += blocked;
+        }
+    }
+    let has_device = t.has_device();
+    // Group per (source, step, call site or op).
+    let mut groups: BTreeMap<(u16, Option<usize>, String), Vec<Call>> = BTreeMap::new();
+    for call in calls.into_values() {
+        let Some(track) = t.slice_track(call.op) else {
+            continue;
+        };
+        let start = t.slices.start[call.op as usize];
+        let step = ctx.step_at(track.source, start);
+        let key = ctx
+            .call_site(call.op)
+            .unwrap_or_else(|| t.slice_name(call.op).to_owned());
+        groups
+            .entry((track.source, step, key))
+            .or_default()
+            .push(call);
+    }
+    groups
+        .into_iter()
+        .map(|((_, step, site), calls)| finding(ctx, step, &site, &calls, has_device))
+        .collect()
+}
+
+/// The outermost op or runtime call enclosing `slice` (itself when it has none).
+fn outermost_op(ctx: &Context<'_>, slice: SliceId) -> SliceId {
+    let mut outer = slice;
+    for a in ctx.ancestors(slice) {
+        if matches!(
+            ctx.timeline.slice_class(a),
+            CategoryClass::CpuOp | CategoryClass::Runtime | CategoryClass::Driver
+        ) {
+            outer = a;
+        }
+    }
+    outer
+}
+
+/// Runtime slices whose flow lands on a device-to-host copy, sorted.
+fn dtoh_launches(ctx: &Context<'_>) -> Vec<SliceId> {
+    let t = ctx.timeline;
+    let mut out: Vec<SliceId> = t
+        .flows
+        .iter()
+        .filter(|f| {
+            t.slice_class(f.to) == CategoryClass::Memcpy && t.slice_name(f.to).contains("DtoH")
+        })
+        .map(|f| f.from)
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+fn finding(
+    ctx: &Context<'_>,
+    step: Option<usize>,
+    site: &str,
+    calls: &[Call],
+    has_device: bool,
+) -> Finding {
+    let t = ctx.timeline;
+    let mut ops: Vec<String> = calls
+        .iter()
+        .map(|c| t.slice_name(c.op).to_owned())
+        .collect();
+    ops.sort();
+    ops.dedup();
+    let start = calls
+        .iter()
+        .map(|c| t.slices.start[c.op as usize])
+        .min()
+        .unwrap_or(0);
+    let end = calls
+        .iter()
+        .map(|c| t.slices.end(c.op))
+        .max()
+        .unwrap_or(start);
+    // With a device in the trace, the cost is the time the host sat in blocking calls; in a
+    // CPU-only trace there is no device to wait for, and the op's own time is all we can see.
+    let lost: i64 = if has_device {
+        calls.iter().map(|c| c.blocked_ns).sum()
+    } else {
+        calls.iter().map(|c| t.slices.dur[c.op as usize]).sum()
+    };
+    let step_name = step.map(|i| t.steps[i].name.clone());
+    let step_ns = step.map_or(0, |i| t.steps[i].dur);
+    let where_ = step_name
+        .as_deref()
+        .map_or_else(String::new, |s| format!(" in {s}"));
+    let count = calls.len() as u64;
+    let site_text = if site.contains(".py:") {
+        format!(" at {site}")
+    } else {
+        String::new()
+    };
+    let title = format!(
+        "host-device sync: {}{site_text} ({count}×{where_}, {})",
+        ops.join(" + "),
+        if has_device {
+            format!("host blocked {}", short_ns(lost))
+        } else {
+            format!(
+                "op time {}; the device wait is not visible in a CPU-only trace",
+                short_ns(lost)
+            )
+        }
+    );
+    Finding {
+        kind: "sync_point".into(),
+        severity: if has_device {
+            severity(lost, step_ns)
+        } else {
+            "info"
+        }
+        .into(),
+        title,
+        step: step_name,
+        start_ns: start,
+        end_ns: end,
+        track: calls.first().and_then(|c| ctx.track_name(c.op)),
+        ops: ops.clone(),
+        call_site: site.contains(".py:").then(|| site.to_owned()),
+        count,
+        lost_ns: lost,
+        evidence: calls
+            .iter()
+            .take(MAX_EVIDENCE)
+            .map(|c| ctx.evidence(c.op))
+            .collect(),
+        recommendation: recommendation(&ops),
+    }
+}
+
+fn recommendation(ops: &[String]) -> String {
+    let has = |names: &[&str]| ops.iter().any(|o| names.contains(&o.as_str()));
+    let mut advice = Vec::new();
+    if has(&["aten::masked_select", "aten::is_nonzero"]) && has(&["aten::item"]) {
+        advice.push(
+            "Printing a tensor (or using it in `if`/`bool()`) copies it to the host and waits for \
+             the device: print or log less often, e.g. every N steps.",
+        );
+    } else if has(&["aten::is_nonzero"]) {
+        advice.push(
+            "`if tensor:` / `bool(tensor)` waits for the device: keep the condition on the device \
+             (torch.where) or check it every N steps.",
+        );
+    }
+    if has(&["aten::item", "aten::_local_scalar_dense"]) {
+        advice.push(
+            "`.item()` waits for every queued kernel: keep running values on the device (e.g. \
+             accumulate the loss in a tensor) and read them every N steps; update progress bars \
+             with a value fetched every N steps, not every step.",
+        );
+    }
+    if has(&[
+        "aten::nonzero",
+        "aten::masked_select",
+        "aten::unique",
+        "aten::_unique2",
+    ]) {
+        advice.push(
+            "Ops whose output shape depends on the data (nonzero, masked_select, unique) must \
+             read the result's size on the host: use fixed-shape masks (torch.where) instead.",
+        );
+    }
+    if has(COPY_OPS) {
+        advice.push(
+            "`.cpu()` / `.to(\"cpu\")` copies to the host and waits: keep tensors on the device, \
+             or copy with `non_blocking=True` into pinned memory and read it later.",
+        );
+    }
+    if advice.is_empty() {
+        advice.push(
+            "An explicit synchronize stalls the host until the device drains its queue: remove it \
+             from the training loop (it is only needed around timing code).",
+        );
+    }
+    advice.join(" ")
+}
