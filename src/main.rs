@@ -76,6 +76,10 @@ struct ReportArgs {
     /// Ops shown in the text and Markdown op tables (JSON has all).
     #[arg(long, default_value_t = 20)]
     top: usize,
+    /// Budget file (TOML) whose `[thresholds]` table overrides detector thresholds
+    /// (docs/findings.md lists them).
+    #[arg(long, value_name = "FILE")]
+    budget: Option<PathBuf>,
     #[command(flatten)]
     load: LoadArgs,
 }
@@ -164,8 +168,12 @@ fn output(path: Option<&Path>) -> Result<(Box<dyn Write>, bool)> {
 }
 
 fn report(args: &ReportArgs) -> Result<()> {
+    let thresholds = match &args.budget {
+        Some(path) => read_budget(path)?.thresholds,
+        None => steplens_analysis::Thresholds::default(),
+    };
     let timeline = load(&args.traces, &args.load.options())?;
-    let report = steplens_analysis::build_report(&timeline);
+    let report = steplens_analysis::build_report_with(&timeline, &thresholds);
     let (mut out, color) = output(args.output.as_deref())?;
     match args.format {
         ReportFormat::Json => {
@@ -177,6 +185,28 @@ fn report(args: &ReportArgs) -> Result<()> {
     }
     out.flush()?;
     Ok(())
+}
+
+/// The parts of a budget file `report` reads.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+struct Budget {
+    thresholds: steplens_analysis::Thresholds,
+}
+
+fn read_budget(path: &Path) -> Result<Budget> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("{}: cannot read budget file", path.display()))?;
+    toml::from_str(&text).map_err(|e| {
+        let line = e
+            .span()
+            .map(|span| text[..span.start].matches('\n').count() + 1);
+        let message = e.message().to_owned();
+        match line {
+            Some(line) => anyhow::anyhow!("{}: line {line}: {message}", path.display()),
+            None => anyhow::anyhow!("{}: {message}", path.display()),
+        }
+    })
 }
 
 fn info(args: &InfoArgs) -> Result<()> {

@@ -380,6 +380,25 @@ fn findings_heading(report: &Report) -> String {
     format!("Findings ({}: {})", report.findings.len(), kinds.join(", "))
 }
 
+/// Greedy word wrap.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
 fn severity_mark(style: Style, severity: &str) -> String {
     match severity {
         "critical" => style.paint("31;1", "!! "),
@@ -449,7 +468,9 @@ pub(crate) fn text(
             // The same advice under every finding of a kind is noise: say it once.
             if !advised.contains(&f.recommendation.as_str()) {
                 advised.push(&f.recommendation);
-                writeln!(out, "    {}", style.dim(&f.recommendation))?;
+                for line in wrap(&f.recommendation, 96) {
+                    writeln!(out, "    {}", style.dim(&line))?;
+                }
             }
         }
         if let Some(more) = report
@@ -735,5 +756,7 @@ mod tests {
         assert_eq!(thousands(1_391_885), "1,391,885");
         assert_eq!(thousands(12), "12");
         assert_eq!(human_bytes(2048), "2.0 KiB");
+        assert_eq!(wrap("aa bb cc", 5), ["aa bb", "cc"]);
+        assert!(wrap("", 5).is_empty());
     }
 }

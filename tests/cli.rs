@@ -534,3 +534,46 @@ fn usage_errors_exit_2() {
     assert!(out.status.success());
     assert!(stdout(&out).starts_with("steplens "));
 }
+
+#[test]
+fn budget_thresholds_override_detectors() {
+    let dir = TempDir::new().unwrap();
+    let stall = "samples/torch-cpu/train_stall.json.gz";
+    let kinds = |args: &[&str]| -> usize {
+        json(args)["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["kind"] == "dataloader_stall")
+            .count()
+    };
+    assert_eq!(kinds(&["report", stall, "--format", "json"]), 3);
+    let lenient = temp_file(
+        &dir,
+        "lenient.toml",
+        b"[thresholds]\ndataloader_stall_min_pct = 60.0\n",
+    );
+    let lenient = lenient.to_str().unwrap();
+    assert_eq!(
+        kinds(&["report", stall, "--format", "json", "--budget", lenient]),
+        0
+    );
+
+    let typo = temp_file(
+        &dir,
+        "typo.toml",
+        b"# budget\n[thresholds]\ndataloader_stall_min_pc = 1\n",
+    );
+    let line = fails(
+        &["report", stall, "--budget", typo.to_str().unwrap()],
+        "typo.toml",
+    );
+    assert!(
+        line.contains("line 3") && line.contains("unknown field"),
+        "{line}"
+    );
+    fails(
+        &["report", stall, "--budget", "/nonexistent/budget.toml"],
+        "budget.toml",
+    );
+}

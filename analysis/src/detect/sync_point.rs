@@ -192,18 +192,18 @@ fn finding(
     } else {
         String::new()
     };
-    let title = format!(
-        "host-device sync: {}{site_text} ({count}×{where_}, {})",
-        ops.join(" + "),
-        if has_device {
-            format!("host blocked {}", short_ns(lost))
-        } else {
-            format!(
-                "op time {}; the device wait is not visible in a CPU-only trace",
-                short_ns(lost)
-            )
-        }
-    );
+    let title = if has_device {
+        format!(
+            "host-device sync: {}{site_text} ({count}×{where_}, host blocked {})",
+            ops.join(" + "),
+            short_ns(lost)
+        )
+    } else {
+        format!(
+            "host-device sync: {}{site_text} ({count}×{where_}; CPU-only trace, wait not visible)",
+            ops.join(" + ")
+        )
+    };
     Finding {
         kind: "sync_point".into(),
         severity: if has_device {
