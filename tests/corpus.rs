@@ -200,7 +200,11 @@ fn samples_match_their_truth_files() {
             .filter(|p| p.to_string_lossy().ends_with(".truth.json"))
             .collect();
         truths.sort();
-        assert_eq!(truths.len(), 3, "{dir}: three truth files");
+        assert!(
+            truths.len() >= 3,
+            "{dir}: at least three truth files, found {}",
+            truths.len()
+        );
         for truth_path in truths {
             let truth = read_json(&truth_path);
             let trace = truth_path.with_file_name(truth["trace"].as_str().expect("trace"));
