@@ -326,6 +326,31 @@ fn op_table(ops: &[OpStats], top: usize) -> Table {
     table
 }
 
+fn idle_table(report: &Report) -> Table {
+    let mut table = Table::new(&[
+        ("stream", false),
+        ("kernels", true),
+        ("idle", true),
+        ("host wait", true),
+        ("kernel wait", true),
+        ("other", true),
+    ]);
+    for s in &report.idle {
+        let device = s
+            .device
+            .map_or_else(String::new, |d| format!("device {d} "));
+        table.row(vec![
+            format!("{device}{}", s.stream),
+            thousands(s.kernels),
+            human_ns(s.idle_ns),
+            human_ns(s.host_wait_ns),
+            human_ns(s.kernel_wait_ns),
+            human_ns(s.other_ns),
+        ]);
+    }
+    table
+}
+
 fn truncate(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         return s.to_owned();
@@ -482,6 +507,11 @@ pub(crate) fn text(
             writeln!(out, "  … and {more} more (all of them in --format json)")?;
         }
     }
+    if !report.idle.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "{}", style.bold("Device idle by stream (whole trace)"))?;
+        idle_table(report).text(out, style)?;
+    }
     writeln!(out)?;
     let shown = top.min(report.ops.len());
     writeln!(
@@ -543,6 +573,10 @@ pub(crate) fn markdown(out: &mut dyn Write, report: &Report, top: usize) -> io::
         {
             writeln!(out, "- … and {more} more (all of them in the JSON report)")?;
         }
+    }
+    if !report.idle.is_empty() {
+        writeln!(out, "\n## Device idle by stream (whole trace)\n")?;
+        idle_table(report).markdown(out)?;
     }
     let shown = top.min(report.ops.len());
     writeln!(

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use steplens_ingest::model::Timeline;
 
 use crate::detect::{Context, Thresholds, run_all};
+use crate::idle::{StreamIdle, idle_breakdown};
 use crate::ops::{OpStats, op_summary};
 use crate::steps::{StepStats, channels, step_breakdown_with};
 
@@ -122,6 +123,8 @@ pub struct Report {
     pub findings: Vec<Finding>,
     /// Op summary, by total time.
     pub ops: Vec<OpStats>,
+    /// Device idle time per stream (HTA's host wait / kernel wait / other split).
+    pub idle: Vec<StreamIdle>,
     /// Summary.
     pub summary: Summary,
 }
@@ -174,6 +177,7 @@ pub fn build_report_with(timeline: &Timeline, thresholds: &Thresholds) -> Report
         steps,
         findings,
         ops,
+        idle: idle_breakdown(timeline, thresholds.kernel_wait_max_ns),
         summary,
     }
 }

@@ -35,6 +35,9 @@ pub struct Thresholds {
     /// `host_bound_gap`: the host-bound idle time of a step must reach this share of the step,
     /// percent.
     pub host_gap_min_pct: f64,
+    /// Idle breakdown: a gap between kernels on a stream shorter than this, not caused by a
+    /// late launch, is kernel-launch overhead ("kernel wait"), ns. HTA's default (30 µs).
+    pub kernel_wait_max_ns: i64,
     /// `recompile`: compiles with an index below this are warm-up, not recompiles (`F/0` is the
     /// first compile of frame `F`).
     pub recompile_warmup_compiles: u32,
@@ -47,6 +50,7 @@ impl Default for Thresholds {
             dataloader_stall_min_ns: 1_000_000,
             host_gap_min_ns: 50_000,
             host_gap_min_pct: 5.0,
+            kernel_wait_max_ns: 30_000,
             recompile_warmup_compiles: 1,
         }
     }
