@@ -50,7 +50,7 @@ fn snapshot_name(trace: &Path) -> String {
 #[test]
 fn markdown_reports_of_the_samples() {
     let traces = sample_traces();
-    assert_eq!(traces.len(), 6, "{traces:?}");
+    assert!(traces.len() >= 6, "{traces:?}");
     for trace in traces {
         let out = Command::new(env!("CARGO_BIN_EXE_steplens"))
             .args(["report", "--format", "md"])
