@@ -50,9 +50,12 @@ fn samples_are_all_found() {
             "cuda_event_sync.json.gz",
             "mi250_minitoy_train_ROCm6_2_kineto.json.gz",
             "triton_example.json.gz",
+            "train_anomaly.json.gz",
             "train_clean.json",
             "train_stall.json.gz",
             "train_sync.json.gz",
+            "train_transpose.json.gz",
+            "train_zero_grad.json.gz",
         ]
     );
 }
