@@ -1,8 +1,238 @@
-//! (being written)
+//! `debug_api_enabled`: a debugging API left on in the training loop.
+//!
+//! - **Anomaly detection** (`torch.autograd.set_detect_anomaly(True)` / `detect_anomaly()`):
+//!   after every backward node the engine checks each gradient it produced for NaN. Nothing else
+//!   marks the mode in a trace; the checks are ops directly under the engine's
+//!   `autograd::engine::evaluate_function: <Node>` range, beside the node itself: `aten::isnan`,
+//!   `aten::_is_any_true` (> `aten::any`; plain `aten::any` in older releases) and `aten::item`
+//!   (a host read of the result, a device sync per gradient on accelerators).
+//! - **`torch.autograd.gradcheck` / `gradgradcheck`**: only visible through Python frames
+//!   (`with_stack=True`): `torch/autograd/gradcheck.py(…): gradcheck` and `…: gradgradcheck`
+//!   (gradgradcheck runs gradcheck inside: counted once, as gradgradcheck).
+//!
+//! `record_function` ranges and nested profilers cannot be told from intended instrumentation in
+//! a trace, so they are not reported. One finding per step and API.
 
-use super::Context;
+use std::collections::BTreeMap;
+
+use rustc_hash::{FxHashMap, FxHashSet};
+use steplens_ingest::model::{CategoryClass, SliceId, StrId};
+
+use super::non_logical_transpose::{EVALUATE_PREFIX, children};
+use super::{Context, severity, short_ns};
 use crate::report::Finding;
 
-pub(crate) fn detect(_ctx: &Context<'_>) -> Vec<Finding> {
-    Vec::new()
+/// Ops anomaly mode adds after each backward node, directly under its `evaluate_function`.
+const NAN_CHECK_OPS: &[&str] = &[
+    "aten::isnan",
+    "aten::_is_any_true",
+    "aten::any",
+    "aten::item",
+];
+
+/// Most evidence references kept per finding.
+const MAX_EVIDENCE: usize = 20;
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Api {
+    Anomaly,
+    GradCheck,
+    GradGradCheck,
+}
+
+pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
+    let t = ctx.timeline;
+    // Names are interned: classify each distinct name once, compare ids per slice.
+    let check_ids: FxHashSet<StrId> = NAN_CHECK_OPS
+        .iter()
+        .filter_map(|n| t.strings.lookup(n))
+        .collect();
+    let gradcheck_ids: FxHashMap<StrId, Api> = t
+        .strings
+        .iter()
+        .filter_map(|(id, name)| gradcheck_frame(name).map(|api| (id, api)))
+        .collect();
+    if check_ids.is_empty() && gradcheck_ids.is_empty() {
+        return Vec::new();
+    }
+    let gradcheck_of = |s: SliceId| {
+        if t.slice_class(s) != CategoryClass::PythonFunction {
+            return None;
+        }
+        gradcheck_ids.get(&t.slices.name[s as usize]).copied()
+    };
+    let mut groups: BTreeMap<(u16, Option<usize>, Api), Vec<SliceId>> = BTreeMap::new();
+    for (_, track) in ctx.host_tracks() {
+        for i in track.slices.clone() {
+            let api = if check_ids.contains(&t.slices.name[i as usize])
+                && t.slice_class(i) == CategoryClass::CpuOp
+            {
+                let parent = t.slices.parent[i as usize];
+                if !t.slice_name(parent).starts_with(EVALUATE_PREFIX) {
+                    continue;
+                }
+                Api::Anomaly
+            } else if let Some(api) = gradcheck_of(i) {
+                // Outermost only: gradgradcheck calls gradcheck, which recurses.
+                if ctx.ancestors(i).any(|a| gradcheck_of(a).is_some()) {
+                    continue;
+                }
+                api
+            } else {
+                continue;
+            };
+            if ctx.under_compile(i) {
+                continue;
+            }
+            let step = ctx.step_at(track.source, t.slices.start[i as usize]);
+            groups.entry((track.source, step, api)).or_default().push(i);
+        }
+    }
+    groups
+        .into_iter()
+        .filter_map(|((_, step, api), slices)| finding(ctx, step, api, &slices))
+        .collect()
+}
+
+/// Which gradcheck entry point a Python frame name is (`torch/autograd/gradcheck.py(2045):
+/// gradcheck`).
+fn gradcheck_frame(name: &str) -> Option<Api> {
+    let (file, func) = name.rsplit_once("): ")?;
+    if !file.contains("autograd/gradcheck.py(") {
+        return None;
+    }
+    match func {
+        "gradcheck" => Some(Api::GradCheck),
+        "gradgradcheck" => Some(Api::GradGradCheck),
+        _ => None,
+    }
+}
+
+fn finding(
+    ctx: &Context<'_>,
+    step: Option<usize>,
+    api: Api,
+    slices: &[SliceId],
+) -> Option<Finding> {
+    let t = ctx.timeline;
+    let count_of = |name: &str| slices.iter().filter(|&&i| t.slice_name(i) == name).count();
+    let checks = count_of("aten::isnan");
+    // Anomaly mode needs the NaN test and its reduction; an isolated `item` under a node is not it.
+    if api == Api::Anomaly
+        && (checks == 0 || count_of("aten::_is_any_true") + count_of("aten::any") == 0)
+    {
+        return None;
+    }
+    let first = *slices.first()?;
+    let lost: i64 = slices.iter().map(|&i| t.slices.dur[i as usize]).sum();
+    let start = t.slices.start[first as usize];
+    let end = slices
+        .iter()
+        .map(|&i| t.slices.end(i))
+        .max()
+        .unwrap_or(start);
+    // A gradcheck frame's own `CallFrom` is the user's line: resolve it from inside the frame.
+    let site = match api {
+        Api::Anomaly => ctx.call_site(first),
+        Api::GradCheck | Api::GradGradCheck => children(t, first)
+            .next()
+            .and_then(|c| ctx.call_site(c))
+            .or_else(|| ctx.call_site(first)),
+    };
+    let step_name = step.map(|i| t.steps[i].name.clone());
+    let step_ns = step.map_or(0, |i| t.steps[i].dur);
+    let in_step = step_name
+        .as_deref()
+        .map_or_else(String::new, |s| format!(" in {s}"));
+    let (title, ops, count, recommendation) = match api {
+        Api::Anomaly => {
+            let nodes = {
+                let mut parents: Vec<SliceId> = slices
+                    .iter()
+                    .map(|&i| t.slices.parent[i as usize])
+                    .collect();
+                parents.sort_unstable();
+                parents.dedup();
+                parents.len()
+            };
+            let mut ops: Vec<String> = slices.iter().map(|&i| t.slice_name(i).to_owned()).collect();
+            ops.sort();
+            ops.dedup();
+            (
+                format!(
+                    "autograd anomaly detection is on: {checks} gradient NaN checks after \
+                     {nodes} backward nodes ({}{in_step})",
+                    short_ns(lost)
+                ),
+                ops,
+                checks as u64,
+                "torch.autograd.set_detect_anomaly(True) (or the detect_anomaly() context) \
+                 makes every backward node scan each gradient it produces for NaN and read the \
+                 answer on the host — a device sync per gradient on an accelerator — and records \
+                 a Python stack for every forward op. Use it to hunt down a NaN, then turn it off \
+                 (set_detect_anomaly(False), or drop the context manager) for real training runs.",
+            )
+        }
+        Api::GradCheck | Api::GradGradCheck => {
+            let func = if api == Api::GradCheck {
+                "gradcheck"
+            } else {
+                "gradgradcheck"
+            };
+            (
+                format!(
+                    "torch.autograd.{func} runs in the training loop: {} call{} ({}{in_step})",
+                    slices.len(),
+                    if slices.len() == 1 { "" } else { "s" },
+                    short_ns(lost)
+                ),
+                vec![format!("torch.autograd.{func}")],
+                slices.len() as u64,
+                "gradcheck/gradgradcheck compare analytical gradients with finite differences, \
+                 evaluating the function many times (in double precision): a correctness test, \
+                 not part of training. Move it to the test suite, or run it once on a small input \
+                 before the training loop.",
+            )
+        }
+    };
+    Some(Finding {
+        kind: "debug_api_enabled".into(),
+        severity: severity(lost, step_ns).into(),
+        title,
+        step: step_name,
+        start_ns: start,
+        end_ns: end,
+        track: ctx.track_name(first),
+        ops,
+        call_site: site,
+        count,
+        lost_ns: lost,
+        evidence: slices
+            .iter()
+            .take(MAX_EVIDENCE)
+            .map(|&i| ctx.evidence(i))
+            .collect(),
+        recommendation: recommendation.into(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Api, gradcheck_frame};
+
+    #[test]
+    fn gradcheck_frames() {
+        assert!(matches!(
+            gradcheck_frame("torch/autograd/gradcheck.py(2045): gradcheck"),
+            Some(Api::GradCheck)
+        ));
+        assert!(matches!(
+            gradcheck_frame(
+                "/usr/lib/python3/site-packages/torch/autograd/gradcheck.py(2182): gradgradcheck"
+            ),
+            Some(Api::GradGradCheck)
+        ));
+        assert!(gradcheck_frame("torch/autograd/gradcheck.py(635): <genexpr>").is_none());
+        assert!(gradcheck_frame("mytests.py(10): gradcheck").is_none());
+    }
 }
