@@ -946,7 +946,11 @@ fn classify(
     .any(|&c| has(c));
     if device_label || device_work {
         let thread_name = thread.and_then(|t| t.name.as_deref()).unwrap_or("");
-        let class = if thread_name.contains("DMA") {
+        let class = if let Some(class) =
+            gaudi_engine_class(thread_name).or_else(|| gaudi_engine_class(process_name))
+        {
+            class
+        } else if thread_name.contains("DMA") {
             EngineClass::Dma
         } else if has(CategoryClass::Kernel) || has(CategoryClass::ProfilerRange) {
             EngineClass::ComputeStream
@@ -972,6 +976,29 @@ fn classify(
     }
 }
 
+/// The engine class named in a Gaudi engine lane's name: `[HD3] TPC 5`, `*MME `, `**DMA `,
+/// `*EDMA `, `*NIC Internal `, `*ROTATOR`, `MME 0` …. `None` for other names (CUDA streams).
+#[must_use]
+pub fn gaudi_engine_class(name: &str) -> Option<EngineClass> {
+    let name = name.trim().trim_start_matches('*').trim();
+    // Drop a die prefix such as `[HD3] ` / `[D0] `.
+    let name = match name.strip_prefix('[').and_then(|rest| rest.split_once(']')) {
+        Some((_, rest)) => rest.trim(),
+        None => name,
+    };
+    let word = name
+        .split(|c: char| c == ' ' || c == '_' || c.is_ascii_digit())
+        .next()?;
+    Some(match word.to_ascii_uppercase().as_str() {
+        "MME" => EngineClass::Mme,
+        "TPC" => EngineClass::Tpc,
+        "DMA" | "EDMA" | "PDMA" | "KDMA" => EngineClass::Dma,
+        "NIC" => EngineClass::Nic,
+        "ROTATOR" => EngineClass::Rotator,
+        _ => return None,
+    })
+}
+
 /// The device ordinal: from a label like `GPU 3` / `MTIA 9`, else the numeric pid (Kineto
 /// uses the device index as the pid of device lanes).
 fn device_index(labels: &str, pid: LaneId) -> Option<i64> {
@@ -983,4 +1010,24 @@ fn device_index(labels: &str, pid: LaneId) -> Option<i64> {
         LaneId::Int(p) => Some(p),
         LaneId::Str(_) => None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::gaudi_engine_class;
+    use crate::model::EngineClass;
+
+    #[test]
+    fn gaudi_engine_names() {
+        assert_eq!(gaudi_engine_class("[HD3] TPC 5"), Some(EngineClass::Tpc));
+        assert_eq!(gaudi_engine_class("[HD0] MME"), Some(EngineClass::Mme));
+        assert_eq!(gaudi_engine_class("**MME "), Some(EngineClass::Mme));
+        assert_eq!(gaudi_engine_class("*EDMA "), Some(EngineClass::Dma));
+        assert_eq!(gaudi_engine_class("*NIC Internal "), Some(EngineClass::Nic));
+        assert_eq!(gaudi_engine_class("*ROTATOR"), Some(EngineClass::Rotator));
+        assert_eq!(gaudi_engine_class("TPC_3"), Some(EngineClass::Tpc));
+        assert_eq!(gaudi_engine_class("[D0] Cache Slice"), None);
+        assert_eq!(gaudi_engine_class("stream 7"), None);
+        assert_eq!(gaudi_engine_class("***Host"), None);
+    }
 }
