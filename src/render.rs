@@ -326,6 +326,26 @@ fn op_table(ops: &[OpStats], top: usize) -> Table {
     table
 }
 
+fn engine_table(report: &Report) -> Table {
+    let mut table = Table::new(&[
+        ("engine class", false),
+        ("engines", true),
+        ("busy (any)", true),
+        ("% of trace", true),
+        ("mean per engine", true),
+    ]);
+    for e in &report.engines {
+        table.row(vec![
+            e.class.clone(),
+            e.engines.to_string(),
+            human_ns(e.busy_ns),
+            format!("{:.1}%", e.busy_pct),
+            format!("{:.1}%", e.mean_engine_utilization_pct),
+        ]);
+    }
+    table
+}
+
 fn idle_table(report: &Report) -> Table {
     let mut table = Table::new(&[
         ("stream", false),
@@ -380,6 +400,9 @@ fn summary_line(report: &Report) -> String {
     }
     if let Some(busy) = s.device_busy_pct {
         let _ = write!(line, ", device busy {busy:.1}%");
+    }
+    if let Some(overlap) = s.mme_tpc_overlap_ns {
+        let _ = write!(line, ", MME and TPC busy together {}", human_ns(overlap));
     }
     let _ = write!(line, "; trace spans {}", human_ns(s.trace_ns));
     line
@@ -507,6 +530,11 @@ pub(crate) fn text(
             writeln!(out, "  … and {more} more (all of them in --format json)")?;
         }
     }
+    if !report.engines.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "{}", style.bold("Engines (whole trace)"))?;
+        engine_table(report).text(out, style)?;
+    }
     if !report.idle.is_empty() {
         writeln!(out)?;
         writeln!(out, "{}", style.bold("Device idle by stream (whole trace)"))?;
@@ -573,6 +601,10 @@ pub(crate) fn markdown(out: &mut dyn Write, report: &Report, top: usize) -> io::
         {
             writeln!(out, "- … and {more} more (all of them in the JSON report)")?;
         }
+    }
+    if !report.engines.is_empty() {
+        writeln!(out, "\n## Engines (whole trace)\n")?;
+        engine_table(report).markdown(out)?;
     }
     if !report.idle.is_empty() {
         writeln!(out, "\n## Device idle by stream (whole trace)\n")?;

@@ -231,6 +231,7 @@ fn report_json_contract() {
             "findings_by_kind",
             "lost_ns_by_kind",
             "mean_step_ns",
+            "mme_tpc_overlap_ns",
             "p50_step_ns",
             "steps",
             "trace_ns"

@@ -5,6 +5,7 @@
 //! ([`steps`], [`ops`], [`intervals`]) are public for detectors and tests.
 
 pub mod detect;
+pub mod engines;
 pub mod idle;
 pub mod intervals;
 pub mod ops;

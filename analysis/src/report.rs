@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use steplens_ingest::model::Timeline;
 
 use crate::detect::{Context, Thresholds, run_all};
+use crate::engines::{EngineStats, engine_utilization};
 use crate::idle::{StreamIdle, idle_breakdown};
 use crate::ops::{OpStats, op_summary};
 use crate::steps::{StepStats, channels, step_breakdown_with};
@@ -106,6 +107,8 @@ pub struct Summary {
     pub findings_by_kind: BTreeMap<String, u64>,
     /// Lost time per finding kind, ns.
     pub lost_ns_by_kind: BTreeMap<String, i64>,
+    /// Gaudi: time the MME and at least one TPC were busy together, ns (null without both).
+    pub mme_tpc_overlap_ns: Option<i64>,
 }
 
 /// The whole report.
@@ -125,6 +128,8 @@ pub struct Report {
     pub ops: Vec<OpStats>,
     /// Device idle time per stream (HTA's host wait / kernel wait / other split).
     pub idle: Vec<StreamIdle>,
+    /// Utilization per engine class over the whole trace.
+    pub engines: Vec<EngineStats>,
     /// Summary.
     pub summary: Summary,
 }
@@ -146,7 +151,9 @@ pub fn build_report_with(timeline: &Timeline, thresholds: &Thresholds) -> Report
         thresholds,
         channels: &channels,
     });
-    let summary = summarize(timeline, &steps, &findings);
+    let (engines, mme_tpc_overlap_ns) = engine_utilization(timeline);
+    let mut summary = summarize(timeline, &steps, &findings);
+    summary.mme_tpc_overlap_ns = mme_tpc_overlap_ns;
     Report {
         schema: SCHEMA.to_owned(),
         sources: timeline
@@ -178,6 +185,7 @@ pub fn build_report_with(timeline: &Timeline, thresholds: &Thresholds) -> Report
         findings,
         ops,
         idle: idle_breakdown(timeline, thresholds.kernel_wait_max_ns),
+        engines,
         summary,
     }
 }
@@ -212,6 +220,7 @@ fn summarize(timeline: &Timeline, steps: &[StepStats], findings: &[Finding]) -> 
         trace_ns,
         findings_by_kind,
         lost_ns_by_kind,
+        mme_tpc_overlap_ns: None,
     }
 }
 

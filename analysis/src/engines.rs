@@ -1,0 +1,130 @@
+//! Per-engine-class utilization over the whole trace: how many engines of each class ran work,
+//! how much of the trace at least one of them was busy, and how busy the average engine was.
+//! For Gaudi, also how long the matrix engine (MME) and the vector engines (TPC) overlapped.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use steplens_ingest::model::{EngineClass, Timeline, TrackKind};
+
+use crate::intervals::IntervalSet;
+
+/// Utilization of one engine class.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct EngineStats {
+    /// Engine class (`MME`, `TPC`, `DMA`, `compute-stream`, …).
+    pub class: String,
+    /// Engines (tracks) of the class that ran work.
+    pub engines: usize,
+    /// Time at least one engine of the class was busy, ns.
+    pub busy_ns: i64,
+    /// `busy_ns` as a share of the trace's time span, percent.
+    pub busy_pct: f64,
+    /// Mean over the class's engines of each engine's busy share of the span, percent.
+    pub mean_engine_utilization_pct: f64,
+}
+
+/// Per class while scanning: engines, Σ per-engine busy, all busy ranges.
+type ClassAccumulator = (usize, i64, Vec<(i64, i64)>);
+
+/// The engine table, by class name, and the MME/TPC overlap (ns) when both classes exist.
+#[must_use]
+pub fn engine_utilization(timeline: &Timeline) -> (Vec<EngineStats>, Option<i64>) {
+    let span = timeline.time_range().map_or(0, |(a, b)| b - a);
+    let mut per_class: BTreeMap<String, ClassAccumulator> = BTreeMap::new();
+    let mut by_class: BTreeMap<String, IntervalSet> = BTreeMap::new();
+    for track in &timeline.tracks {
+        let TrackKind::DeviceEngine { class, .. } = &track.kind else {
+            continue;
+        };
+        if !class.does_work() {
+            continue;
+        }
+        let ranges: Vec<(i64, i64)> = track
+            .slices
+            .clone()
+            .filter(|&i| timeline.slice_class(i).is_device_work())
+            .map(|i| (timeline.slices.start[i as usize], timeline.slices.end(i)))
+            .collect();
+        if ranges.is_empty() {
+            continue;
+        }
+        let own = IntervalSet::from_ranges(ranges.clone()).total();
+        let entry = per_class.entry(class.as_str().to_owned()).or_default();
+        entry.0 += 1;
+        entry.1 += own;
+        entry.2.extend(ranges);
+    }
+    let mut rows = Vec::new();
+    for (class, (engines, own_sum, ranges)) in per_class {
+        let set = IntervalSet::from_ranges(ranges);
+        let pct = |v: i64, n: usize| {
+            if span > 0 && n > 0 {
+                round2(v as f64 * 100.0 / (span as f64 * n as f64))
+            } else {
+                0.0
+            }
+        };
+        rows.push(EngineStats {
+            class: class.clone(),
+            engines,
+            busy_ns: set.total(),
+            busy_pct: pct(set.total(), 1),
+            mean_engine_utilization_pct: pct(own_sum, engines),
+        });
+        by_class.insert(class, set);
+    }
+    let overlap = match (
+        by_class.get(EngineClass::Mme.as_str()),
+        by_class.get(EngineClass::Tpc.as_str()),
+    ) {
+        (Some(mme), Some(tpc)) => Some(mme.iter().map(|(a, b)| tpc.covered(a, b)).sum()),
+        _ => None,
+    };
+    (rows, overlap)
+}
+
+fn round2(v: f64) -> f64 {
+    (v * 100.0).round() / 100.0
+}
+
+#[cfg(test)]
+mod tests {
+    use steplens_ingest::TimelineBuilder;
+    use steplens_ingest::model::{ArgsRef, LaneId};
+
+    use super::engine_utilization;
+
+    #[test]
+    fn mme_tpc_utilization_and_overlap() {
+        let mut b = TimelineBuilder::default();
+        let device = LaneId::Int(0);
+        b.process_meta(0, device, Some("accel0".into()), Some("HPU 0".into()), None);
+        let kernel = b.intern_cat("Kernel");
+        let name = b.intern("node");
+        let lanes = [
+            ("[HD0] MME", 1, vec![(0, 100)]),
+            ("[HD0] TPC 0", 2, vec![(50, 100)]),
+            ("[HD0] TPC 1", 3, vec![(140, 10)]),
+        ];
+        for (lane, tid, slices) in lanes {
+            let tid = LaneId::Int(tid);
+            b.thread_meta(0, device, tid, Some(lane.into()), None);
+            let track = b.track(0, device, tid);
+            for (start, dur) in slices {
+                b.push_slice(track, start, dur, name, kernel, ArgsRef::NONE);
+            }
+        }
+        let timeline = b.finish();
+        let (rows, overlap) = engine_utilization(&timeline);
+        let got: Vec<(&str, usize, i64)> = rows
+            .iter()
+            .map(|r| (r.class.as_str(), r.engines, r.busy_ns))
+            .collect();
+        assert_eq!(got, [("MME", 1, 100), ("TPC", 2, 100)]);
+        // Span 0..150: MME busy 100/150; TPC engines 100/150 and 10/150 on average.
+        assert!((rows[0].busy_pct - 66.67).abs() < 0.01);
+        assert!((rows[1].mean_engine_utilization_pct - 36.67).abs() < 0.01);
+        assert_eq!(overlap, Some(50));
+    }
+}
