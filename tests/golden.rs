@@ -20,14 +20,18 @@ fn sample_traces() -> Vec<PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         for entry in std::fs::read_dir(dir).expect("list samples") {
             let path = entry.expect("entry").path();
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
             if path.is_dir() {
-                walk(&path, out);
+                // `gen/` holds the generators and their bookkeeping, not traces.
+                if name != "gen" {
+                    walk(&path, out);
+                }
                 continue;
             }
-            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            if (name.ends_with(".json") || name.ends_with(".json.gz"))
+            // Metrics files (`habana-metrics`) are not read yet.
+            if (name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".csv"))
                 && !name.ends_with(".truth.json")
-                && name != "corpus_counts.json"
+                && !name.ends_with(".metrics.json")
             {
                 out.push(path.strip_prefix(repo()).expect("under repo").to_path_buf());
             }

@@ -13,7 +13,7 @@
 
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
-use steplens_ingest::model::{CategoryClass, SliceId, Timeline, TrackKind};
+use steplens_ingest::model::{CategoryClass, EngineClass, SliceId, Timeline, TrackKind};
 
 /// Idle time of one device stream.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -54,7 +54,9 @@ pub fn idle_breakdown(timeline: &Timeline, kernel_wait_max_ns: i64) -> Vec<Strea
         let TrackKind::DeviceEngine { class, device } = &track.kind else {
             continue;
         };
-        if !class.does_work() {
+        // The split is defined for launch queues (CUDA/ROCm/MTIA streams); a Gaudi engine
+        // runs a graph's nodes, not individually launched kernels.
+        if !matches!(class, EngineClass::ComputeStream | EngineClass::Memcpy) {
             continue;
         }
         let work: Vec<SliceId> = track

@@ -8,8 +8,8 @@ use rustc_hash::FxHashMap;
 
 use crate::model::{
     ArgsRef, CatId, CategoryClass, Counters, DeviceInfo, DeviceKind, EngineClass, Flow, Instants,
-    LaneId, NO_PARENT, SliceId, Slices, SourceInfo, Step, StrId, Timeline, Track, TrackId,
-    TrackKind, Warning,
+    LaneId, NO_PARENT, NodeMetrics, SliceId, Slices, SourceInfo, Step, StrId, Timeline, Track,
+    TrackId, TrackKind, Warning,
 };
 use crate::source::SourceData;
 
@@ -344,6 +344,12 @@ impl TimelineBuilder {
         }
     }
 
+    /// Adds a Gaudi Analyzed Nodes row; [`TimelineBuilder::finish`] binds it to its slice
+    /// (same source, name and start) and to the HW-trace slices it describes.
+    pub fn push_node_metrics(&mut self, metrics: NodeMetrics) {
+        self.timeline.node_metrics.push(metrics);
+    }
+
     /// Counts an event with a phase that is not modelled.
     pub(crate) fn count_unsupported(&mut self) {
         self.timeline.stats.unsupported_phase += 1;
@@ -369,6 +375,7 @@ impl TimelineBuilder {
         self.sort_and_nest(&order);
         self.sort_instants_and_counters(&order);
         self.bind_flows(&order);
+        self.attach_node_metrics();
         self.find_steps();
         self.find_device();
         self.report_repairs();
@@ -688,6 +695,60 @@ impl TimelineBuilder {
         (at < starts.len() && !p.enclosing).then(|| range.start + at as SliceId)
     }
 
+    /// Binds each Analyzed Nodes row to its own slice (same source, name, start, category
+    /// `analyzed_node`) and to the device-work slices of `habana-hw-csv` sources with the same
+    /// node name, ` iter N` suffix removed, that overlap `[start, end)`.
+    fn attach_node_metrics(&mut self) {
+        if self.timeline.node_metrics.is_empty() {
+            return;
+        }
+        let t = &self.timeline;
+        let node_cat = t.categories.lookup(crate::habana_nodes::CATEGORY);
+        let hw_source: Vec<bool> = t
+            .sources
+            .iter()
+            .map(|s| s.format == crate::Format::HabanaHwCsv.id())
+            .collect();
+        let mut own: FxHashMap<(u16, StrId, i64), SliceId> = FxHashMap::default();
+        let mut hw: FxHashMap<StrId, Vec<SliceId>> = FxHashMap::default();
+        for track in &t.tracks {
+            let is_hw = hw_source
+                .get(track.source as usize)
+                .copied()
+                .unwrap_or(false);
+            for i in track.slices.clone() {
+                let idx = i as usize;
+                if Some(t.slices.cat[idx]) == node_cat {
+                    own.entry((track.source, t.slices.name[idx], t.slices.start[idx]))
+                        .or_insert(i);
+                } else if is_hw && t.slice_class(i).is_device_work() {
+                    hw.entry(t.slices.name[idx]).or_default().push(i);
+                }
+            }
+        }
+        let mut nodes = std::mem::take(&mut self.timeline.node_metrics);
+        let t = &self.timeline;
+        for node in &mut nodes {
+            node.slice = t
+                .strings
+                .lookup(&node.name)
+                .and_then(|name| own.get(&(node.source, name, node.start_ns)).copied());
+            let base = crate::habana_nodes::base_node_name(&node.name);
+            let Some(candidates) = t.strings.lookup(base).and_then(|name| hw.get(&name)) else {
+                continue;
+            };
+            node.hw_slices = candidates
+                .iter()
+                .copied()
+                .filter(|&i| {
+                    t.slices.start[i as usize] < node.end_ns && t.slices.end(i) > node.start_ns
+                })
+                .collect();
+            node.hw_slices.sort_unstable();
+        }
+        self.timeline.node_metrics = nodes;
+    }
+
     fn find_steps(&mut self) {
         let t = &self.timeline;
         let mut per_track: FxHashMap<TrackId, Vec<Step>> = FxHashMap::default();
@@ -931,7 +992,9 @@ fn classify(
     let device_label = ["GPU", "MTIA", "HPU", "NPU", "XPU"]
         .iter()
         .any(|l| labels.starts_with(l))
-        || process_name.starts_with("/device:");
+        || process_name.starts_with("/device:")
+        // Synapse TEF: one process per engine type, named `*MME `, `**TPC `, `*EDMA ` ….
+        || (process_name.starts_with('*') && process_name.trim_start_matches('*').trim() != "Host");
     let mask = raw.class_mask;
     let has = |c: CategoryClass| mask & c.bit() != 0;
     let device_work = [
@@ -950,6 +1013,9 @@ fn classify(
             gaudi_engine_class(thread_name).or_else(|| gaudi_engine_class(process_name))
         {
             class
+        } else if process_name.starts_with('*') {
+            // Other Synapse engine types (`*PSOC`, `*ARC_FARM`, `*VIDEO_DECODER` …) keep their name.
+            EngineClass::Other(process_name.trim_start_matches('*').trim().into())
         } else if thread_name.contains("DMA") {
             EngineClass::Dma
         } else if has(CategoryClass::Kernel) || has(CategoryClass::ProfilerRange) {

@@ -39,6 +39,8 @@ struct RawEvent<'a> {
 
 /// What one read of a document produced, beyond what went into the builder.
 pub(crate) struct ReadSummary {
+    /// Format id of the flavour read (`kineto-json`, `habana-bridge-json`, `synapse-tef-json`).
+    pub(crate) format: &'static str,
     pub(crate) events: u64,
     pub(crate) by_phase: Vec<(char, u64)>,
     pub(crate) warnings: Vec<Warning>,
@@ -61,6 +63,28 @@ pub(crate) struct KinetoReader<'a, 'b, 'p> {
     rank: Option<i64>,
     world_size: Option<i64>,
     progress: Option<Progress<'p>>,
+    flavor: Flavor,
+}
+
+/// Which producer wrote the Trace Event Format JSON, from its content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Flavor {
+    /// The PyTorch profiler (Kineto), any device.
+    Kineto,
+    /// A torch trace with HPU lanes from the Gaudi PyTorch bridge (or its Kineto plugin).
+    HabanaBridge,
+    /// The Synapse profiler's own trace: one process per engine type.
+    SynapseTef,
+}
+
+impl Flavor {
+    fn id(self) -> &'static str {
+        match self {
+            Self::Kineto => "kineto-json",
+            Self::HabanaBridge => "habana-bridge-json",
+            Self::SynapseTef => "synapse-tef-json",
+        }
+    }
 }
 
 impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
@@ -84,6 +108,7 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
             rank: None,
             world_size: None,
             progress,
+            flavor: Flavor::Kineto,
         }
     }
 
@@ -135,7 +160,12 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
             .filter(|(_, n)| **n > 0)
             .map(|(ph, n)| (char::from(ph as u8), *n))
             .collect();
+        if self.flavor == Flavor::Kineto && self.builder.device.saw_hpu {
+            // The bridge's Kineto-plugin variant: HPU categories without `/device:HPU` lanes.
+            self.flavor = Flavor::HabanaBridge;
+        }
         Ok(ReadSummary {
+            format: self.flavor.id(),
             events: self.events,
             by_phase,
             warnings: self.warnings,
@@ -532,8 +562,18 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
         match ev.name.as_deref().unwrap_or("") {
             "process_name" => {
                 let name = text(b"name");
-                if name.as_deref().is_some_and(|n| n.contains("HPU")) {
-                    self.builder.device.saw_hpu = true;
+                if let Some(n) = name.as_deref() {
+                    if n.contains("HPU") {
+                        self.builder.device.saw_hpu = true;
+                        self.flavor = self.flavor.max(Flavor::HabanaBridge);
+                    }
+                    // Synapse names its processes after engine types: `***Host`, `*MME `….
+                    if n.starts_with('*') && crate::builder::gaudi_engine_class(n).is_some()
+                        || n.trim() == "***Host"
+                    {
+                        self.builder.device.saw_hpu = true;
+                        self.flavor = Flavor::SynapseTef;
+                    }
                 }
                 self.builder.process_meta(source, pid, name, None, None);
             }
@@ -565,6 +605,8 @@ fn note_device_hints(b: &mut TimelineBuilder, class: CategoryClass, name: &str, 
         CategoryClass::Runtime | CategoryClass::Driver => {
             if name.starts_with("hip") {
                 b.device.saw_hip = true;
+            } else if name.starts_with("syn") {
+                b.device.saw_hpu = true;
             } else if name.starts_with("cu") {
                 b.device.saw_cuda = true;
             }

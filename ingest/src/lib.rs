@@ -14,7 +14,10 @@
 //! ```
 
 pub mod builder;
+mod csv;
 pub mod error;
+mod habana_csv;
+mod habana_nodes;
 mod json;
 mod kineto;
 pub mod model;
@@ -59,7 +62,12 @@ pub enum Format {
     Zip,
     /// Perfetto protobuf.
     PerfettoProto,
-    /// Comma-separated text (Gaudi hardware trace or analyzed nodes).
+    /// Gaudi HW-trace CSV (`Name,Trace Source,Engine,Event type,…`).
+    HabanaHwCsv,
+    /// Gaudi Trace Analyzer "Analyzed Nodes" table: CSV (`Unit,Unique node id,Node Name,…`) or
+    /// JSON (`{"analyzer_metadata": [...]}`).
+    HabanaAnalyzedNodes,
+    /// Other comma-separated text.
     Csv,
     /// Something else.
     Unknown,
@@ -73,6 +81,8 @@ impl Format {
             Self::KinetoJson => "kineto-json",
             Self::Zip => "zip",
             Self::PerfettoProto => "perfetto-proto",
+            Self::HabanaHwCsv => "habana-hw-csv",
+            Self::HabanaAnalyzedNodes => "habana-analyzed-nodes",
             Self::Csv => "csv",
             Self::Unknown => "unknown",
         }
@@ -85,11 +95,19 @@ pub fn sniff(bytes: &[u8]) -> Format {
     let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     let first = body.iter().copied().find(|b| !b.is_ascii_whitespace());
     match first {
+        Some(b'{') if looks_like_analyzed_nodes_json(body) => Format::HabanaAnalyzedNodes,
         Some(b'{' | b'[') => Format::KinetoJson,
         _ if body.starts_with(b"PK\x03\x04") => Format::Zip,
         // A Perfetto trace is a sequence of `Trace.packet` (field 1, length-delimited) records.
         // Its first byte, the tag 0x0a, is also ASCII whitespace, so it is checked on `body`.
         _ if looks_like_perfetto(body) => Format::PerfettoProto,
+        _ if body.starts_with(habana_csv::HEADER_PREFIX) => Format::HabanaHwCsv,
+        _ if first_line(body)
+            .windows(habana_nodes::HEADER_MARK.len())
+            .any(|w| w == habana_nodes::HEADER_MARK) =>
+        {
+            Format::HabanaAnalyzedNodes
+        }
         Some(b) if b.is_ascii_graphic() && looks_like_csv(body) => Format::Csv,
         _ => Format::Unknown,
     }
@@ -115,6 +133,23 @@ fn looks_like_perfetto(bytes: &[u8]) -> bool {
         }
     }
     false
+}
+
+/// The first line (without its line break), at most 4 KiB.
+fn first_line(bytes: &[u8]) -> &[u8] {
+    let head = &bytes[..bytes.len().min(4096)];
+    let end = memchr::memchr(b'\n', head).unwrap_or(head.len());
+    &head[..end]
+}
+
+/// A JSON object with an `analyzer_metadata` key in its first 64 KiB and no `traceEvents`
+/// before it: the Trace Analyzer's `views/trace_analyzer.json`.
+fn looks_like_analyzed_nodes_json(bytes: &[u8]) -> bool {
+    let head = &bytes[..bytes.len().min(64 << 10)];
+    match memchr::memmem::find(head, habana_nodes::JSON_KEY) {
+        Some(at) => memchr::memmem::find(&head[..at], b"\"traceEvents\"").is_none(),
+        None => false,
+    }
 }
 
 fn looks_like_csv(bytes: &[u8]) -> bool {
@@ -170,7 +205,7 @@ pub fn add_file(
     let input = source::read_input(path, options)?;
     let format = sniff(input.data.bytes());
     match format {
-        Format::KinetoJson => {}
+        Format::KinetoJson | Format::HabanaHwCsv | Format::HabanaAnalyzedNodes => {}
         Format::Zip => {
             return Err(IngestError::Unsupported {
                 path: display,
@@ -186,7 +221,7 @@ pub fn add_file(
         Format::Csv => {
             return Err(IngestError::Unsupported {
                 path: display,
-                format: "CSV (Gaudi hardware trace / analyzed nodes)",
+                format: "CSV files other than Gaudi HW traces (`Name,Trace Source,Engine,Event type,…`) and Analyzed Nodes tables (`Unit,Unique node id,Node Name,…`)",
             });
         }
         Format::Unknown => {
@@ -217,9 +252,24 @@ pub fn add_file(
         world_size: None,
     };
     let source = builder.add_source(info, Arc::clone(&data));
+    if matches!(format, Format::HabanaHwCsv | Format::HabanaAnalyzedNodes) {
+        let summary = if format == Format::HabanaHwCsv {
+            habana_csv::read_hw_csv(data.bytes(), &display, builder, source)?
+        } else {
+            habana_nodes::read_analyzed_nodes(data.bytes(), &display, builder, source)?
+        };
+        if let Some(info) = builder.source_mut(source) {
+            info.events = summary.events;
+            info.events_by_phase = summary.by_phase;
+            info.warnings.extend(summary.warnings);
+            info.top_level = summary.top_level;
+        }
+        return Ok(());
+    }
     let summary =
         kineto::KinetoReader::new(data.bytes(), &display, builder, source, progress).read()?;
     if let Some(info) = builder.source_mut(source) {
+        info.format = summary.format;
         info.events = summary.events;
         info.events_by_phase = summary.by_phase;
         info.warnings.extend(summary.warnings);

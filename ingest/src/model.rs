@@ -118,6 +118,8 @@ pub enum CategoryClass {
     TraceSpan,
     /// Flow categories (`ac2g`, `fwdbwd`, `async_cpu_to_gpu`).
     Flow,
+    /// Ranges derived by another tool, not executed work (Gaudi Trace Analyzer nodes).
+    Derived,
     /// Anything else.
     Other,
 }
@@ -142,6 +144,7 @@ impl CategoryClass {
             "cuda_profiler_range" => Self::ProfilerRange,
             "Trace" => Self::TraceSpan,
             "ac2g" | "fwdbwd" | "async_cpu_to_gpu" => Self::Flow,
+            "analyzed_node" => Self::Derived,
             _ => Self::Other,
         }
     }
@@ -674,6 +677,56 @@ pub struct BuildStats {
     pub malformed: u64,
 }
 
+/// One row of a Gaudi Trace Analyzer "Analyzed Nodes" table (`habana-analyzed-nodes`): a graph
+/// node's execution with the analyzer's metrics. Missing cells (`nan`, `[]`, `[Error]`, empty)
+/// are `None`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NodeMetrics {
+    /// Input it came from.
+    pub source: u16,
+    /// `Node Name` as written (repeated executions carry ` iter N`).
+    pub name: String,
+    /// `Unit` (`MME`, `TPC`).
+    pub unit: String,
+    /// `Op Type` (TPC kernel GUID or op type).
+    pub op_type: Option<String>,
+    /// `Start time of node`, ns.
+    pub start_ns: i64,
+    /// `End time of node`, ns.
+    pub end_ns: i64,
+    /// `Duration (us)`.
+    pub duration_us: Option<f64>,
+    /// `Active (us)`.
+    pub active_us: Option<f64>,
+    /// `Num activations`: engine activations (HW-trace slices) of the node.
+    pub num_activations: Option<u64>,
+    /// `MME Compute Utilization (%)`.
+    pub mme_utilization_pct: Option<f64>,
+    /// `Exposed tpc (us)`.
+    pub exposed_tpc_us: Option<f64>,
+    /// `Unexposed tpc (us)`.
+    pub unexposed_tpc_us: Option<f64>,
+    /// `Exposed mme (us)`.
+    pub exposed_mme_us: Option<f64>,
+    /// `Unexposed mme (us)`.
+    pub unexposed_mme_us: Option<f64>,
+    /// `Exposed dma (us)`.
+    pub exposed_dma_us: Option<f64>,
+    /// `Input shapes` as written.
+    pub input_shapes: Option<String>,
+    /// `Input Datatype` as written.
+    pub input_dtypes: Option<String>,
+    /// `Output shapes` as written.
+    pub output_shapes: Option<String>,
+    /// `Output Datatype` as written.
+    pub output_dtypes: Option<String>,
+    /// The node's own slice on the analyzed-nodes lane.
+    pub slice: Option<SliceId>,
+    /// HW-trace slices (`habana-hw-csv`, loaded in the same Timeline) of the same node name
+    /// (without the ` iter N` suffix) that overlap the node's time range, in slice order.
+    pub hw_slices: Vec<SliceId>,
+}
+
 /// The normalized trace: everything the analyses and the viewer read.
 #[derive(Debug, Default)]
 pub struct Timeline {
@@ -699,6 +752,9 @@ pub struct Timeline {
     pub device: DeviceInfo,
     /// What was repaired or dropped.
     pub stats: BuildStats,
+    /// Per-node metrics of Gaudi Trace Analyzer "Analyzed Nodes" tables, in file order, each
+    /// bound to its own slice and to the HW-trace slices it describes.
+    pub node_metrics: Vec<NodeMetrics>,
     pub(crate) data: Vec<Arc<SourceData>>,
 }
 
