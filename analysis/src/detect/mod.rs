@@ -8,6 +8,7 @@
 mod dataloader_stall;
 mod debug_api;
 mod host_bound_gap;
+mod mme_idle;
 mod non_logical_transpose;
 mod recompile;
 mod slow_zero_grad;
@@ -38,6 +39,8 @@ pub struct Thresholds {
     /// Idle breakdown: a gap between kernels on a stream shorter than this, not caused by a
     /// late launch, is kernel-launch overhead ("kernel wait"), ns. HTA's default (30 µs).
     pub kernel_wait_max_ns: i64,
+    /// `mme_idle_behind_tpc`: MME idle time behind TPC work per step must reach this, ns.
+    pub mme_idle_min_ns: i64,
     /// `recompile`: compiles with an index below this are warm-up, not recompiles (`F/0` is the
     /// first compile of frame `F`).
     pub recompile_warmup_compiles: u32,
@@ -51,6 +54,7 @@ impl Default for Thresholds {
             host_gap_min_ns: 50_000,
             host_gap_min_pct: 5.0,
             kernel_wait_max_ns: 30_000,
+            mme_idle_min_ns: 20_000,
             recompile_warmup_compiles: 1,
         }
     }
@@ -207,6 +211,7 @@ pub fn run_all(ctx: &Context<'_>) -> Vec<Finding> {
     findings.extend(dataloader_stall::detect(ctx));
     findings.extend(recompile::detect(ctx));
     findings.extend(host_bound_gap::detect(ctx));
+    findings.extend(mme_idle::detect(ctx));
     findings.extend(non_logical_transpose::detect(ctx));
     findings.extend(slow_zero_grad::detect(ctx));
     findings.extend(debug_api::detect(ctx));
