@@ -173,8 +173,10 @@ mod tests {
 
     const US: i64 = 1_000;
 
-    /// One MME and one TPC lane: `(lane, [(name, start µs, dur µs)])`.
-    fn report(lanes: &[(&str, &[(&str, i64, i64)])]) -> crate::Report {
+    /// A lane name and its slices `(name, start µs, dur µs)`.
+    type Lane<'a> = (&'a str, &'a [(&'a str, i64, i64)]);
+
+    fn report(lanes: &[Lane<'_>]) -> crate::Report {
         let mut b = TimelineBuilder::default();
         let device = LaneId::Int(0);
         b.process_meta(0, device, Some("accel0".into()), Some("HPU 0".into()), None);
