@@ -28,10 +28,8 @@ fn sample_traces() -> Vec<PathBuf> {
                 }
                 continue;
             }
-            // Metrics files (`habana-metrics`) are not read yet.
             if (name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".csv"))
                 && !name.ends_with(".truth.json")
-                && !name.ends_with(".metrics.json")
             {
                 out.push(path.strip_prefix(repo()).expect("under repo").to_path_buf());
             }

@@ -350,6 +350,11 @@ impl TimelineBuilder {
         self.timeline.node_metrics.push(metrics);
     }
 
+    /// Adds a Gaudi bridge metric dump.
+    pub fn push_metric(&mut self, dump: crate::model::MetricDump) {
+        self.timeline.metrics.push(dump);
+    }
+
     /// Counts an event with a phase that is not modelled.
     pub(crate) fn count_unsupported(&mut self) {
         self.timeline.stats.unsupported_phase += 1;

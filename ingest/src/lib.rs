@@ -17,6 +17,7 @@ pub mod builder;
 mod csv;
 pub mod error;
 mod habana_csv;
+mod habana_metrics;
 mod habana_nodes;
 mod json;
 mod kineto;
@@ -67,6 +68,8 @@ pub enum Format {
     /// Gaudi Trace Analyzer "Analyzed Nodes" table: CSV (`Unit,Unique node id,Node Name,…`) or
     /// JSON (`{"analyzer_metadata": [...]}`).
     HabanaAnalyzedNodes,
+    /// Gaudi bridge metrics file (`PT_HPU_METRICS_FILE`): an array of metric dumps.
+    HabanaMetrics,
     /// Other comma-separated text.
     Csv,
     /// Something else.
@@ -83,6 +86,7 @@ impl Format {
             Self::PerfettoProto => "perfetto-proto",
             Self::HabanaHwCsv => "habana-hw-csv",
             Self::HabanaAnalyzedNodes => "habana-analyzed-nodes",
+            Self::HabanaMetrics => "habana-metrics",
             Self::Csv => "csv",
             Self::Unknown => "unknown",
         }
@@ -96,6 +100,7 @@ pub fn sniff(bytes: &[u8]) -> Format {
     let first = body.iter().copied().find(|b| !b.is_ascii_whitespace());
     match first {
         Some(b'{') if looks_like_analyzed_nodes_json(body) => Format::HabanaAnalyzedNodes,
+        Some(b'[') if habana_metrics::looks_like_metrics(body) => Format::HabanaMetrics,
         Some(b'{' | b'[') => Format::KinetoJson,
         _ if body.starts_with(b"PK\x03\x04") => Format::Zip,
         // A Perfetto trace is a sequence of `Trace.packet` (field 1, length-delimited) records.
@@ -205,7 +210,10 @@ pub fn add_file(
     let input = source::read_input(path, options)?;
     let format = sniff(input.data.bytes());
     match format {
-        Format::KinetoJson | Format::HabanaHwCsv | Format::HabanaAnalyzedNodes => {}
+        Format::KinetoJson
+        | Format::HabanaHwCsv
+        | Format::HabanaAnalyzedNodes
+        | Format::HabanaMetrics => {}
         Format::Zip => {
             return Err(IngestError::Unsupported {
                 path: display,
@@ -252,6 +260,14 @@ pub fn add_file(
         world_size: None,
     };
     let source = builder.add_source(info, Arc::clone(&data));
+    if format == Format::HabanaMetrics {
+        let summary = habana_metrics::read_metrics(data.bytes(), &display, builder, source)?;
+        if let Some(info) = builder.source_mut(source) {
+            info.events = summary.events;
+            info.warnings.extend(summary.warnings);
+        }
+        return Ok(());
+    }
     if matches!(format, Format::HabanaHwCsv | Format::HabanaAnalyzedNodes) {
         let summary = if format == Format::HabanaHwCsv {
             habana_csv::read_hw_csv(data.bytes(), &display, builder, source)?

@@ -755,7 +755,56 @@ pub struct Timeline {
     /// Per-node metrics of Gaudi Trace Analyzer "Analyzed Nodes" tables, in file order, each
     /// bound to its own slice and to the HW-trace slices it describes.
     pub node_metrics: Vec<NodeMetrics>,
+    /// Gaudi bridge metric dumps (`PT_HPU_METRICS_FILE`), in file order.
+    pub metrics: Vec<MetricDump>,
     pub(crate) data: Vec<Arc<SourceData>>,
+}
+
+/// One dump of a Gaudi bridge metric (`graph_compilation`, `cpu_fallback`, `recipe_cache`,
+/// `memory_defragmentation`), as written to `PT_HPU_METRICS_FILE`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MetricDump {
+    /// Input it came from.
+    pub source: u16,
+    /// Metric name.
+    pub metric: String,
+    /// What triggered the dump: `process_exit`, `mark_step`, `metric_change`, `user`.
+    pub triggered_by: String,
+    /// When it was written, as given.
+    pub generated_on: String,
+    /// The statistics object, as written (counts, µs/ms times, per-op or per-recipe maps).
+    pub statistics: serde_json::Value,
+}
+
+impl MetricDump {
+    /// Reads one dump; `None` when it has no `metric_name` or no `statistics` object.
+    #[must_use]
+    pub fn from_json(value: &serde_json::Value) -> Option<Self> {
+        let text = |key: &str| match value.get(key) {
+            Some(serde_json::Value::String(s)) => s.clone(),
+            Some(other) => other.to_string(),
+            None => String::new(),
+        };
+        let metric = value.get("metric_name")?.as_str()?.to_owned();
+        let statistics = value.get("statistics").filter(|s| s.is_object())?.clone();
+        Some(Self {
+            source: 0,
+            metric,
+            triggered_by: text("triggered_by"),
+            generated_on: text("generated_on"),
+            statistics,
+        })
+    }
+
+    /// A statistic as a number (also when written as a numeric string).
+    #[must_use]
+    pub fn number(&self, key: &str) -> Option<f64> {
+        match self.statistics.get(key)? {
+            serde_json::Value::Number(n) => n.as_f64(),
+            serde_json::Value::String(s) => s.trim().parse().ok(),
+            _ => None,
+        }
+    }
 }
 
 impl Timeline {

@@ -7,6 +7,7 @@
 
 mod dataloader_stall;
 mod debug_api;
+mod gaudi;
 mod host_bound_gap;
 mod mme_idle;
 mod non_logical_transpose;
@@ -41,6 +42,9 @@ pub struct Thresholds {
     pub kernel_wait_max_ns: i64,
     /// `mme_idle_behind_tpc`: MME idle time behind TPC work per step must reach this, ns.
     pub mme_idle_min_ns: i64,
+    /// Gaudi `recompile`: graph compiles in the first this many steps (or `mark_step` metric
+    /// dumps) are warm-up.
+    pub gaudi_warmup_steps: usize,
     /// `recompile`: compiles with an index below this are warm-up, not recompiles (`F/0` is the
     /// first compile of frame `F`).
     pub recompile_warmup_compiles: u32,
@@ -55,6 +59,7 @@ impl Default for Thresholds {
             host_gap_min_pct: 5.0,
             kernel_wait_max_ns: 30_000,
             mme_idle_min_ns: 20_000,
+            gaudi_warmup_steps: 2,
             recompile_warmup_compiles: 1,
         }
     }
@@ -212,6 +217,7 @@ pub fn run_all(ctx: &Context<'_>) -> Vec<Finding> {
     findings.extend(recompile::detect(ctx));
     findings.extend(host_bound_gap::detect(ctx));
     findings.extend(mme_idle::detect(ctx));
+    findings.extend(gaudi::detect(ctx));
     findings.extend(non_logical_transpose::detect(ctx));
     findings.extend(slow_zero_grad::detect(ctx));
     findings.extend(debug_api::detect(ctx));

@@ -1,0 +1,230 @@
+//! Gaudi signals from the bridge's metrics file and from Synapse host lanes:
+//! - `cpu_fallback`: ops the bridge ran on the CPU (`cpu_fallback.FallbackOps` of the last
+//!   dump), with the host time of those ops where a trace shows them;
+//! - `recompile`: graphs compiled after warm-up — the growth of `graph_compilation.TotalNumber`
+//!   between `mark_step` dumps after the first `gaudi_warmup_steps`, and `synGraphCompile` calls
+//!   inside steps after the warm-up steps.
+
+use std::collections::BTreeMap;
+
+use steplens_ingest::model::{CategoryClass, MetricDump};
+
+use super::{Context, short_ns};
+use crate::report::Finding;
+
+/// Most evidence references kept per finding.
+const MAX_EVIDENCE: usize = 20;
+
+pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
+    let mut findings = cpu_fallback(ctx);
+    findings.extend(metric_recompiles(ctx));
+    findings.extend(compile_calls(ctx));
+    findings
+}
+
+fn last_dump<'t>(ctx: &Context<'t>, source: u16, metric: &str) -> Option<&'t MetricDump> {
+    ctx.timeline.metrics.iter().rev().find(|d| d.source == source && d.metric == metric)
+}
+
+fn sources_with_metrics(ctx: &Context<'_>) -> Vec<u16> {
+    let mut sources: Vec<u16> = ctx.timeline.metrics.iter().map(|d| d.source).collect();
+    sources.sort_unstable();
+    sources.dedup();
+    sources
+}
+
+fn cpu_fallback(ctx: &Context<'_>) -> Vec<Finding> {
+    let t = ctx.timeline;
+    let mut findings = Vec::new();
+    for source in sources_with_metrics(ctx) {
+        let Some(dump) = last_dump(ctx, source, "cpu_fallback") else {
+            continue;
+        };
+        let ops: BTreeMap<String, u64> = dump
+            .statistics
+            .get("FallbackOps")
+            .and_then(serde_json::Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(op, n)| {
+                        Some((op.clone(), n.as_u64().or_else(|| n.as_str()?.parse().ok())?))
+                    })
+                    .filter(|(_, n)| *n > 0)
+                    .collect()
+            })
+            .unwrap_or_default();
+        if ops.is_empty() {
+            continue;
+        }
+        // Host time of the fallen-back ops, where a loaded trace shows them.
+        let mut evidence = Vec::new();
+        let mut lost = 0;
+        for (_, track) in ctx.host_tracks() {
+            for i in track.slices.clone() {
+                if t.slice_class(i) != CategoryClass::CpuOp {
+                    continue;
+                }
+                let name = t.slice_name(i);
+                let bare = name.strip_prefix("aten::").unwrap_or(name);
+                if ops.contains_key(name) || ops.contains_key(bare) {
+                    lost += t.slices.dur[i as usize];
+                    if evidence.len() < MAX_EVIDENCE {
+                        evidence.push(ctx.evidence(i));
+                    }
+                }
+            }
+        }
+        let total: u64 = ops.values().sum();
+        let mut listed: Vec<(&String, &u64)> = ops.iter().collect();
+        listed.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let names: Vec<String> = listed.iter().map(|(op, _)| (*op).clone()).collect();
+        let shown: Vec<String> = listed
+            .iter()
+            .take(5)
+            .map(|(op, n)| format!("{op} ×{n}"))
+            .collect();
+        findings.push(Finding {
+            kind: "cpu_fallback".into(),
+            severity: "warning".into(),
+            title: format!(
+                "{total} op calls fell back to the CPU: {}{}",
+                shown.join(", "),
+                if lost > 0 {
+                    format!(" ({} on the host)", short_ns(lost))
+                } else {
+                    String::new()
+                }
+            ),
+            step: None,
+            start_ns: 0,
+            end_ns: 0,
+            track: None,
+            ops: names,
+            call_site: None,
+            count: total,
+            lost_ns: lost,
+            evidence,
+            recommendation: "These ops have no HPU kernel for the given dtype or arguments, so \
+                             their inputs travel to the host and back. Replace them with \
+                             supported ops or dtypes, or move them out of the training step; \
+                             LOG_LEVEL_PT_FALLBACK=1 logs each fallback with its reason."
+                .into(),
+        });
+    }
+    findings
+}
+
+fn metric_recompiles(ctx: &Context<'_>) -> Vec<Finding> {
+    let warmup = ctx.thresholds.gaudi_warmup_steps;
+    let mut findings = Vec::new();
+    for source in sources_with_metrics(ctx) {
+        let dumps: Vec<&MetricDump> = ctx
+            .timeline
+            .metrics
+            .iter()
+            .filter(|d| {
+                d.source == source
+                    && d.metric == "graph_compilation"
+                    && d.triggered_by == "mark_step"
+            })
+            .collect();
+        // Pair k spans mark_step k+2; steps 1..=warmup are warm-up.
+        for (step, pair) in dumps.windows(2).enumerate().skip(warmup.saturating_sub(1)) {
+            let count = |d: &MetricDump| d.number("TotalNumber").unwrap_or(0.0);
+            let time_us = |d: &MetricDump| d.number("TotalTime").unwrap_or(0.0);
+            let new = count(pair[1]) - count(pair[0]);
+            if new < 1.0 {
+                continue;
+            }
+            let lost = ((time_us(pair[1]) - time_us(pair[0])) * 1000.0).round() as i64;
+            findings.push(Finding {
+                kind: "recompile".into(),
+                severity: "warning".into(),
+                title: format!(
+                    "{new:.0} HPU graph compile(s) after warm-up, at mark_step {} ({} compiling)",
+                    step + 2,
+                    short_ns(lost)
+                ),
+                step: None,
+                start_ns: 0,
+                end_ns: 0,
+                track: None,
+                ops: vec!["graph_compilation".into()],
+                call_site: None,
+                count: new as u64,
+                lost_ns: lost.max(0),
+                evidence: vec![serde_json::json!({
+                    "metric": "graph_compilation",
+                    "generated_on": pair[1].generated_on,
+                    "TotalNumber": count(pair[1]),
+                })],
+                recommendation: HPU_RECOMPILE_ADVICE.into(),
+            });
+        }
+    }
+    findings
+}
+
+const HPU_RECOMPILE_ADVICE: &str = "A new graph (recipe) was compiled after the warm-up steps: \
+    input shapes or graph structure changed. Keep shapes static (pad or bucket them), avoid \
+    data-dependent control flow between mark_steps, and consider \
+    PT_HPU_ENABLE_REFINE_DYNAMIC_SHAPES=1 for truly dynamic inputs.";
+
+fn compile_calls(ctx: &Context<'_>) -> Vec<Finding> {
+    let t = ctx.timeline;
+    let warmup = ctx.thresholds.gaudi_warmup_steps;
+    let mut per_step: BTreeMap<usize, Vec<u32>> = BTreeMap::new();
+    for (_, track) in ctx.host_tracks() {
+        for i in track.slices.clone() {
+            if t.slice_name(i) != "synGraphCompile" {
+                continue;
+            }
+            let Some(step) = ctx.step_at(track.source, t.slices.start[i as usize]) else {
+                continue;
+            };
+            // Warm-up counts per input: the first steps of its own step list.
+            let index_in_source = t.steps[..step]
+                .iter()
+                .filter(|s| s.source == t.steps[step].source)
+                .count();
+            if index_in_source >= warmup {
+                per_step.entry(step).or_default().push(i);
+            }
+        }
+    }
+    per_step
+        .into_iter()
+        .map(|(step, calls)| {
+            let s = &t.steps[step];
+            let lost: i64 = calls.iter().map(|&i| t.slices.dur[i as usize]).sum();
+            Finding {
+                kind: "recompile".into(),
+                severity: super::severity(lost, s.dur).into(),
+                title: format!(
+                    "{} synGraphCompile call(s) in {} after warm-up ({} compiling)",
+                    calls.len(),
+                    s.name,
+                    short_ns(lost)
+                ),
+                step: Some(s.name.clone()),
+                start_ns: t.slices.start[calls[0] as usize],
+                end_ns: calls
+                    .iter()
+                    .map(|&i| t.slices.end(i))
+                    .max()
+                    .unwrap_or(s.end()),
+                track: ctx.track_name(calls[0]),
+                ops: vec!["synGraphCompile".into()],
+                call_site: ctx.call_site(calls[0]),
+                count: calls.len() as u64,
+                lost_ns: lost,
+                evidence: calls
+                    .iter()
+                    .take(MAX_EVIDENCE)
+                    .map(|&i| ctx.evidence(i))
+                    .collect(),
+                recommendation: HPU_RECOMPILE_ADVICE.into(),
+            }
+        })
+        .collect()
+}
