@@ -125,6 +125,11 @@ impl TimelineBuilder {
         id
     }
 
+    /// Number of inputs registered so far.
+    pub(crate) fn source_count(&self) -> usize {
+        self.timeline.sources.len()
+    }
+
     pub(crate) fn source_mut(&mut self, source: u16) -> Option<&mut SourceInfo> {
         self.timeline.sources.get_mut(source as usize)
     }

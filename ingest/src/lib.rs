@@ -19,6 +19,7 @@ pub mod error;
 mod habana_csv;
 mod habana_metrics;
 mod habana_nodes;
+mod hltv;
 mod json;
 mod kineto;
 pub mod model;
@@ -31,6 +32,8 @@ pub use builder::TimelineBuilder;
 pub use error::IngestError;
 pub use kineto::Progress;
 pub use model::Timeline;
+/// Most entries of a `.hltv` ZIP archive steplens examines (a guard against zip bombs).
+pub const MAX_ARCHIVE_ENTRIES: usize = hltv::MAX_ENTRIES;
 
 /// How inputs are read.
 #[derive(Debug, Clone)]
@@ -208,6 +211,20 @@ pub fn add_file(
 ) -> Result<(), IngestError> {
     let display = path.display().to_string();
     let input = source::read_input(path, options)?;
+    if sniff(input.data.bytes()) == Format::Zip {
+        return hltv::read_archive(builder, input.data.bytes(), &display, options);
+    }
+    add_input(builder, &display, input, progress)
+}
+
+/// Reads one input already in memory (a file, or a member of an archive) into `builder`.
+pub(crate) fn add_input(
+    builder: &mut TimelineBuilder,
+    display: &str,
+    input: source::Input,
+    progress: Option<Progress<'_>>,
+) -> Result<(), IngestError> {
+    let display = display.to_owned();
     let format = sniff(input.data.bytes());
     match format {
         Format::KinetoJson
@@ -217,7 +234,7 @@ pub fn add_file(
         Format::Zip => {
             return Err(IngestError::Unsupported {
                 path: display,
-                format: "ZIP (.hltv)",
+                format: "ZIP archives nested in archives",
             });
         }
         Format::PerfettoProto => {

@@ -23,7 +23,11 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
 }
 
 fn last_dump<'t>(ctx: &Context<'t>, source: u16, metric: &str) -> Option<&'t MetricDump> {
-    ctx.timeline.metrics.iter().rev().find(|d| d.source == source && d.metric == metric)
+    ctx.timeline
+        .metrics
+        .iter()
+        .rev()
+        .find(|d| d.source == source && d.metric == metric)
 }
 
 fn sources_with_metrics(ctx: &Context<'_>) -> Vec<u16> {
