@@ -1039,7 +1039,12 @@ fn classify(
         } else {
             EngineClass::ComputeStream
         };
-        let device = device_index(labels, raw.key.pid);
+        // Synapse TEF pids are engine types, not devices: one trace is one device.
+        let device = if process_name.starts_with('*') {
+            Some(0)
+        } else {
+            device_index(labels, raw.key.pid)
+        };
         return TrackKind::DeviceEngine { class, device };
     }
     match raw.key.pid {

@@ -64,6 +64,8 @@ pub(crate) struct KinetoReader<'a, 'b, 'p> {
     world_size: Option<i64>,
     progress: Option<Progress<'p>>,
     flavor: Flavor,
+    /// Synapse TEF: pids of the `***Host` process.
+    tef_host_pids: Vec<LaneId>,
 }
 
 /// Which producer wrote the Trace Event Format JSON, from its content.
@@ -109,6 +111,7 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
             world_size: None,
             progress,
             flavor: Flavor::Kineto,
+            tef_host_pids: Vec::new(),
         }
     }
 
@@ -451,7 +454,16 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
                     return;
                 };
                 let b = &mut *self.builder;
-                let cat = b.intern_cat(ev.cat.as_deref().unwrap_or(""));
+                let mut cat = b.intern_cat(ev.cat.as_deref().unwrap_or(""));
+                if self.flavor == Flavor::SynapseTef
+                    && matches!(ev.ph, b'X' | b'B')
+                    && b.cat_class(cat) == CategoryClass::Other
+                {
+                    // Synapse's own categories say nothing steplens can use: an event on an
+                    // engine-type process is an engine execution, one on `***Host` an API call.
+                    let host = self.tef_host_pids.contains(&pid);
+                    cat = b.intern_cat(if host { "Runtime" } else { "Kernel" });
+                }
                 let track = b.track(source, pid, tid);
                 match ev.ph {
                     b'X' => {
@@ -573,6 +585,9 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
                     {
                         self.builder.device.saw_hpu = true;
                         self.flavor = Flavor::SynapseTef;
+                    }
+                    if n.trim() == "***Host" && !self.tef_host_pids.contains(&pid) {
+                        self.tef_host_pids.push(pid);
                     }
                 }
                 self.builder.process_meta(source, pid, name, None, None);

@@ -17,8 +17,13 @@ const MAX_EVIDENCE: usize = 20;
 
 pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
     let mut findings = cpu_fallback(ctx);
-    findings.extend(metric_recompiles(ctx));
-    findings.extend(compile_calls(ctx));
+    let from_trace = compile_calls(ctx);
+    // The metrics file counts the same compiles the trace shows; it only speaks when no loaded
+    // trace has Synapse host lanes to place them in steps.
+    if from_trace.is_empty() {
+        findings.extend(metric_recompiles(ctx));
+    }
+    findings.extend(from_trace);
     findings
 }
 
@@ -192,7 +197,15 @@ fn compile_calls(ctx: &Context<'_>) -> Vec<Finding> {
                 .filter(|s| s.source == t.steps[step].source)
                 .count();
             if index_in_source >= warmup {
-                per_step.entry(step).or_default().push(i);
+                let calls = per_step.entry(step).or_default();
+                // The bridge logs each Synapse call on two lanes; count it once.
+                let same = |&j: &u32| {
+                    t.slices.start[j as usize] < t.slices.end(i)
+                        && t.slices.start[i as usize] < t.slices.end(j)
+                };
+                if !calls.iter().any(same) {
+                    calls.push(i);
+                }
             }
         }
     }

@@ -30,6 +30,15 @@ const BLOCKING: &[&str] = &[
     "synDeviceSynchronize",
 ];
 
+/// Host work that is graph compilation, not dispatch.
+const COMPILING: &[&str] = &[
+    "synGraphCompile",
+    "dynamo",
+    "entire_frame_compile",
+    "entire_backward_compile",
+    "inductor_compile",
+];
+
 /// A device-idle gap: `(start, end, host-bound ns)`.
 type Gap = (i64, i64, i64);
 
@@ -51,7 +60,13 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
                 continue;
             }
             let range = (t.slices.start[i as usize], t.slices.end(i));
-            if class == CategoryClass::Runtime && BLOCKING.contains(&t.slice_name(i)) {
+            let name = t.slice_name(i);
+            // Waiting in a sync, or compiling a graph, is the device idle for reasons that
+            // have their own kinds (`sync_point`, `recompile`).
+            if (class == CategoryClass::Runtime && BLOCKING.contains(&name))
+                || COMPILING.contains(&name)
+                || name.ends_with("(dynamo_timed)")
+            {
                 blocked.entry(track.source).or_default().push(range);
             }
             let parent = t.slices.parent[i as usize];

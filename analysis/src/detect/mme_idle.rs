@@ -91,7 +91,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
             let mut stretches = Vec::new();
             for (gap_start, gap_end) in mme.gaps(first.1, last.0) {
                 let behind = tpc.covered(gap_start, gap_end);
-                if behind > 0 {
+                if behind >= ctx.thresholds.mme_idle_stretch_min_ns {
                     stretches.push((gap_start, gap_end, behind));
                 }
             }

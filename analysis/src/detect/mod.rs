@@ -42,6 +42,9 @@ pub struct Thresholds {
     pub kernel_wait_max_ns: i64,
     /// `mme_idle_behind_tpc`: MME idle time behind TPC work per step must reach this, ns.
     pub mme_idle_min_ns: i64,
+    /// `mme_idle_behind_tpc`: a stretch with less TPC work than this is node-to-node jitter,
+    /// not counted, ns.
+    pub mme_idle_stretch_min_ns: i64,
     /// Gaudi `recompile`: graph compiles in the first this many steps (or `mark_step` metric
     /// dumps) are warm-up.
     pub gaudi_warmup_steps: usize,
@@ -59,6 +62,7 @@ impl Default for Thresholds {
             host_gap_min_pct: 5.0,
             kernel_wait_max_ns: 30_000,
             mme_idle_min_ns: 20_000,
+            mme_idle_stretch_min_ns: 10_000,
             gaudi_warmup_steps: 2,
             recompile_warmup_compiles: 1,
         }

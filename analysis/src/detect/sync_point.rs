@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use steplens_ingest::model::{CategoryClass, SliceId};
 
 use super::{Context, severity, short_ns};
+use crate::intervals::IntervalSet;
 use crate::report::Finding;
 use crate::steps::DATALOADER_PREFIX;
 
@@ -55,7 +56,15 @@ const MAX_EVIDENCE: usize = 20;
 
 struct Call {
     op: SliceId,
-    blocked_ns: i64,
+    /// Blocking calls under (or folded into) the op. A union, not a sum: the Gaudi bridge logs
+    /// each Synapse call on two lanes.
+    blocked: Vec<(i64, i64)>,
+}
+
+impl Call {
+    fn blocked_ns(&self) -> i64 {
+        IntervalSet::from_ranges(self.blocked.clone()).total()
+    }
 }
 
 pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
@@ -87,16 +96,17 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
             {
                 continue;
             }
-            let blocked = if runtime { t.slices.dur[i as usize] } else { 0 };
-            calls
-                .entry(outer)
-                .or_insert(Call {
-                    op: outer,
-                    blocked_ns: 0,
-                })
-                .blocked_ns += blocked;
+            let call = calls.entry(outer).or_insert(Call {
+                op: outer,
+                blocked: Vec::new(),
+            });
+            if runtime {
+                call.blocked
+                    .push((t.slices.start[i as usize], t.slices.end(i)));
+            }
         }
     }
+    fold_lane_syncs_into_ops(ctx, &mut calls);
     let has_device = t.has_device();
     // Group per (source, step, call site or op).
     let mut groups: BTreeMap<(u16, Option<usize>, String), Vec<Call>> = BTreeMap::new();
@@ -118,6 +128,44 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
         .into_iter()
         .map(|((_, step, site), calls)| finding(ctx, step, &site, &calls, has_device))
         .collect()
+}
+
+/// Synapse API calls are logged on their own lane (the Gaudi bridge's `Synapse Logger`), not
+/// under the op that issued them: a synchronize with no op around it that runs inside a
+/// value-reading op of another host thread is that op's wait.
+fn fold_lane_syncs_into_ops(ctx: &Context<'_>, calls: &mut BTreeMap<SliceId, Call>) {
+    let t = ctx.timeline;
+    let is_value_op =
+        |i: SliceId| VALUE_OPS.contains(&t.slice_name(i)) || COPY_OPS.contains(&t.slice_name(i));
+    let ops: Vec<SliceId> = calls.keys().copied().filter(|&i| is_value_op(i)).collect();
+    let standalone: Vec<SliceId> = calls
+        .keys()
+        .copied()
+        .filter(|&i| {
+            matches!(
+                t.slice_class(i),
+                CategoryClass::Runtime | CategoryClass::Driver
+            ) && BLOCKING_CALLS.contains(&t.slice_name(i))
+        })
+        .collect();
+    for sync in standalone {
+        let (source, start) = match t.slice_track(sync) {
+            Some(track) => (track.source, t.slices.start[sync as usize]),
+            None => continue,
+        };
+        let owner = ops.iter().copied().find(|&op| {
+            t.slice_track(op).is_some_and(|tr| tr.source == source)
+                && t.slices.track[op as usize] != t.slices.track[sync as usize]
+                && t.slices.start[op as usize] <= start
+                && start < t.slices.end(op)
+        });
+        if let Some(owner) = owner
+            && let Some(call) = calls.remove(&sync)
+            && let Some(op) = calls.get_mut(&owner)
+        {
+            op.blocked.extend(call.blocked);
+        }
+    }
 }
 
 /// The outermost op or runtime call enclosing `slice` (itself when it has none).
@@ -177,7 +225,7 @@ fn finding(
     // With a device in the trace, the cost is the time the host sat in blocking calls; in a
     // CPU-only trace there is no device to wait for, and the op's own time is all we can see.
     let lost: i64 = if has_device {
-        calls.iter().map(|c| c.blocked_ns).sum()
+        calls.iter().map(Call::blocked_ns).sum()
     } else {
         calls.iter().map(|c| t.slices.dur[c.op as usize]).sum()
     };
