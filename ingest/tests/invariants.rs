@@ -22,9 +22,12 @@ fn traces_under(dir: &Path, out: &mut Vec<PathBuf>) {
             continue;
         }
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        let is_trace = (name.ends_with(".json") || name.ends_with(".json.gz"))
-            && !name.ends_with(".truth.json")
-            && name != "corpus_counts.json";
+        // Metrics files hold counters only, no timeline.
+        let is_trace =
+            (name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".csv"))
+                && !name.ends_with(".truth.json")
+                && !name.ends_with(".metrics.json")
+                && name != "corpus_counts.json";
         if is_trace {
             out.push(path);
         }
@@ -47,6 +50,11 @@ fn samples_are_all_found() {
     assert_eq!(
         names,
         [
+            "train_hpu.bridge.json.gz",
+            "train_hpu.hw.csv",
+            "train_hpu.tef.json.gz",
+            "debug_hw_prof_accel0_001.csv",
+            "debug_hw_prof_accel0_001_analyzed_nodes.csv",
             "cuda_event_sync.json.gz",
             "mi250_minitoy_train_ROCm6_2_kineto.json.gz",
             "triton_example.json.gz",
