@@ -262,3 +262,43 @@ fn tef_and_hw_csv_of_the_same_run_load() {
         assert_eq!(slices, n.as_u64().unwrap(), "{class}");
     }
 }
+
+#[test]
+fn device_transposes_flagged_above_their_share() {
+    use steplens_ingest::TimelineBuilder;
+    use steplens_ingest::model::{ArgsRef, LaneId};
+    let build = |transpose_us: i64| {
+        let mut b = TimelineBuilder::default();
+        let device = LaneId::Int(0);
+        b.process_meta(
+            0,
+            device,
+            Some("/device:HPU:0".into()),
+            Some("HPU 0".into()),
+            None,
+        );
+        let kernel = b.intern_cat("Kernel");
+        b.thread_meta(0, device, LaneId::Int(1), Some("[HD0] TPC 0".into()), None);
+        let tpc = b.track(0, device, LaneId::Int(1));
+        let work = b.intern("gelu_fwd_bf16");
+        let transpose = b.intern("transpose_fwd_bf16");
+        b.push_slice(tpc, 0, 1_000_000, work, kernel, ArgsRef::NONE);
+        b.push_slice(
+            tpc,
+            1_000_000,
+            transpose_us * 1_000,
+            transpose,
+            kernel,
+            ArgsRef::NONE,
+        );
+        build_report(&b.finish())
+    };
+    let kinds = |r: &steplens_analysis::Report| {
+        r.findings
+            .iter()
+            .filter(|f| f.kind == "non_logical_transpose")
+            .count()
+    };
+    assert_eq!(kinds(&build(100)), 1, "100 µs of 1.1 ms is 9%");
+    assert_eq!(kinds(&build(10)), 0, "10 µs of 1.01 ms is under 2%");
+}

@@ -45,6 +45,9 @@ pub struct Thresholds {
     /// `mme_idle_behind_tpc`: a stretch with less TPC work than this is node-to-node jitter,
     /// not counted, ns.
     pub mme_idle_stretch_min_ns: i64,
+    /// `non_logical_transpose` on Gaudi device lanes: transpose kernels (`transpose_*`,
+    /// `DmaTranspose`) are flagged when they take at least this share of the step, percent.
+    pub device_transpose_min_pct: f64,
     /// Gaudi `recompile`: graph compiles in the first this many steps (or `mark_step` metric
     /// dumps) are warm-up.
     pub gaudi_warmup_steps: usize,
@@ -64,6 +67,7 @@ impl Default for Thresholds {
             mme_idle_min_ns: 20_000,
             mme_idle_stretch_min_ns: 10_000,
             gaudi_warmup_steps: 2,
+            device_transpose_min_pct: 2.0,
             recompile_warmup_compiles: 1,
         }
     }

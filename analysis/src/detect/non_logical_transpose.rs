@@ -110,6 +110,97 @@ struct Pair {
 }
 
 pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
+    let mut findings = host_transposes(ctx);
+    findings.extend(gaudi_device_transposes(ctx));
+    findings
+}
+
+/// Gaudi: a transpose that materialises runs on the device as a transpose kernel (TPC
+/// `transpose_*`) or a `DmaTranspose` on a DMA engine — the device side of the same copy. One
+/// finding per step with the kernels' time.
+fn gaudi_device_transposes(ctx: &Context<'_>) -> Vec<Finding> {
+    use steplens_ingest::model::{EngineClass, TrackKind};
+    let t = ctx.timeline;
+    let mut per_step: std::collections::BTreeMap<(u16, Option<usize>), Vec<SliceId>> =
+        std::collections::BTreeMap::new();
+    for track in &t.tracks {
+        let TrackKind::DeviceEngine { class, .. } = &track.kind else {
+            continue;
+        };
+        if !matches!(
+            class,
+            EngineClass::Tpc | EngineClass::Dma | EngineClass::Mme
+        ) {
+            continue;
+        }
+        for i in track.slices.clone() {
+            if !t.slice_class(i).is_device_work() {
+                continue;
+            }
+            let name = t.slice_name(i);
+            if name.starts_with("DmaTranspose")
+                || name.to_ascii_lowercase().starts_with("transpose")
+            {
+                let step = ctx.step_at(track.source, t.slices.start[i as usize]);
+                per_step.entry((track.source, step)).or_default().push(i);
+            }
+        }
+    }
+    let min_pct = ctx.thresholds.device_transpose_min_pct;
+    per_step
+        .into_iter()
+        .filter(|((_, step), slices)| {
+            // A few layout transposes are part of any compiled graph; flag them when they add
+            // up to a visible share of the step.
+            let lost: i64 = slices.iter().map(|&i| t.slices.dur[i as usize]).sum();
+            let step_ns = step.map_or_else(
+                || t.time_range().map_or(0, |(a, b)| b - a),
+                |s| t.steps[s].dur,
+            );
+            lost as f64 * 100.0 >= min_pct * step_ns as f64
+        })
+        .map(|((_, step), slices)| {
+            let lost: i64 = slices.iter().map(|&i| t.slices.dur[i as usize]).sum();
+            let mut ops: Vec<String> = slices.iter().map(|&i| t.slice_name(i).to_owned()).collect();
+            ops.sort();
+            ops.dedup();
+            let step_name = step.map(|s| t.steps[s].name.clone());
+            let where_ = step_name
+                .as_deref()
+                .map_or_else(String::new, |s| format!(" in {s}"));
+            Finding {
+                kind: "non_logical_transpose".into(),
+                severity: super::severity(lost, step.map_or(0, |s| t.steps[s].dur)).into(),
+                title: format!(
+                    "{} device transpose kernel(s){where_}: {} moving data ({})",
+                    slices.len(),
+                    super::short_ns(lost),
+                    ops.join(", ")
+                ),
+                step: step_name,
+                start_ns: slices
+                    .iter()
+                    .map(|&i| t.slices.start[i as usize])
+                    .min()
+                    .unwrap_or(0),
+                end_ns: slices.iter().map(|&i| t.slices.end(i)).max().unwrap_or(0),
+                track: slices.first().and_then(|&i| ctx.track_name(i)),
+                ops,
+                call_site: None,
+                count: slices.len() as u64,
+                lost_ns: lost,
+                evidence: slices.iter().take(20).map(|&i| ctx.evidence(i)).collect(),
+                recommendation: "The device spends time transposing tensors in memory. Produce \
+                                 the layout the consumer needs where the data is made (the data \
+                                 loader or the producing op), or pick a permutation that keeps \
+                                 the innermost dimension in place."
+                    .into(),
+            }
+        })
+        .collect()
+}
+
+fn host_transposes(ctx: &Context<'_>) -> Vec<Finding> {
     let t = ctx.timeline;
     let names = Names::new(t);
     if names.transposes.is_empty() || names.copies.is_empty() {
