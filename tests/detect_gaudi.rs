@@ -302,3 +302,57 @@ fn device_transposes_flagged_above_their_share() {
     assert_eq!(kinds(&build(100)), 1, "100 µs of 1.1 ms is 9%");
     assert_eq!(kinds(&build(10)), 0, "10 µs of 1.01 ms is under 2%");
 }
+
+#[test]
+fn synapse_trace_aligns_to_the_torch_trace_and_csv_finds_the_planted_stretch() {
+    let bridge = gaudi("train_hpu.bridge.json.gz");
+    let tef = gaudi("train_hpu.tef.json.gz");
+    let t = load_many(&[&bridge, &tef], &LoadOptions::default(), None).unwrap();
+    let note = t.sources[1]
+        .warnings
+        .iter()
+        .find(|w| w.code == "clock_aligned")
+        .expect("aligned");
+    // The generator puts the Synapse clock 1,203,456,789,012 ns ahead of the bridge clock.
+    assert!(
+        note.message.contains("-1203456789012 ns"),
+        "{}",
+        note.message
+    );
+    assert_eq!(t.step_source(1), 0);
+    let r = build_report(&t);
+    let planted = &truth("train_hpu.bridge.truth.json")["planted"]["mme_idle_behind_tpc"];
+    let stretches: Vec<_> = r
+        .findings
+        .iter()
+        .filter(|f| f.kind == "mme_idle_behind_tpc")
+        .collect();
+    // One per input (the run is loaded twice, in two formats), both in step #3, same window.
+    assert_eq!(stretches.len(), 2);
+    for f in stretches {
+        assert_eq!(f.step.as_deref(), planted["step"].as_str());
+        assert_eq!(f.lost_ns, planted["tpc_busy_ns"].as_i64().unwrap());
+    }
+
+    // Without a torch trace, the HW CSV still finds the stretch, in its own graph launch.
+    let hw = load(&gaudi("train_hpu.hw.csv"), &LoadOptions::default(), None).unwrap();
+    let r = build_report(&hw);
+    let found: Vec<_> = r
+        .findings
+        .iter()
+        .filter(|f| f.kind == "mme_idle_behind_tpc")
+        .collect();
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].lost_ns, planted["tpc_busy_ns"].as_i64().unwrap());
+
+    // A HW CSV of another run shares no kernel names with this trace: it keeps its clock.
+    let other =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/habana/debug_hw_prof_accel0_001.csv");
+    let t = load_many(&[&bridge, &other], &LoadOptions::default(), None).unwrap();
+    assert!(
+        t.sources[1]
+            .warnings
+            .iter()
+            .any(|w| w.code == "clock_not_aligned")
+    );
+}

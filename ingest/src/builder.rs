@@ -385,11 +385,141 @@ impl TimelineBuilder {
         self.sort_and_nest(&order);
         self.sort_instants_and_counters(&order);
         self.bind_flows(&order);
+        self.timeline.clock_of = (0..self.timeline.sources.len() as u16).collect();
+        self.align_device_clocks();
         self.attach_node_metrics();
         self.find_steps();
         self.find_device();
         self.report_repairs();
         self.timeline
+    }
+
+    /// Puts device-only inputs (a Synapse TEF trace, a HW-trace CSV) loaded next to a trace with
+    /// host threads on that trace's clock. The anchor is the first run of each kernel name on
+    /// the device lanes of both: when most shared names agree on one offset (within 1 µs), every
+    /// time of the device-only input moves by it. Without an agreeing anchor the input keeps its
+    /// own clock, and a warning says so.
+    fn align_device_clocks(&mut self) {
+        const AGREE_NS: i64 = 1_000;
+        let t = &self.timeline;
+        if t.sources.len() < 2 {
+            return;
+        }
+        let has_host: Vec<bool> = (0..t.sources.len())
+            .map(|s| {
+                t.tracks.iter().any(|tr| {
+                    tr.source as usize == s
+                        && tr.kind == TrackKind::HostThread
+                        && tr.slices.end > tr.slices.start
+                })
+            })
+            .collect();
+        // Synapse's own host lane runs on the device clock: a TEF trace is never the reference.
+        let synapse = |s: usize| t.sources[s].format == "synapse-tef-json";
+        let Some(reference) = (0..t.sources.len()).find(|&s| has_host[s] && !synapse(s)) else {
+            return;
+        };
+        // First start of each device-work name, per input.
+        let mut first: FxHashMap<(u16, StrId), i64> = FxHashMap::default();
+        for track in &t.tracks {
+            if !track.kind.is_device() {
+                continue;
+            }
+            for i in track.slices.clone() {
+                if !t.slice_class(i).is_device_work() {
+                    continue;
+                }
+                let key = (track.source, t.slices.name[i as usize]);
+                let start = t.slices.start[i as usize];
+                first
+                    .entry(key)
+                    .and_modify(|v| *v = (*v).min(start))
+                    .or_insert(start);
+            }
+        }
+        let mut shifts: Vec<(u16, i64, usize)> = Vec::new();
+        let mut unaligned: Vec<u16> = Vec::new();
+        for (source, &host) in has_host.iter().enumerate() {
+            let device_only = (!host || synapse(source))
+                && t.tracks
+                    .iter()
+                    .any(|tr| tr.source as usize == source && tr.kind.is_device());
+            if source == reference || !device_only {
+                continue;
+            }
+            let (source, reference) = (source as u16, reference as u16);
+            let mut offsets: Vec<i64> = first
+                .iter()
+                .filter(|((s, _), _)| *s == source)
+                .filter_map(|(&(_, name), &start)| {
+                    first.get(&(reference, name)).map(|&r| start - r)
+                })
+                .collect();
+            offsets.sort_unstable();
+            let Some(&median) = offsets.get(offsets.len() / 2) else {
+                unaligned.push(source);
+                continue;
+            };
+            let agreeing = offsets
+                .iter()
+                .filter(|&&o| (o - median).abs() <= AGREE_NS)
+                .count();
+            if agreeing * 2 > offsets.len() {
+                shifts.push((source, median, agreeing));
+            } else {
+                unaligned.push(source);
+            }
+        }
+        let reference_path = t.sources[reference].path.clone();
+        let reference = reference as u16;
+        for (source, offset, anchors) in shifts {
+            self.shift_source(source, offset);
+            if let Some(slot) = self.timeline.clock_of.get_mut(source as usize) {
+                *slot = reference;
+            }
+            if let Some(info) = self.timeline.sources.get_mut(source as usize) {
+                info.warnings.push(Warning {
+                    code: "clock_aligned",
+                    offset: None,
+                    message: format!(
+                        "clock aligned to {reference_path} by {anchors} shared kernel names (moved by {} ns)",
+                        -offset
+                    ),
+                });
+            }
+        }
+        for source in unaligned {
+            if let Some(info) = self.timeline.sources.get_mut(source as usize) {
+                info.warnings.push(Warning {
+                    code: "clock_not_aligned",
+                    offset: None,
+                    message: format!(
+                        "no shared anchor with {reference_path} (no device kernel names agree on one clock offset): its times stay on their own clock"
+                    ),
+                });
+            }
+        }
+    }
+
+    /// Moves every time of one input by `-offset` ns.
+    fn shift_source(&mut self, source: u16, offset: i64) {
+        let t = &mut self.timeline;
+        let own: Vec<bool> = t.tracks.iter().map(|tr| tr.source == source).collect();
+        for track in t.tracks.iter().filter(|tr| tr.source == source) {
+            for i in track.slices.clone() {
+                t.slices.start[i as usize] -= offset;
+            }
+        }
+        for (ts, &track) in t.instants.ts.iter_mut().zip(&t.instants.track) {
+            if own.get(track as usize).copied().unwrap_or(false) {
+                *ts -= offset;
+            }
+        }
+        for (ts, &track) in t.counters.ts.iter_mut().zip(&t.counters.track) {
+            if own.get(track as usize).copied().unwrap_or(false) {
+                *ts -= offset;
+            }
+        }
     }
 
     fn close_open_slices(&mut self) {

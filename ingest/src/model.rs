@@ -757,6 +757,9 @@ pub struct Timeline {
     pub node_metrics: Vec<NodeMetrics>,
     /// Gaudi bridge metric dumps (`PT_HPU_METRICS_FILE`), in file order.
     pub metrics: Vec<MetricDump>,
+    /// For each input, the input whose clock (and steps) it is on: itself, or the trace a
+    /// device-only input was aligned to.
+    pub clock_of: Vec<u16>,
     pub(crate) data: Vec<Arc<SourceData>>,
 }
 
@@ -915,6 +918,15 @@ impl Timeline {
             }
             return None;
         }
+    }
+
+    /// The input whose steps apply to `source` (itself unless it was clock-aligned to another).
+    #[must_use]
+    pub fn step_source(&self, source: u16) -> u16 {
+        self.clock_of
+            .get(source as usize)
+            .copied()
+            .unwrap_or(source)
     }
 
     /// Total events read over all sources.

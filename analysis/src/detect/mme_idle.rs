@@ -24,6 +24,19 @@ struct Engines {
     tpc: Vec<SliceId>,
 }
 
+/// Stretches of device work separated by at least `gap_ns` with every engine idle.
+fn bursts(mme: &IntervalSet, tpc: &IntervalSet, gap_ns: i64) -> Vec<(Option<usize>, i64, i64)> {
+    let all = IntervalSet::from_ranges(mme.iter().chain(tpc.iter()).collect());
+    let mut out: Vec<(Option<usize>, i64, i64)> = Vec::new();
+    for (a, b) in all.iter() {
+        match out.last_mut() {
+            Some(last) if a - last.2 < gap_ns => last.2 = b,
+            _ => out.push((None, a, b)),
+        }
+    }
+    out
+}
+
 pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
     let t = ctx.timeline;
     let mut per_source: FxHashMap<u16, Engines> = FxHashMap::default();
@@ -68,20 +81,20 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
             .map(|&i| t.slices.dur[i as usize])
             .max()
             .unwrap_or(0);
-        // Windows: the input's steps, or the whole trace when it has none.
-        let steps: Vec<(Option<usize>, i64, i64)> = {
-            let own: Vec<(Option<usize>, i64, i64)> = t
-                .steps
-                .iter()
-                .enumerate()
-                .filter(|(_, s)| s.source == source)
-                .map(|(i, s)| (Some(i), s.start, s.end()))
-                .collect();
-            if own.is_empty() {
-                vec![(None, i64::MIN, i64::MAX)]
-            } else {
-                own
-            }
+        // Windows: the steps of the input's clock, or without steps each burst of device work
+        // (graph launches are separated by stretches with every engine idle).
+        let step_source = t.step_source(source);
+        let own: Vec<(Option<usize>, i64, i64)> = t
+            .steps
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.source == step_source)
+            .map(|(i, s)| (Some(i), s.start, s.end()))
+            .collect();
+        let steps = if own.is_empty() {
+            bursts(&mme, &tpc, ctx.thresholds.graph_gap_ns)
+        } else {
+            own
         };
         for (step, from, to) in steps {
             let inside: Vec<(i64, i64)> = mme.iter().filter(|&(a, b)| b > from && a < to).collect();

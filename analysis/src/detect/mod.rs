@@ -42,6 +42,9 @@ pub struct Thresholds {
     pub kernel_wait_max_ns: i64,
     /// `mme_idle_behind_tpc`: MME idle time behind TPC work per step must reach this, ns.
     pub mme_idle_min_ns: i64,
+    /// `mme_idle_behind_tpc` without steps: device work separated by this long with every
+    /// engine idle belongs to different graph launches, ns.
+    pub graph_gap_ns: i64,
     /// `mme_idle_behind_tpc`: a stretch with less TPC work than this is node-to-node jitter,
     /// not counted, ns.
     pub mme_idle_stretch_min_ns: i64,
@@ -66,6 +69,7 @@ impl Default for Thresholds {
             kernel_wait_max_ns: 30_000,
             mme_idle_min_ns: 20_000,
             mme_idle_stretch_min_ns: 10_000,
+            graph_gap_ns: 100_000,
             gaudi_warmup_steps: 2,
             device_transpose_min_pct: 2.0,
             recompile_warmup_compiles: 1,
@@ -165,6 +169,7 @@ impl Context<'_> {
 
     /// The step (index into `timeline.steps`) whose range contains `ts` on input `source`.
     pub fn step_at(&self, source: u16, ts: i64) -> Option<usize> {
+        let source = self.timeline.step_source(source);
         let steps = &self.timeline.steps;
         let after = steps.partition_point(|s| (s.source, s.start) <= (source, ts));
         let i = after.checked_sub(1)?;
