@@ -665,12 +665,16 @@ pub(crate) fn info_text(out: &mut dyn Write, timeline: &Timeline, color: bool) -
             .iter()
             .map(|(ph, n)| format!("{ph} {}", thousands(*n)))
             .collect();
-        writeln!(
-            out,
-            "  events     {}  ({})",
-            thousands(source.events),
-            phases.join(", ")
-        )?;
+        if phases.is_empty() {
+            writeln!(out, "  events     {}", thousands(source.events))?;
+        } else {
+            writeln!(
+                out,
+                "  events     {}  ({})",
+                thousands(source.events),
+                phases.join(", ")
+            )?;
+        }
         if let Some(rank) = source.rank {
             let world = source
                 .world_size
@@ -684,6 +688,25 @@ pub(crate) fn info_text(out: &mut dyn Write, timeline: &Timeline, color: bool) -
         None => format!("{}, {} active", d.kind.as_str(), d.count),
     };
     writeln!(out, "  device     {device}")?;
+    let (engines, _) = steplens_analysis::engines::engine_utilization(timeline);
+    if !engines.is_empty() {
+        let list: Vec<String> = engines
+            .iter()
+            .map(|e| format!("{} {} ({:.1}% busy)", e.class, e.engines, e.busy_pct))
+            .collect();
+        writeln!(out, "  engines    {}", list.join(", "))?;
+    }
+    if !timeline.metrics.is_empty() {
+        let mut names: Vec<&str> = timeline.metrics.iter().map(|m| m.metric.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        writeln!(
+            out,
+            "  metrics    {} dumps ({})",
+            timeline.metrics.len(),
+            names.join(", ")
+        )?;
+    }
     let c = track_counts(timeline);
     writeln!(
         out,

@@ -24,6 +24,17 @@ pub(crate) fn looks_like_metrics(body: &[u8]) -> bool {
         && memchr::memmem::find(head, b"\"ph\"").is_none()
 }
 
+/// The rank in a per-rank metrics file name: the bridge writes `<base>-rank<N><ext>`.
+pub(crate) fn rank_from_path(path: &str) -> Option<i64> {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let at = name.rfind("-rank")?;
+    let digits: String = name[at + "-rank".len()..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
 pub(crate) fn read_metrics(
     bytes: &[u8],
     path: &str,
@@ -84,4 +95,16 @@ pub(crate) fn read_metrics(
         });
     }
     Ok(MetricsSummary { events, warnings })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rank_from_path;
+
+    #[test]
+    fn ranks_from_file_names() {
+        assert_eq!(rank_from_path("/runs/metrics-rank3.json"), Some(3));
+        assert_eq!(rank_from_path("metrics-rank12.json.1"), Some(12));
+        assert_eq!(rank_from_path("metrics.json"), None);
+    }
 }

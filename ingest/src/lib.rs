@@ -280,6 +280,7 @@ pub(crate) fn add_input(
     if format == Format::HabanaMetrics {
         let summary = habana_metrics::read_metrics(data.bytes(), &display, builder, source)?;
         if let Some(info) = builder.source_mut(source) {
+            info.rank = habana_metrics::rank_from_path(&display);
             info.events = summary.events;
             info.warnings.extend(summary.warnings);
         }
