@@ -429,6 +429,7 @@ fn info_text() {
         "  events     92  (M 36, X 33, f 14, i 2, s 7)",
         "  rank       0",
         "  device     cuda (NVIDIA A100-PG509-200), 1 active",
+        "  engines    compute-stream 1 (1.6% busy)",
         "  tracks     6 (host 1, device 2, counter 0, other 3)",
         "  slices     33  flows 7  instants 2  counter samples 0",
         "  steps      1 (ProfilerStep#100)",
