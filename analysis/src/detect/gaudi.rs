@@ -96,7 +96,8 @@ fn cpu_fallback(ctx: &Context<'_>) -> Vec<Finding> {
             kind: "cpu_fallback".into(),
             severity: "warning".into(),
             title: format!(
-                "{total} op calls fell back to the CPU: {}{}",
+                "{total} op call{} fell back to the CPU: {}{}",
+                if total == 1 { "" } else { "s" },
                 shown.join(", "),
                 if lost > 0 {
                     format!(" ({} on the host)", short_ns(lost))

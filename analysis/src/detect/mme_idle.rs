@@ -145,9 +145,10 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
                 kind: "mme_idle_behind_tpc".into(),
                 severity: severity(lost, step_ns).into(),
                 title: format!(
-                    "MME idle {} behind TPC work{where_} ({} stretches{})",
+                    "MME idle {} behind TPC work{where_} ({} stretch{}{})",
                     short_ns(lost),
                     stretches.len(),
+                    if stretches.len() == 1 { "" } else { "es" },
                     ops.first().map_or_else(String::new, |k| format!(", mostly {k}"))
                 ),
                 step: step_name,
