@@ -356,3 +356,50 @@ fn synapse_trace_aligns_to_the_torch_trace_and_csv_finds_the_planted_stretch() {
             .any(|w| w.code == "clock_not_aligned")
     );
 }
+
+#[test]
+fn gaudi_host_idle_before_the_first_launch_is_a_data_wait() {
+    use steplens_ingest::TimelineBuilder;
+    use steplens_ingest::model::{ArgsRef, LaneId};
+    const MS: i64 = 1_000_000;
+    let mut b = TimelineBuilder::default();
+    let (host, device) = (LaneId::Int(100), LaneId::Int(0));
+    b.process_meta(
+        0,
+        device,
+        Some("/device:HPU:0".into()),
+        Some("HPU 0".into()),
+        None,
+    );
+    b.thread_meta(0, device, LaneId::Int(1), Some("[HD0] MME".into()), None);
+    let thread = b.track(0, host, host);
+    let mme = b.track(0, device, LaneId::Int(1));
+    let (annotation, op, runtime, kernel) = (
+        b.intern_cat("user_annotation"),
+        b.intern_cat("cpu_op"),
+        b.intern_cat("Runtime"),
+        b.intern_cat("Kernel"),
+    );
+    let names = [
+        "ProfilerStep#5",
+        "aten::add",
+        "synLaunchWithExternalEvents",
+        "Gemm",
+    ]
+    .map(|n| b.intern(n));
+    b.push_slice(thread, 0, 10 * MS, names[0], annotation, ArgsRef::NONE);
+    b.push_slice(thread, 5 * MS, MS, names[1], op, ArgsRef::NONE);
+    b.push_slice(thread, 6 * MS, MS / 10, names[2], runtime, ArgsRef::NONE);
+    b.push_slice(mme, 7 * MS, 2 * MS, names[3], kernel, ArgsRef::NONE);
+    let r = build_report(&b.finish());
+    assert_eq!(r.device.kind, "hpu");
+    let stall: Vec<_> = r
+        .findings
+        .iter()
+        .filter(|f| f.kind == "dataloader_stall")
+        .collect();
+    assert_eq!(stall.len(), 1, "{stall:#?}");
+    // 0..6 ms before the launch, 1 ms of it in aten::add.
+    assert_eq!(stall[0].lost_ns, 5 * MS);
+    assert_eq!(stall[0].step.as_deref(), Some("ProfilerStep#5"));
+}

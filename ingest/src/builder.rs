@@ -995,7 +995,10 @@ impl TimelineBuilder {
             .iter()
             .filter(|t| t.kind.is_device())
             .collect();
-        let kind = if hints.saw_hpu {
+        let hpu_lanes = device_tracks
+            .iter()
+            .any(|t| t.process_name.starts_with("HPU") || t.process_name.contains("/device:HPU"));
+        let kind = if hints.saw_hpu || hpu_lanes {
             DeviceKind::Hpu
         } else if hints.saw_mtia {
             DeviceKind::Mtia

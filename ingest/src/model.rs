@@ -895,6 +895,15 @@ impl Timeline {
             .map_or(0..0, |t| t.slices.clone())
     }
 
+    /// Slices of `track` that start inside `[from, to)`.
+    #[must_use]
+    pub fn track_slices_between(&self, track: &Track, from: i64, to: i64) -> Range<SliceId> {
+        let starts = &self.slices.start[track.slices.start as usize..track.slices.end as usize];
+        let a = starts.partition_point(|&s| s < from) as SliceId;
+        let b = starts.partition_point(|&s| s < to) as SliceId;
+        track.slices.start + a..track.slices.start + b
+    }
+
     /// The deepest slice of `track` whose `[start, end]` contains `ts`.
     #[must_use]
     pub fn slice_at(&self, track: TrackId, ts: i64) -> Option<SliceId> {

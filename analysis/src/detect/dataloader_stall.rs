@@ -12,6 +12,90 @@ use crate::report::Finding;
 use crate::steps::DATALOADER_PREFIX;
 
 pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
+    let mut findings = annotated(ctx);
+    findings.extend(gaudi_wait_before_launch(ctx));
+    findings
+}
+
+/// Host calls that launch a Gaudi graph.
+const LAUNCHES: &[&str] = &["synLaunchWithExternalEvents", "synLaunchExt", "synLaunch"];
+
+/// Gaudi lazy mode without DataLoader annotations: the time at the start of a step before its
+/// first graph launch during which no op ran on any host thread — the host was waiting for the
+/// batch.
+fn gaudi_wait_before_launch(ctx: &Context<'_>) -> Vec<Finding> {
+    let t = ctx.timeline;
+    if t.device.kind != steplens_ingest::model::DeviceKind::Hpu {
+        return Vec::new();
+    }
+    let th = ctx.thresholds;
+    let mut findings = Vec::new();
+    for (index, step) in t.steps.iter().enumerate() {
+        let mut first_launch: Option<SliceId> = None;
+        let mut has_dataloader = false;
+        let mut ops = Vec::new();
+        for (_, track) in ctx.host_tracks() {
+            if t.step_source(track.source) != step.source {
+                continue;
+            }
+            let range = t.track_slices_between(track, step.start, step.end());
+            for i in range {
+                let name = t.slice_name(i);
+                if name.starts_with(DATALOADER_PREFIX) {
+                    has_dataloader = true;
+                }
+                if LAUNCHES.iter().any(|l| name.starts_with(l))
+                    && first_launch
+                        .is_none_or(|f| t.slices.start[i as usize] < t.slices.start[f as usize])
+                {
+                    first_launch = Some(i);
+                }
+                if t.slice_class(i).is_host_work() && !LAUNCHES.iter().any(|l| name.starts_with(l))
+                {
+                    ops.push((t.slices.start[i as usize], t.slices.end(i)));
+                }
+            }
+        }
+        let Some(launch) = first_launch.filter(|_| !has_dataloader) else {
+            continue;
+        };
+        let until = t.slices.start[launch as usize];
+        let busy = IntervalSet::from_ranges(ops).covered(step.start, until);
+        let wait = (until - step.start) - busy;
+        let pct = wait as f64 * 100.0 / step.dur.max(1) as f64;
+        if wait < th.dataloader_stall_min_ns || pct < th.dataloader_stall_min_pct {
+            continue;
+        }
+        findings.push(Finding {
+            kind: "dataloader_stall".into(),
+            severity: severity(wait, step.dur).into(),
+            title: format!(
+                "{} waits {} with the host idle before its first graph launch ({pct:.0}% of the step)",
+                step.name,
+                short_ns(wait)
+            ),
+            step: Some(step.name.clone()),
+            start_ns: step.start,
+            end_ns: until,
+            track: ctx.track_name(launch),
+            ops: vec![t.slice_name(launch).to_owned()],
+            call_site: None,
+            count: 1,
+            lost_ns: wait,
+            evidence: vec![ctx.evidence(t.steps[index].slice), ctx.evidence(launch)],
+            recommendation: RECOMMENDATION.into(),
+        });
+    }
+    findings
+}
+
+const RECOMMENDATION: &str = "Load batches in the background: DataLoader(num_workers>0, \
+    pin_memory=True, persistent_workers=True, prefetch_factor≥2), copy with \
+    .to(device, non_blocking=True), and move heavy per-sample work (decoding, augmentation) out \
+    of the step.";
+
+/// The PyTorch DataLoader's `__next__` ranges.
+fn annotated(ctx: &Context<'_>) -> Vec<Finding> {
     let t = ctx.timeline;
     // Per step: (data wait, DataLoader time, the DataLoader slices).
     let mut per_step: Vec<(i64, i64, Vec<SliceId>)> = vec![(0, 0, Vec::new()); t.steps.len()];
@@ -70,11 +154,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
                 count: slices.len() as u64,
                 lost_ns: wait,
                 evidence: slices.iter().map(|&i| ctx.evidence(i)).collect(),
-                recommendation: "Load batches in the background: DataLoader(num_workers>0, \
-                                 pin_memory=True, persistent_workers=True, prefetch_factor≥2), \
-                                 copy with .to(device, non_blocking=True), and move heavy \
-                                 per-sample work (decoding, augmentation) out of the step."
-                    .into(),
+                recommendation: RECOMMENDATION.into(),
             })
         })
         .collect()
