@@ -345,7 +345,23 @@ fn synapse_trace_aligns_to_the_torch_trace_and_csv_finds_the_planted_stretch() {
     assert_eq!(found.len(), 1, "{found:#?}");
     assert_eq!(found[0].lost_ns, planted["tpc_busy_ns"].as_i64().unwrap());
 
-    // A HW CSV of another run shares no kernel names with this trace: it keeps its clock.
+    // The HW CSV of the same run covers steps #2-#4 and names nodes, not ops: it is aligned by
+    // where its busy time lands on the torch trace's device lanes.
+    let csv = gaudi("train_hpu.hw.csv");
+    let t = load_many(&[&bridge, &csv], &LoadOptions::default(), None).unwrap();
+    let note = t.sources[1]
+        .warnings
+        .iter()
+        .find(|w| w.code == "clock_aligned")
+        .expect("aligned");
+    assert!(note.message.contains("device activity"), "{}", note.message);
+    assert!(
+        note.message.contains("-1203456789012 ns"),
+        "{}",
+        note.message
+    );
+
+    // A HW CSV of another run matches neither names nor activity: it keeps its clock.
     let other =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/habana/debug_hw_prof_accel0_001.csv");
     let t = load_many(&[&bridge, &other], &LoadOptions::default(), None).unwrap();

@@ -437,7 +437,7 @@ impl TimelineBuilder {
                     .or_insert(start);
             }
         }
-        let mut shifts: Vec<(u16, i64, usize)> = Vec::new();
+        let mut shifts: Vec<(u16, i64, String)> = Vec::new();
         let mut unaligned: Vec<u16> = Vec::new();
         for (source, &host) in has_host.iter().enumerate() {
             let device_only = (!host || synapse(source))
@@ -456,23 +456,22 @@ impl TimelineBuilder {
                 })
                 .collect();
             offsets.sort_unstable();
-            let Some(&median) = offsets.get(offsets.len() / 2) else {
-                unaligned.push(source);
-                continue;
-            };
-            let agreeing = offsets
-                .iter()
-                .filter(|&&o| (o - median).abs() <= AGREE_NS)
-                .count();
-            if agreeing * 2 > offsets.len() {
-                shifts.push((source, median, agreeing));
-            } else {
-                unaligned.push(source);
+            let by_names = offsets.get(offsets.len() / 2).copied().and_then(|median| {
+                let agreeing = offsets
+                    .iter()
+                    .filter(|&&o| (o - median).abs() <= AGREE_NS)
+                    .count();
+                (agreeing * 2 > offsets.len())
+                    .then(|| (median, format!("{agreeing} shared kernel names")))
+            });
+            match by_names.or_else(|| activity_offset(t, source, reference)) {
+                Some((offset, how)) => shifts.push((source, offset, how)),
+                None => unaligned.push(source),
             }
         }
         let reference_path = t.sources[reference].path.clone();
         let reference = reference as u16;
-        for (source, offset, anchors) in shifts {
+        for (source, offset, how) in shifts {
             self.shift_source(source, offset);
             if let Some(slot) = self.timeline.clock_of.get_mut(source as usize) {
                 *slot = reference;
@@ -482,7 +481,7 @@ impl TimelineBuilder {
                     code: "clock_aligned",
                     offset: None,
                     message: format!(
-                        "clock aligned to {reference_path} by {anchors} shared kernel names (moved by {} ns)",
+                        "clock aligned to {reference_path} by {how} (moved by {} ns)",
                         -offset
                     ),
                 });
@@ -494,7 +493,7 @@ impl TimelineBuilder {
                     code: "clock_not_aligned",
                     offset: None,
                     message: format!(
-                        "no shared anchor with {reference_path} (no device kernel names agree on one clock offset): its times stay on their own clock"
+                        "no shared anchor with {reference_path} (no kernel names or device activity agree on one clock offset): its times stay on their own clock"
                     ),
                 });
             }
@@ -1188,6 +1187,89 @@ fn classify(
         }
         _ => TrackKind::HostThread,
     }
+}
+
+/// Device activity as intervals per input (union of every engine's device work).
+fn device_activity(t: &Timeline, source: u16) -> Vec<(i64, i64)> {
+    let mut ranges = Vec::new();
+    for track in t
+        .tracks
+        .iter()
+        .filter(|tr| tr.source == source && tr.kind.is_device())
+    {
+        for i in track.slices.clone() {
+            if t.slice_class(i).is_device_work() {
+                ranges.push((t.slices.start[i as usize], t.slices.end(i)));
+            }
+        }
+    }
+    ranges.sort_unstable();
+    let mut merged: Vec<(i64, i64)> = Vec::new();
+    for (a, b) in ranges {
+        match merged.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(b),
+            _ => merged.push((a, b)),
+        }
+    }
+    merged
+}
+
+/// Time of `set` (sorted, disjoint) covered inside `[from, to)`.
+fn covered(set: &[(i64, i64)], from: i64, to: i64) -> i64 {
+    let first = set.partition_point(|&(_, e)| e <= from);
+    set[first..]
+        .iter()
+        .take_while(|&&(s, _)| s < to)
+        .map(|&(s, e)| e.min(to) - s.max(from))
+        .sum()
+}
+
+/// When no names are shared (a HW-trace CSV names nodes, the torch trace names ops): the clock
+/// offset under which the device-only input's busy time best lands on the reference's busy
+/// time. Candidates put the input's first work on each busy interval of the reference; one is
+/// accepted when at least 90 % of the input's busy time then falls on busy time of the
+/// reference, and no candidate more than 1 ms away comes within 5 points.
+fn activity_offset(t: &Timeline, source: u16, reference: u16) -> Option<(i64, String)> {
+    const MAX_CANDIDATES: usize = 20_000;
+    const MIN_SCORE: f64 = 0.9;
+    const DISTINCT_NS: i64 = 1_000_000;
+    let mine = device_activity(t, source);
+    let theirs = device_activity(t, reference);
+    let first = mine.first()?.0;
+    let total: i64 = mine.iter().map(|(a, b)| b - a).sum();
+    if total <= 0 || theirs.is_empty() {
+        return None;
+    }
+    // Candidates: the input's first work starts where some busy interval of the reference
+    // starts (capped, so a huge trace costs bounded time).
+    let mut scored: Vec<(f64, i64)> = theirs
+        .iter()
+        .take(MAX_CANDIDATES)
+        .map(|&(b, _)| {
+            let offset = first - b;
+            let hit: i64 = mine
+                .iter()
+                .map(|&(a, e)| covered(&theirs, a - offset, e - offset))
+                .sum();
+            (hit as f64 / total as f64, offset)
+        })
+        .collect();
+    scored.sort_by(|x, y| y.0.total_cmp(&x.0));
+    let (best, offset) = *scored.first()?;
+    // The best other explanation: a candidate at least 1 ms away from the winner.
+    let runner_up = scored
+        .iter()
+        .find(|s| (s.1 - offset).abs() > DISTINCT_NS)
+        .map_or(0.0, |s| s.0);
+    (best >= MIN_SCORE && best - runner_up >= 0.05).then(|| {
+        (
+            offset,
+            format!(
+                "matching device activity ({:.0}% of its busy time)",
+                best * 100.0
+            ),
+        )
+    })
 }
 
 /// The engine class named in a Gaudi engine lane's name: `[HD3] TPC 5`, `*MME `, `**DMA `,
