@@ -70,10 +70,13 @@ fn cut_and_flipped_samples_never_panic_or_invent_steps() {
             let cut = bytes.len() * k / TRIALS;
             match try_load(&dir, &bytes[..cut]) {
                 Ok(t) => {
-                    // Something was dropped, so the source must say so.
+                    // Something was dropped, so the source must say so — unless a CSV was
+                    // cut exactly between rows, which leaves a shorter, valid file.
+                    let csv_row_boundary = sample.extension().is_some_and(|e| e == "csv")
+                        && bytes.get(cut.wrapping_sub(1)) == Some(&b'\n');
                     let warned = t.sources.iter().any(|s| !s.warnings.is_empty());
                     assert!(
-                        warned,
+                        warned || csv_row_boundary,
                         "{}: cut at {cut} loaded without a warning",
                         sample.display()
                     );
