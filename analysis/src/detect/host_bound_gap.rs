@@ -10,34 +10,9 @@
 use rustc_hash::FxHashMap;
 use steplens_ingest::model::{CategoryClass, NO_PARENT, SliceId};
 
-use super::{Context, severity, short_ns};
+use super::{BLOCKING_CALLS, Context, is_compile_span, ranked_names, severity, short_ns};
 use crate::intervals::IntervalSet;
 use crate::report::Finding;
-
-/// Runtime calls during which the host is blocked, not dispatching.
-const BLOCKING: &[&str] = &[
-    "cudaStreamSynchronize",
-    "cudaDeviceSynchronize",
-    "cudaEventSynchronize",
-    "cudaMemcpy",
-    "hipStreamSynchronize",
-    "hipDeviceSynchronize",
-    "hipEventSynchronize",
-    "hipMemcpy",
-    "hipMemcpyWithStream",
-    "synStreamSynchronize",
-    "synEventSynchronize",
-    "synDeviceSynchronize",
-];
-
-/// Host work that is graph compilation, not dispatch.
-const COMPILING: &[&str] = &[
-    "synGraphCompile",
-    "dynamo",
-    "entire_frame_compile",
-    "entire_backward_compile",
-    "inductor_compile",
-];
 
 /// A device-idle gap: `(start, end, host-bound ns)`.
 type Gap = (i64, i64, i64);
@@ -63,9 +38,9 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
             let name = t.slice_name(i);
             // Waiting in a sync, or compiling a graph, is the device idle for reasons that
             // have their own kinds (`sync_point`, `recompile`).
-            if (class == CategoryClass::Runtime && BLOCKING.contains(&name))
-                || COMPILING.contains(&name)
-                || name.ends_with("(dynamo_timed)")
+            if (class == CategoryClass::Runtime && BLOCKING_CALLS.contains(&name))
+                || name == "synGraphCompile"
+                || is_compile_span(name)
             {
                 blocked.entry(track.source).or_default().push(range);
             }
@@ -140,13 +115,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
     for ((index, lost, mut gaps), by_op) in flagged.into_iter().zip(by_op) {
         let step = &t.steps[index];
         let pct = lost as f64 * 100.0 / step.dur.max(1) as f64;
-        let mut top: Vec<(u32, i64)> = by_op.into_iter().collect();
-        top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        let ops_named: Vec<String> = top
-            .iter()
-            .take(TOP_OPS)
-            .map(|&(n, _)| t.strings.get(n).to_owned())
-            .collect();
+        let ops_named = ranked_names(t, by_op, TOP_OPS);
         gaps.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
         let evidence = gaps
             .iter()

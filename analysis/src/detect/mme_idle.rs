@@ -10,7 +10,7 @@
 use rustc_hash::FxHashMap;
 use steplens_ingest::model::{EngineClass, SliceId, TrackKind};
 
-use super::{Context, severity, short_ns};
+use super::{Context, ranked_names, severity, short_ns};
 use crate::intervals::IntervalSet;
 use crate::report::Finding;
 
@@ -127,13 +127,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
                     }
                 }
             }
-            let mut kernels: Vec<(u32, i64)> = by_kernel.into_iter().collect();
-            kernels.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(&y.0)));
-            let ops: Vec<String> = kernels
-                .iter()
-                .take(TOP_KERNELS)
-                .map(|&(n, _)| t.strings.get(n).to_owned())
-                .collect();
+            let ops = ranked_names(t, by_kernel, TOP_KERNELS);
             let step_name = step.map(|s| t.steps[s].name.clone());
             let step_ns = step.map_or(last.1 - first.0, |s| t.steps[s].dur);
             let mut longest = stretches.clone();

@@ -98,6 +98,42 @@ const COMPILE_SPANS: &[&str] = &[
     "backend_compile",
 ];
 
+/// Whether a span belongs to torch.compile's machinery.
+pub(crate) fn is_compile_span(name: &str) -> bool {
+    name.ends_with("(dynamo_timed)") || COMPILE_SPANS.contains(&name)
+}
+
+/// Runtime calls that block the host until the device is done.
+pub(crate) const BLOCKING_CALLS: &[&str] = &[
+    "cudaStreamSynchronize",
+    "cudaDeviceSynchronize",
+    "cudaEventSynchronize",
+    "cudaMemcpy",
+    "hipStreamSynchronize",
+    "hipDeviceSynchronize",
+    "hipEventSynchronize",
+    "hipMemcpy",
+    "hipMemcpyWithStream",
+    "synStreamSynchronize",
+    "synEventSynchronize",
+    "synDeviceSynchronize",
+];
+
+/// The `n` names with the most time in `by_name`, most first (ties by name id).
+pub(crate) fn ranked_names(
+    t: &Timeline,
+    by_name: rustc_hash::FxHashMap<u32, i64>,
+    n: usize,
+) -> Vec<String> {
+    let mut ranked: Vec<(u32, i64)> = by_name.into_iter().collect();
+    ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    ranked
+        .iter()
+        .take(n)
+        .map(|&(id, _)| t.strings.get(id).to_owned())
+        .collect()
+}
+
 /// Top-level module paths that are libraries, not the user's code, in `CallFrom` values.
 const LIBRARY_ROOTS: &[&str] = &[
     "torch/",
@@ -137,10 +173,8 @@ impl Context<'_> {
 
     /// Whether `slice` runs inside torch.compile's machinery.
     pub fn under_compile(&self, slice: SliceId) -> bool {
-        self.ancestors(slice).any(|a| {
-            let name = self.timeline.slice_name(a);
-            name.ends_with("(dynamo_timed)") || COMPILE_SPANS.contains(&name)
-        })
+        self.ancestors(slice)
+            .any(|a| is_compile_span(self.timeline.slice_name(a)))
     }
 
     /// Whether an ancestor's name starts with `prefix`.

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use steplens_ingest::model::{CategoryClass, SliceId};
 
-use super::{Context, severity, short_ns};
+use super::{BLOCKING_CALLS, Context, severity, short_ns};
 use crate::intervals::IntervalSet;
 use crate::report::Finding;
 use crate::steps::DATALOADER_PREFIX;
@@ -34,22 +34,6 @@ const VALUE_OPS: &[&str] = &[
 
 /// Copy ops that sync when they copy device to host.
 const COPY_OPS: &[&str] = &["aten::to", "aten::_to_copy", "aten::copy_", "aten::cpu"];
-
-/// Runtime calls that block the host until the device is done.
-const BLOCKING_CALLS: &[&str] = &[
-    "cudaStreamSynchronize",
-    "cudaDeviceSynchronize",
-    "cudaEventSynchronize",
-    "cudaMemcpy",
-    "hipStreamSynchronize",
-    "hipDeviceSynchronize",
-    "hipEventSynchronize",
-    "hipMemcpy",
-    "hipMemcpyWithStream",
-    "synStreamSynchronize",
-    "synEventSynchronize",
-    "synDeviceSynchronize",
-];
 
 /// Most evidence references kept per finding.
 const MAX_EVIDENCE: usize = 20;
