@@ -38,6 +38,14 @@ impl<'a> Records<'a> {
         Self { buf, pos, line: 1 }
     }
 
+    /// The header row; a file without one is "not a trace" of `path`.
+    pub(crate) fn header(&mut self, path: &str) -> Result<Record<'a>, crate::IngestError> {
+        self.next().ok_or_else(|| crate::IngestError::NotATrace {
+            path: path.to_owned(),
+            reason: "the file is empty".into(),
+        })
+    }
+
     fn text(bytes: &'a [u8]) -> Cow<'a, str> {
         String::from_utf8_lossy(bytes)
     }

@@ -126,12 +126,7 @@ pub(crate) fn read_hw_csv(
     source: u16,
 ) -> Result<CsvSummary, IngestError> {
     let mut records = Records::new(bytes);
-    let Some(header) = records.next() else {
-        return Err(IngestError::NotATrace {
-            path: path.to_owned(),
-            reason: "the file is empty".into(),
-        });
-    };
+    let header = records.header(path)?;
     let cols = Columns::from_header(&header, path)?;
     builder.device.saw_hpu = true;
     let kernel = builder.intern_cat("Kernel");

@@ -211,12 +211,7 @@ fn read_csv(
     source: u16,
 ) -> Result<CsvSummary, IngestError> {
     let mut records = Records::new(bytes);
-    let Some(header) = records.next() else {
-        return Err(IngestError::NotATrace {
-            path: path.to_owned(),
-            reason: "the file is empty".into(),
-        });
-    };
+    let header = records.header(path)?;
     let names: Vec<Cow<'_, str>> = header.fields.iter().map(|f| normalise(f)).collect();
     for needed in [
         "Unit",
