@@ -7,10 +7,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use steplens_analysis::{Report, build_report};
-use steplens_ingest::{LoadOptions, load};
+use steplens_analysis::Report;
+
+mod support;
+
+use support::{report, sample, torch_cpu_trace};
 
 const MY_KINDS: &[&str] = &[
     "sync_point",
@@ -19,34 +22,9 @@ const MY_KINDS: &[&str] = &[
     "host_bound_gap",
 ];
 
-fn report(path: &Path) -> Report {
-    let timeline = load(path, &LoadOptions::default(), None)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    build_report(&timeline)
-}
-
-fn sample(rel: &str) -> Report {
-    report(
-        &Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("samples")
-            .join(rel),
-    )
-}
-
 /// `../shared/corpus/torch-cpu/<name>.json.gz`, or `None` outside CI when it is absent.
 fn corpus(name: &str) -> Option<Report> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/torch-cpu");
-    let path: PathBuf = dir.join(format!("{name}.json.gz"));
-    if !path.exists() {
-        let msg = format!("corpus trace {} is missing", path.display());
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "{msg}; CI=true, cannot skip"
-        );
-        eprintln!("note: {msg}; skipping");
-        return None;
-    }
-    Some(report(&path))
+    torch_cpu_trace(name).map(|path| report(&path))
 }
 
 /// `(kind, step) -> count` of findings.

@@ -10,55 +10,15 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use steplens_analysis::{Report, build_report};
-use steplens_ingest::{LoadOptions, load};
+use steplens_analysis::Report;
+
+mod support;
+
+use support::{read_json, repo, report, sample_traces, torch_cpu_trace};
 
 const KIND: &str = "debug_api_enabled";
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn read_json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn report(path: &Path) -> Report {
-    let timeline = load(path, &LoadOptions::default(), None)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    build_report(&timeline)
-}
-
-/// Every trace under `samples/`, sorted.
-fn sample_traces() -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        for entry in std::fs::read_dir(dir).expect("list samples") {
-            let path = entry.expect("entry").path();
-            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            if path.is_dir() {
-                walk(&path, out);
-            } else if (name.ends_with(".json") || name.ends_with(".json.gz"))
-                && !name.ends_with(".truth.json")
-                && name != "corpus_counts.json"
-            {
-                out.push(path);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(&repo().join("samples"), &mut out);
-    out.sort();
-    out
-}
-
-fn findings(report: &Report) -> Vec<&steplens_analysis::report::Finding> {
-    report.findings.iter().filter(|f| f.kind == KIND).collect()
-}
 
 #[test]
 fn sample_train_anomaly_once_per_step_one_check_per_gradient() {
@@ -113,7 +73,6 @@ fn other_samples_have_none() {
 
 #[test]
 fn corpus_has_none() {
-    let dir = repo().join("../shared/corpus/torch-cpu");
     for name in [
         "clean_baseline",
         "sync_points",
@@ -121,17 +80,10 @@ fn corpus_has_none() {
         "dataloader_stall",
         "recompile_shapes_static",
     ] {
-        let path = dir.join(format!("{name}.json.gz"));
-        if !path.exists() {
-            let msg = format!("corpus trace {} is missing", path.display());
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "{msg}; CI=true, cannot skip"
-            );
-            eprintln!("note: {msg}; skipping");
+        let Some(path) = torch_cpu_trace(name) else {
             continue;
-        }
-        let truth = read_json(&dir.join(format!("{name}.truth.json")));
+        };
+        let truth = read_json(&path.with_file_name(format!("{name}.truth.json")));
         assert_eq!(truth["expected"]["debug_apis"], json!([]), "{name} truth");
         let r = report(&path);
         let fired: Vec<&str> = findings(&r).iter().map(|f| f.title.as_str()).collect();
@@ -244,4 +196,8 @@ fn an_item_under_a_backward_node_alone_is_not_anomaly_mode() {
         ("aten::item", "cpu_op", 160, 10, json!({})),
     ]);
     assert!(findings(&r).is_empty(), "{:#?}", r.findings);
+}
+
+fn findings(report: &Report) -> Vec<&steplens_analysis::report::Finding> {
+    support::findings_of(report, KIND)
 }

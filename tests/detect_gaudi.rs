@@ -9,6 +9,8 @@ use steplens_analysis::build_report;
 use steplens_ingest::{LoadOptions, load, load_many};
 use tempfile::TempDir;
 
+mod support;
+
 fn dump(metric: &str, trigger: &str, stats: &str) -> String {
     format!(
         "{{\"metric_name\": \"{metric}\", \"triggered_by\": \"{trigger}\", \"generated_on\": \"2026-11-01T10:00:00\", \"statistics\": {stats}}}"
@@ -129,7 +131,7 @@ fn gaudi(name: &str) -> PathBuf {
 }
 
 fn truth(name: &str) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(gaudi(name)).unwrap()).unwrap()
+    support::read_json(&gaudi(name))
 }
 
 #[test]

@@ -9,70 +9,24 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use steplens_analysis::{Report, build_report};
-use steplens_ingest::{LoadOptions, load};
+use steplens_analysis::Report;
+
+mod support;
+
+use support::{read_json, repo, report, sample_traces, torch_cpu_trace};
 
 const KIND: &str = "non_logical_transpose";
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn read_json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn report(path: &Path) -> Report {
-    let timeline = load(path, &LoadOptions::default(), None)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    build_report(&timeline)
-}
 
 /// The report and truth of `../shared/corpus/torch-cpu/<name>`, or `None` outside CI when the
 /// corpus is absent.
 fn corpus(name: &str) -> Option<(Report, Value)> {
-    let dir = repo().join("../shared/corpus/torch-cpu");
-    let path: PathBuf = dir.join(format!("{name}.json.gz"));
-    if !path.exists() {
-        let msg = format!("corpus trace {} is missing", path.display());
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "{msg}; CI=true, cannot skip"
-        );
-        eprintln!("note: {msg}; skipping");
-        return None;
-    }
+    let path = torch_cpu_trace(name)?;
     Some((
         report(&path),
-        read_json(&dir.join(format!("{name}.truth.json"))),
+        read_json(&path.with_file_name(format!("{name}.truth.json"))),
     ))
-}
-
-/// Every trace under `samples/`, sorted.
-fn sample_traces() -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        for entry in std::fs::read_dir(dir).expect("list samples") {
-            let path = entry.expect("entry").path();
-            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            if path.is_dir() {
-                walk(&path, out);
-            } else if (name.ends_with(".json") || name.ends_with(".json.gz"))
-                && !name.ends_with(".truth.json")
-                && name != "corpus_counts.json"
-            {
-                out.push(path);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(&repo().join("samples"), &mut out);
-    out.sort();
-    out
 }
 
 /// `step -> findings of KIND`.

@@ -14,52 +14,13 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use steplens_analysis::{Report, build_report};
-use steplens_ingest::{LoadOptions, load};
+use steplens_analysis::Report;
+
+mod support;
+
+use support::{read_json, repo, report, sample_traces, torch_cpu_trace};
 
 const KIND: &str = "slow_zero_grad";
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn read_json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn report(path: &Path) -> Report {
-    let timeline = load(path, &LoadOptions::default(), None)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    build_report(&timeline)
-}
-
-/// Every trace under `samples/`, sorted.
-fn sample_traces() -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        for entry in std::fs::read_dir(dir).expect("list samples") {
-            let path = entry.expect("entry").path();
-            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            if path.is_dir() {
-                walk(&path, out);
-            } else if (name.ends_with(".json") || name.ends_with(".json.gz"))
-                && !name.ends_with(".truth.json")
-                && name != "corpus_counts.json"
-            {
-                out.push(path);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(&repo().join("samples"), &mut out);
-    out.sort();
-    out
-}
-
-fn findings(report: &Report) -> Vec<&steplens_analysis::report::Finding> {
-    report.findings.iter().filter(|f| f.kind == KIND).collect()
-}
 
 /// A one-thread Kineto trace from `(name, cat, ts µs, dur µs, args)` tuples.
 fn synthetic(events: &[(&str, &str, i64, i64, Value)]) -> Report {
@@ -146,7 +107,6 @@ fn other_samples_have_none() {
 
 #[test]
 fn corpus_has_none() {
-    let dir = repo().join("../shared/corpus/torch-cpu");
     for name in [
         "clean_baseline",
         "sync_points",
@@ -154,17 +114,10 @@ fn corpus_has_none() {
         "dataloader_stall",
         "recompile_shapes_static",
     ] {
-        let path = dir.join(format!("{name}.json.gz"));
-        if !path.exists() {
-            let msg = format!("corpus trace {} is missing", path.display());
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "{msg}; CI=true, cannot skip"
-            );
-            eprintln!("note: {msg}; skipping");
+        let Some(path) = torch_cpu_trace(name) else {
             continue;
-        }
-        let truth = read_json(&dir.join(format!("{name}.truth.json")));
+        };
+        let truth = read_json(&path.with_file_name(format!("{name}.truth.json")));
         assert_eq!(truth["expected"]["slow_zero_grad"], false, "{name} truth");
         let r = report(&path);
         let fired: Vec<&str> = findings(&r).iter().map(|f| f.title.as_str()).collect();
@@ -302,16 +255,9 @@ fn a_factory_zero_split_off_by_rounding_is_not_user_level() {
 /// `aten::zero_` pushed out of its `aten::zeros` by rounding, and a `[1]` bias gradient.
 #[test]
 fn corpus_hta_traces_have_none_of_the_part_b_kinds() {
-    let root = repo().join("../shared/corpus/hta");
-    if !root.is_dir() {
-        let msg = format!("corpus {} is missing", root.display());
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "{msg}; CI=true, cannot skip"
-        );
-        eprintln!("note: {msg}; skipping");
+    let Some(root) = support::corpus_path("hta") else {
         return;
-    }
+    };
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         for entry in std::fs::read_dir(dir).expect("list corpus") {
             let path = entry.expect("entry").path();
@@ -338,4 +284,8 @@ fn corpus_hta_traces_have_none_of_the_part_b_kinds() {
             .collect();
         assert!(fired.is_empty(), "{}: {fired:#?}", path.display());
     }
+}
+
+fn findings(report: &Report) -> Vec<&steplens_analysis::report::Finding> {
+    support::findings_of(report, KIND)
 }

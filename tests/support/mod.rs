@@ -1,0 +1,88 @@
+//! Helpers the root integration tests share: where things are, loading a trace into a report,
+//! and the corpus gate (a missing `../shared/corpus` skips with a note, but fails under
+//! `CI=true`).
+
+// Each test crate uses a different subset.
+#![allow(
+    dead_code,
+    clippy::print_stderr,
+    clippy::unwrap_used,
+    clippy::expect_used
+)]
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use steplens_analysis::report::Finding;
+use steplens_analysis::{Report, build_report};
+use steplens_ingest::{LoadOptions, load};
+
+/// The repository root.
+pub(crate) fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub(crate) fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The report of one trace, with default thresholds.
+pub(crate) fn report(path: &Path) -> Report {
+    let timeline = load(path, &LoadOptions::default(), None)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    build_report(&timeline)
+}
+
+/// The report of `samples/<rel>`.
+pub(crate) fn sample(rel: &str) -> Report {
+    report(&repo().join("samples").join(rel))
+}
+
+/// Every JSON trace under `samples/`, sorted.
+pub(crate) fn sample_traces() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).expect("list samples") {
+            let path = entry.expect("entry").path();
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if path.is_dir() {
+                walk(&path, out);
+            } else if (name.ends_with(".json") || name.ends_with(".json.gz"))
+                && !name.ends_with(".truth.json")
+                && name != "corpus_counts.json"
+            {
+                out.push(path);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&repo().join("samples"), &mut out);
+    out.sort();
+    out
+}
+
+/// The findings of one kind.
+pub(crate) fn findings_of<'r>(report: &'r Report, kind: &str) -> Vec<&'r Finding> {
+    report.findings.iter().filter(|f| f.kind == kind).collect()
+}
+
+/// `../shared/corpus/<rel>`, or `None` (with a note) when it is missing outside CI.
+pub(crate) fn corpus_path(rel: &str) -> Option<PathBuf> {
+    let path = repo().join("../shared/corpus").join(rel);
+    if path.exists() {
+        return Some(path);
+    }
+    let msg = format!("corpus {} is missing", path.display());
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "{msg}; CI=true, cannot skip"
+    );
+    eprintln!("note: {msg}; skipping");
+    None
+}
+
+/// `../shared/corpus/torch-cpu/<name>.json.gz`, gated as [`corpus_path`].
+pub(crate) fn torch_cpu_trace(name: &str) -> Option<PathBuf> {
+    corpus_path(&format!("torch-cpu/{name}.json.gz"))
+}
