@@ -6,8 +6,9 @@
 
 pub mod detect;
 pub mod engines;
+/// Interval sets live with the Timeline (ingest aligns clocks with them); re-exported here.
+pub use steplens_ingest::intervals;
 pub mod idle;
-pub mod intervals;
 pub mod ops;
 pub mod report;
 pub mod steps;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
+use crate::intervals::IntervalSet;
 use crate::model::{
     ArgsRef, CatId, CategoryClass, Counters, DeviceInfo, DeviceKind, EngineClass, Flow, Instants,
     LaneId, NO_PARENT, NodeMetrics, SliceId, Slices, SourceInfo, Step, StrId, Timeline, Track,
@@ -1190,7 +1191,7 @@ fn classify(
 }
 
 /// Device activity as intervals per input (union of every engine's device work).
-fn device_activity(t: &Timeline, source: u16) -> Vec<(i64, i64)> {
+fn device_activity(t: &Timeline, source: u16) -> IntervalSet {
     let mut ranges = Vec::new();
     for track in t
         .tracks
@@ -1203,25 +1204,7 @@ fn device_activity(t: &Timeline, source: u16) -> Vec<(i64, i64)> {
             }
         }
     }
-    ranges.sort_unstable();
-    let mut merged: Vec<(i64, i64)> = Vec::new();
-    for (a, b) in ranges {
-        match merged.last_mut() {
-            Some(last) if a <= last.1 => last.1 = last.1.max(b),
-            _ => merged.push((a, b)),
-        }
-    }
-    merged
-}
-
-/// Time of `set` (sorted, disjoint) covered inside `[from, to)`.
-fn covered(set: &[(i64, i64)], from: i64, to: i64) -> i64 {
-    let first = set.partition_point(|&(_, e)| e <= from);
-    set[first..]
-        .iter()
-        .take_while(|&&(s, _)| s < to)
-        .map(|&(s, e)| e.min(to) - s.max(from))
-        .sum()
+    IntervalSet::from_ranges(ranges)
 }
 
 /// When no names are shared (a HW-trace CSV names nodes, the torch trace names ops): the clock
@@ -1235,8 +1218,8 @@ fn activity_offset(t: &Timeline, source: u16, reference: u16) -> Option<(i64, St
     const DISTINCT_NS: i64 = 1_000_000;
     let mine = device_activity(t, source);
     let theirs = device_activity(t, reference);
-    let first = mine.first()?.0;
-    let total: i64 = mine.iter().map(|(a, b)| b - a).sum();
+    let first = mine.iter().next()?.0;
+    let total = mine.total();
     if total <= 0 || theirs.is_empty() {
         return None;
     }
@@ -1245,11 +1228,11 @@ fn activity_offset(t: &Timeline, source: u16, reference: u16) -> Option<(i64, St
     let mut scored: Vec<(f64, i64)> = theirs
         .iter()
         .take(MAX_CANDIDATES)
-        .map(|&(b, _)| {
+        .map(|(b, _)| {
             let offset = first - b;
             let hit: i64 = mine
                 .iter()
-                .map(|&(a, e)| covered(&theirs, a - offset, e - offset))
+                .map(|(a, e)| theirs.covered(a - offset, e - offset))
                 .sum();
             (hit as f64 / total as f64, offset)
         })

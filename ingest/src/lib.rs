@@ -20,6 +20,7 @@ mod habana_csv;
 mod habana_metrics;
 mod habana_nodes;
 mod hltv;
+pub mod intervals;
 mod json;
 mod kineto;
 pub mod model;
