@@ -13,7 +13,8 @@ use crate::detect::{Context, Thresholds, run_all};
 use crate::engines::{EngineStats, engine_utilization};
 use crate::idle::{StreamIdle, idle_breakdown};
 use crate::ops::{OpStats, op_summary};
-use crate::steps::{StepStats, channels, step_breakdown_with};
+use crate::steps::{Channels, StepStats, channels, step_breakdown_with};
+use rustc_hash::FxHashMap;
 
 /// Schema id written in every report.
 pub const SCHEMA: &str = "steplens.report/1";
@@ -152,7 +153,7 @@ pub fn build_report_with(timeline: &Timeline, thresholds: &Thresholds) -> Report
         channels: &channels,
     });
     let (engines, mme_tpc_overlap_ns) = engine_utilization(timeline);
-    let mut summary = summarize(timeline, &steps, &findings);
+    let mut summary = summarize(timeline, &channels, &steps, &findings);
     summary.mme_tpc_overlap_ns = mme_tpc_overlap_ns;
     Report {
         schema: SCHEMA.to_owned(),
@@ -190,7 +191,12 @@ pub fn build_report_with(timeline: &Timeline, thresholds: &Thresholds) -> Report
     }
 }
 
-fn summarize(timeline: &Timeline, steps: &[StepStats], findings: &[Finding]) -> Summary {
+fn summarize(
+    timeline: &Timeline,
+    channels: &FxHashMap<u16, Channels>,
+    steps: &[StepStats],
+    findings: &[Finding],
+) -> Summary {
     let mut durations: Vec<i64> = steps.iter().map(|s| s.dur_ns).collect();
     durations.sort_unstable();
     let total: i64 = durations.iter().sum();
@@ -203,7 +209,9 @@ fn summarize(timeline: &Timeline, steps: &[StepStats], findings: &[Finding]) -> 
         let busy: i64 = steps.iter().filter_map(|s| s.device_busy_ns).sum();
         (total > 0).then(|| round2(busy as f64 * 100.0 / total as f64))
     } else {
-        let busy = crate::steps::device_busy_set(timeline).total();
+        // Device busy over every input, from the sets the step table was cut from.
+        let ranges = channels.values().flat_map(|c| c.device.iter()).collect();
+        let busy = crate::intervals::IntervalSet::from_ranges(ranges).total();
         (trace_ns > 0).then(|| round2(busy as f64 * 100.0 / trace_ns as f64))
     };
     let mut findings_by_kind = BTreeMap::new();

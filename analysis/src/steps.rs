@@ -130,24 +130,6 @@ pub fn channels(timeline: &Timeline) -> FxHashMap<u16, Channels> {
         .collect()
 }
 
-/// Device busy intervals over every input.
-#[must_use]
-pub fn device_busy_set(timeline: &Timeline) -> IntervalSet {
-    let mut ranges = Vec::new();
-    for track in &timeline.tracks {
-        if let TrackKind::DeviceEngine { class, .. } = &track.kind
-            && class.does_work()
-        {
-            for i in track.slices.clone() {
-                if timeline.slice_class(i).is_device_work() {
-                    ranges.push((timeline.slices.start[i as usize], timeline.slices.end(i)));
-                }
-            }
-        }
-    }
-    IntervalSet::from_ranges(ranges)
-}
-
 /// The step table, in time order.
 #[must_use]
 pub fn step_breakdown(timeline: &Timeline) -> Vec<StepStats> {
