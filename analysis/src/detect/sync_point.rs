@@ -121,7 +121,14 @@ fn fold_lane_syncs_into_ops(ctx: &Context<'_>, calls: &mut BTreeMap<SliceId, Cal
     let t = ctx.timeline;
     let is_value_op =
         |i: SliceId| VALUE_OPS.contains(&t.slice_name(i)) || COPY_OPS.contains(&t.slice_name(i));
-    let ops: Vec<SliceId> = calls.keys().copied().filter(|&i| is_value_op(i)).collect();
+    // Sorted by start, so each sync looks only at the ops that can contain it.
+    let mut ops: Vec<SliceId> = calls.keys().copied().filter(|&i| is_value_op(i)).collect();
+    ops.sort_by_key(|&i| t.slices.start[i as usize]);
+    let longest = ops
+        .iter()
+        .map(|&i| t.slices.dur[i as usize])
+        .max()
+        .unwrap_or(0);
     let standalone: Vec<SliceId> = calls
         .keys()
         .copied()
@@ -137,12 +144,19 @@ fn fold_lane_syncs_into_ops(ctx: &Context<'_>, calls: &mut BTreeMap<SliceId, Cal
             Some(track) => (track.source, t.slices.start[sync as usize]),
             None => continue,
         };
-        let owner = ops.iter().copied().find(|&op| {
-            t.slice_track(op).is_some_and(|tr| tr.source == source)
-                && t.slices.track[op as usize] != t.slices.track[sync as usize]
-                && t.slices.start[op as usize] <= start
-                && start < t.slices.end(op)
-        });
+        let started = ops.partition_point(|&op| t.slices.start[op as usize] <= start);
+        // Of the ops running at the sync, the first one in slice order.
+        let owner = ops[..started]
+            .iter()
+            .rev()
+            .take_while(|&&op| t.slices.start[op as usize] >= start - longest)
+            .copied()
+            .filter(|&op| {
+                t.slice_track(op).is_some_and(|tr| tr.source == source)
+                    && t.slices.track[op as usize] != t.slices.track[sync as usize]
+                    && start < t.slices.end(op)
+            })
+            .min();
         if let Some(owner) = owner
             && let Some(call) = calls.remove(&sync)
             && let Some(op) = calls.get_mut(&owner)
