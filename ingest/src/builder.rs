@@ -1211,31 +1211,46 @@ fn device_activity(t: &Timeline, source: u16) -> IntervalSet {
 /// offset under which the device-only input's busy time best lands on the reference's busy
 /// time. Candidates put the input's first work on each busy interval of the reference; one is
 /// accepted when at least 90 % of the input's busy time then falls on busy time of the
-/// reference, and no candidate more than 1 ms away comes within 5 points.
+/// reference, and no other well-placed candidate more than 1 ms away comes within 5 points.
 fn activity_offset(t: &Timeline, source: u16, reference: u16) -> Option<(i64, String)> {
     const MAX_CANDIDATES: usize = 20_000;
+    const SAMPLED_INTERVALS: usize = 64;
+    const FULLY_SCORED: usize = 32;
     const MIN_SCORE: f64 = 0.9;
     const DISTINCT_NS: i64 = 1_000_000;
     let mine = device_activity(t, source);
     let theirs = device_activity(t, reference);
     let first = mine.iter().next()?.0;
-    let total = mine.total();
-    if total <= 0 || theirs.is_empty() {
+    if mine.total() <= 0 || theirs.is_empty() {
         return None;
     }
+    let score = |intervals: &[(i64, i64)], offset: i64| -> f64 {
+        let length: i64 = intervals.iter().map(|(a, e)| e - a).sum();
+        let hit: i64 = intervals
+            .iter()
+            .map(|&(a, e)| theirs.covered(a - offset, e - offset))
+            .sum();
+        hit as f64 / length.max(1) as f64
+    };
     // Candidates: the input's first work starts where some busy interval of the reference
-    // starts (capped, so a huge trace costs bounded time).
-    let mut scored: Vec<(f64, i64)> = theirs
+    // starts (capped). Each is scored first on an even sample of the input's intervals; only
+    // the best few are scored on all of them, so the cost stays bounded on large inputs.
+    let all: Vec<(i64, i64)> = mine.iter().collect();
+    let step = (all.len() / SAMPLED_INTERVALS).max(1);
+    let sample: Vec<(i64, i64)> = all.iter().copied().step_by(step).collect();
+    let mut prescored: Vec<(f64, i64)> = theirs
         .iter()
         .take(MAX_CANDIDATES)
         .map(|(b, _)| {
             let offset = first - b;
-            let hit: i64 = mine
-                .iter()
-                .map(|(a, e)| theirs.covered(a - offset, e - offset))
-                .sum();
-            (hit as f64 / total as f64, offset)
+            (score(&sample, offset), offset)
         })
+        .collect();
+    prescored.sort_by(|x, y| y.0.total_cmp(&x.0).then(x.1.cmp(&y.1)));
+    let mut scored: Vec<(f64, i64)> = prescored
+        .iter()
+        .take(FULLY_SCORED)
+        .map(|&(_, offset)| (score(&all, offset), offset))
         .collect();
     scored.sort_by(|x, y| y.0.total_cmp(&x.0));
     let (best, offset) = *scored.first()?;
