@@ -1,11 +1,16 @@
-//! The `steplens` command line: `report`, `info` and `bench`.
+//! The `steplens` command line: `report`, `info`, `check`, `diff`, `export` and `bench`.
 //!
 //! This is the only place that uses `anyhow`: library errors get their context here and are
-//! printed as one line. Exit status: 0 on success, 2 on bad input or usage.
+//! printed as one line. Exit status: 0 on success, 1 when `check` finds a regression, 2 on bad
+//! input or usage.
 
 mod bench;
+mod check_cmd;
+mod diff_cmd;
+mod export_cmd;
 mod progress;
 mod render;
+mod run_input;
 
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -29,6 +34,12 @@ enum Command {
     Report(ReportArgs),
     /// What a trace holds: format, device, counts, warnings. Fast.
     Info(InfoArgs),
+    /// Compare a run with a baseline under a budget; exit 1 when it regressed (for CI).
+    Check(check_cmd::CheckArgs),
+    /// Two runs side by side: steps, engines, ops and findings.
+    Diff(diff_cmd::DiffArgs),
+    /// Write the slices, steps, ops and findings as Parquet or CSV tables.
+    Export(export_cmd::ExportArgs),
     /// Measure ingest and report speed and memory on a (generated) large trace.
     Bench(bench::BenchArgs),
 }
@@ -101,12 +112,16 @@ struct InfoArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Report(args) => report(&args),
-        Command::Info(args) => info(&args),
-        Command::Bench(args) => bench::run(&args),
+        Command::Report(args) => report(&args).map(|()| true),
+        Command::Info(args) => info(&args).map(|()| true),
+        Command::Check(args) => check_cmd::run(&args),
+        Command::Diff(args) => diff_cmd::run(&args).map(|()| true),
+        Command::Export(args) => export_cmd::run(&args).map(|()| true),
+        Command::Bench(args) => bench::run(&args).map(|()| true),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
         Err(err) => {
             // A closed pipe (`steplens report … | head`) is not an error.
             if err.chain().any(|e| {
@@ -187,11 +202,12 @@ fn report(args: &ReportArgs) -> Result<()> {
     Ok(())
 }
 
-/// The parts of a budget file `report` reads.
+/// A budget file: detector thresholds and the check's limits.
 #[derive(Debug, Default, serde::Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 struct Budget {
     thresholds: steplens_analysis::Thresholds,
+    check: steplens_analysis::check::CheckBudget,
 }
 
 fn read_budget(path: &Path) -> Result<Budget> {

@@ -10,44 +10,7 @@ use steplens_analysis::steps::StepStats;
 use steplens_ingest::Timeline;
 use steplens_ingest::model::TrackKind;
 
-/// A duration in the unit that keeps it short: `850 ns`, `12.3 µs`, `4.56 ms`, `1.23 s`.
-pub(crate) fn human_ns(ns: i64) -> String {
-    let abs = ns.unsigned_abs() as f64;
-    let sign = if ns < 0 { "-" } else { "" };
-    if abs < 1e3 {
-        format!("{ns} ns")
-    } else if abs < 1e6 {
-        format!("{sign}{} µs", three_digits(abs / 1e3))
-    } else if abs < 1e9 {
-        format!("{sign}{} ms", three_digits(abs / 1e6))
-    } else {
-        format!("{sign}{} s", three_digits(abs / 1e9))
-    }
-}
-
-fn three_digits(v: f64) -> String {
-    if v >= 100.0 {
-        format!("{v:.0}")
-    } else if v >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
-    }
-}
-
-/// Bytes in binary units.
-pub(crate) fn human_bytes(bytes: u64) -> String {
-    let b = bytes as f64;
-    if b < 1024.0 {
-        format!("{bytes} B")
-    } else if b < 1024.0 * 1024.0 {
-        format!("{:.1} KiB", b / 1024.0)
-    } else if b < 1024.0 * 1024.0 * 1024.0 {
-        format!("{:.1} MiB", b / 1024.0 / 1024.0)
-    } else {
-        format!("{:.2} GiB", b / 1024.0 / 1024.0 / 1024.0)
-    }
-}
+pub(crate) use steplens_analysis::units::{human_bytes, human_ns};
 
 /// An integer with thousands separators.
 pub(crate) fn thousands(n: u64) -> String {
@@ -71,41 +34,42 @@ fn pct(part: i64, whole: i64) -> String {
 
 /// ANSI styling that turns into nothing when color is off.
 #[derive(Clone, Copy)]
-struct Style {
-    color: bool,
+pub(crate) struct Style {
+    /// Whether ANSI codes are written.
+    pub(crate) color: bool,
 }
 
 impl Style {
-    fn paint(self, code: &str, text: &str) -> String {
+    pub(crate) fn paint(self, code: &str, text: &str) -> String {
         if self.color {
             format!("\x1b[{code}m{text}\x1b[0m")
         } else {
             text.to_owned()
         }
     }
-    fn bold(self, text: &str) -> String {
+    pub(crate) fn bold(self, text: &str) -> String {
         self.paint("1", text)
     }
-    fn dim(self, text: &str) -> String {
+    pub(crate) fn dim(self, text: &str) -> String {
         self.paint("2", text)
     }
-    fn yellow(self, text: &str) -> String {
+    pub(crate) fn yellow(self, text: &str) -> String {
         self.paint("33", text)
     }
-    fn cyan(self, text: &str) -> String {
+    pub(crate) fn cyan(self, text: &str) -> String {
         self.paint("36", text)
     }
 }
 
 /// A table of strings; numeric columns are right-aligned.
-struct Table {
+pub(crate) struct Table {
     header: Vec<String>,
     right: Vec<bool>,
     rows: Vec<Vec<String>>,
 }
 
 impl Table {
-    fn new(columns: &[(&str, bool)]) -> Self {
+    pub(crate) fn new(columns: &[(&str, bool)]) -> Self {
         Self {
             header: columns.iter().map(|(h, _)| (*h).to_owned()).collect(),
             right: columns.iter().map(|(_, r)| *r).collect(),
@@ -113,11 +77,11 @@ impl Table {
         }
     }
 
-    fn row(&mut self, cells: Vec<String>) {
+    pub(crate) fn row(&mut self, cells: Vec<String>) {
         self.rows.push(cells);
     }
 
-    fn text(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
+    pub(crate) fn text(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
         let widths: Vec<usize> = (0..self.header.len())
             .map(|c| {
                 self.rows
@@ -155,7 +119,7 @@ impl Table {
         Ok(())
     }
 
-    fn markdown(&self, out: &mut dyn Write) -> io::Result<()> {
+    pub(crate) fn markdown(&self, out: &mut dyn Write) -> io::Result<()> {
         let escape = |s: &str| s.replace('|', "\\|");
         writeln!(
             out,

@@ -2,9 +2,14 @@
 //!
 //! Everything here reads a [`steplens_ingest::model::Timeline`] and never touches files.
 //! [`report::build_report`] is the entry point the CLI and the viewer use; the pieces
-//! ([`steps`], [`ops`], [`intervals`]) are public for detectors and tests.
+//! ([`steps`], [`ops`], [`intervals`]) are public for detectors and tests. [`check`] and
+//! [`diff`] compare two runs' [`compare::RunFigures`]; [`table`] holds every polars frame
+//! (export tables, the diff's op join).
 
+pub mod check;
+pub mod compare;
 pub mod detect;
+pub mod diff;
 pub mod engines;
 /// Interval sets live with the Timeline (ingest aligns clocks with them); re-exported here.
 pub use steplens_ingest::intervals;
@@ -12,6 +17,8 @@ pub mod idle;
 pub mod ops;
 pub mod report;
 pub mod steps;
+pub mod table;
+pub mod units;
 
 pub use detect::Thresholds;
 pub use report::{Report, build_report, build_report_with};

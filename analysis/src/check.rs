@@ -1,0 +1,672 @@
+//! The regression check: a run's figures against a baseline's, rule by rule, under a budget.
+//!
+//! Every rule is one comparison with a verdict (pass, fail, skipped) and a message that names the
+//! figures, so CI output (JUnit test cases, annotations, a Markdown table) is one row per rule.
+//! Time rules regress only when the increase is past *both* tolerances that are set: the relative
+//! one keeps large steps from failing on noise, the absolute one keeps tiny steps from failing on
+//! a few microseconds. A ceiling (`max_ms`) fails on its own.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::compare::{FindingKey, RunFigures};
+use crate::units::{human_ns, signed_ns};
+
+/// Tolerances for a time figure (step time, lost time per step, op time per step).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TimeLimit {
+    /// Largest accepted increase over the baseline, percent.
+    pub max_increase_pct: Option<f64>,
+    /// Largest accepted increase over the baseline, milliseconds.
+    pub max_increase_ms: Option<f64>,
+    /// Ceiling for the current value, milliseconds, whatever the baseline.
+    pub max_ms: Option<f64>,
+}
+
+impl TimeLimit {
+    const fn new(pct: f64, ms: f64) -> Self {
+        Self {
+            max_increase_pct: Some(pct),
+            max_increase_ms: Some(ms),
+            max_ms: None,
+        }
+    }
+
+    /// Fields set here override those of `base`.
+    fn over(self, base: Self) -> Self {
+        Self {
+            max_increase_pct: self.max_increase_pct.or(base.max_increase_pct),
+            max_increase_ms: self.max_increase_ms.or(base.max_increase_ms),
+            max_ms: self.max_ms.or(base.max_ms),
+        }
+    }
+
+    fn describe(self) -> String {
+        let mut parts = Vec::new();
+        match (self.max_increase_pct, self.max_increase_ms) {
+            (Some(p), Some(ms)) => parts.push(format!("+{p}% and +{ms} ms")),
+            (Some(p), None) => parts.push(format!("+{p}%")),
+            (None, Some(ms)) => parts.push(format!("+{ms} ms")),
+            (None, None) => {}
+        }
+        if let Some(max) = self.max_ms {
+            parts.push(format!("max {max} ms"));
+        }
+        if parts.is_empty() {
+            "no limit".to_owned()
+        } else {
+            parts.join(", ")
+        }
+    }
+}
+
+/// Tolerances for a utilization figure (device busy, engine utilization), in percent of the step.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PctLimit {
+    /// Largest accepted drop below the baseline, percentage points.
+    pub max_drop_points: Option<f64>,
+    /// Floor for the current value, percent, whatever the baseline.
+    pub min_pct: Option<f64>,
+}
+
+impl PctLimit {
+    fn over(self, base: Self) -> Self {
+        Self {
+            max_drop_points: self.max_drop_points.or(base.max_drop_points),
+            min_pct: self.min_pct.or(base.min_pct),
+        }
+    }
+
+    fn describe(self) -> String {
+        let mut parts = Vec::new();
+        if let Some(d) = self.max_drop_points {
+            parts.push(format!("-{d} points"));
+        }
+        if let Some(min) = self.min_pct {
+            parts.push(format!("min {min}%"));
+        }
+        if parts.is_empty() {
+            "no limit".to_owned()
+        } else {
+            parts.join(", ")
+        }
+    }
+}
+
+/// The `[check]` table of a budget file. Every field has a default, so an empty table (or no
+/// budget file) gives the default check.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CheckBudget {
+    /// Steps left out at the start of each input.
+    pub warmup_steps: usize,
+    /// How many ops (the largest self time per step in either run) get an op rule.
+    pub top_ops: usize,
+    /// Finding kinds that may appear without failing the check (their lost time is still held
+    /// to `lost_time`).
+    pub allow_new: Vec<String>,
+    /// Median step time.
+    pub step_time: TimeLimit,
+    /// Mean step time.
+    pub step_time_mean: TimeLimit,
+    /// Median device busy share of the step.
+    pub device_busy: PctLimit,
+    /// Engine utilization: `default` and per engine class (`MME`, `TPC`, `stream 7`, …).
+    pub engine_utilization: BTreeMap<String, PctLimit>,
+    /// Lost time per step: `default` and per finding kind.
+    pub lost_time: BTreeMap<String, TimeLimit>,
+    /// Op self time per step: `default` and per op name (device ops end in ` [device]`).
+    pub op_self_time: BTreeMap<String, TimeLimit>,
+}
+
+/// Key of the fallback entry in the per-name limit tables.
+pub const DEFAULT_KEY: &str = "default";
+
+impl Default for CheckBudget {
+    fn default() -> Self {
+        Self {
+            warmup_steps: 1,
+            top_ops: 10,
+            allow_new: Vec::new(),
+            step_time: TimeLimit::new(5.0, 0.1),
+            step_time_mean: TimeLimit::new(10.0, 0.1),
+            device_busy: PctLimit {
+                max_drop_points: Some(5.0),
+                min_pct: None,
+            },
+            engine_utilization: BTreeMap::new(),
+            lost_time: BTreeMap::new(),
+            op_self_time: BTreeMap::new(),
+        }
+    }
+}
+
+impl CheckBudget {
+    fn engine_limit(&self, class: &str) -> PctLimit {
+        let base = PctLimit {
+            max_drop_points: Some(10.0),
+            min_pct: None,
+        };
+        let default = self
+            .engine_utilization
+            .get(DEFAULT_KEY)
+            .map_or(base, |l| l.over(base));
+        self.engine_utilization
+            .get(class)
+            .map_or(default, |l| l.over(default))
+    }
+
+    fn lost_limit(&self, kind: &str) -> TimeLimit {
+        let base = TimeLimit::new(10.0, 0.5);
+        let default = self
+            .lost_time
+            .get(DEFAULT_KEY)
+            .map_or(base, |l| l.over(base));
+        self.lost_time
+            .get(kind)
+            .map_or(default, |l| l.over(default))
+    }
+
+    fn op_limit(&self, op: &str) -> TimeLimit {
+        let base = TimeLimit::new(20.0, 0.2);
+        let default = self
+            .op_self_time
+            .get(DEFAULT_KEY)
+            .map_or(base, |l| l.over(base));
+        self.op_self_time
+            .get(op)
+            .map_or(default, |l| l.over(default))
+    }
+}
+
+/// A rule's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Within the budget.
+    Pass,
+    /// Regressed past the budget.
+    Fail,
+    /// Not comparable (a figure missing on one side).
+    Skipped,
+}
+
+/// One budget rule and its verdict.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RuleResult {
+    /// Rule name: `step_time`, `engine_utilization.MME`, `lost_time.sync_point`,
+    /// `new_findings.sync_point`, `op_self_time.aten::mm`, ….
+    pub rule: String,
+    /// Verdict.
+    pub status: Status,
+    /// Baseline figure as shown.
+    pub baseline: String,
+    /// Current figure as shown.
+    pub current: String,
+    /// The change as shown.
+    pub change: String,
+    /// The limit as shown.
+    pub limit: String,
+    /// One line saying why it passed, failed or was skipped.
+    pub message: String,
+    /// For `new_findings.*`: the findings the baseline lacks.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub new_findings: Vec<NewFinding>,
+}
+
+/// A finding in the current run whose key the baseline does not have.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NewFinding {
+    /// Its key.
+    pub key: FindingKey,
+    /// Title of its first finding.
+    pub title: String,
+    /// Lost time in the measured steps, ns.
+    pub lost_ns: i64,
+    /// Findings (steps) with this key.
+    pub findings: u64,
+}
+
+/// The outcome of a check.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CheckOutcome {
+    /// `steplens.check/1`.
+    pub schema: String,
+    /// Whether every rule passed or was skipped.
+    pub passed: bool,
+    /// The baseline's figures.
+    pub baseline: RunFigures,
+    /// The current run's figures.
+    pub current: RunFigures,
+    /// Every rule, in a fixed order: steps, device, engines, findings, ops.
+    pub rules: Vec<RuleResult>,
+}
+
+impl CheckOutcome {
+    /// The rules that failed.
+    pub fn failures(&self) -> impl Iterator<Item = &RuleResult> {
+        self.rules.iter().filter(|r| r.status == Status::Fail)
+    }
+}
+
+/// Schema name of the check's JSON output.
+pub const CHECK_SCHEMA: &str = "steplens.check/1";
+
+/// Checks `current` against `baseline` under `budget`.
+#[must_use]
+pub fn check(baseline: &RunFigures, current: &RunFigures, budget: &CheckBudget) -> CheckOutcome {
+    let mut rules = vec![
+        time_rule(
+            "step_time",
+            "median step",
+            baseline.step_p50_ns,
+            current.step_p50_ns,
+            budget.step_time,
+        ),
+        time_rule(
+            "step_time_mean",
+            "mean step",
+            baseline.step_mean_ns,
+            current.step_mean_ns,
+            budget.step_time_mean,
+        ),
+        pct_rule(
+            "device_busy",
+            "device busy",
+            baseline.device_busy_pct,
+            current.device_busy_pct,
+            budget.device_busy,
+        ),
+    ];
+    let classes: BTreeSet<&String> = baseline
+        .engine_pct
+        .keys()
+        .chain(current.engine_pct.keys())
+        .collect();
+    for class in classes {
+        rules.push(pct_rule(
+            &format!("engine_utilization.{class}"),
+            &format!("{class} utilization"),
+            baseline.engine_pct.get(class).copied(),
+            current.engine_pct.get(class).copied(),
+            budget.engine_limit(class),
+        ));
+    }
+    let kinds: BTreeSet<&String> = baseline
+        .lost_ns_per_step
+        .keys()
+        .chain(current.lost_ns_per_step.keys())
+        .collect();
+    for kind in &kinds {
+        rules.push(time_rule(
+            &format!("lost_time.{kind}"),
+            &format!("{kind} lost time per step"),
+            Some(baseline.lost_ns_per_step.get(*kind).copied().unwrap_or(0)),
+            Some(current.lost_ns_per_step.get(*kind).copied().unwrap_or(0)),
+            budget.lost_limit(kind),
+        ));
+    }
+    for kind in &kinds {
+        rules.push(new_findings_rule(kind, baseline, current, budget));
+    }
+    for op in top_ops(baseline, current, budget.top_ops) {
+        rules.push(time_rule(
+            &format!("op_self_time.{op}"),
+            &format!("{op} self time per step"),
+            Some(baseline.op_self_ns_per_step.get(&op).copied().unwrap_or(0)),
+            Some(current.op_self_ns_per_step.get(&op).copied().unwrap_or(0)),
+            budget.op_limit(&op),
+        ));
+    }
+    CheckOutcome {
+        schema: CHECK_SCHEMA.to_owned(),
+        passed: rules.iter().all(|r| r.status != Status::Fail),
+        baseline: baseline.clone(),
+        current: current.clone(),
+        rules,
+    }
+}
+
+/// The ops with the most time per step in either run, largest first.
+fn top_ops(baseline: &RunFigures, current: &RunFigures, n: usize) -> Vec<String> {
+    let mut best: BTreeMap<&String, i64> = BTreeMap::new();
+    for (op, &ns) in baseline
+        .op_self_ns_per_step
+        .iter()
+        .chain(&current.op_self_ns_per_step)
+    {
+        let entry = best.entry(op).or_insert(0);
+        *entry = (*entry).max(ns);
+    }
+    let mut ops: Vec<(&String, i64)> = best.into_iter().collect();
+    ops.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+    ops.into_iter().take(n).map(|(op, _)| op.clone()).collect()
+}
+
+fn ms_to_ns(ms: f64) -> i64 {
+    (ms * 1e6).round() as i64
+}
+
+fn time_rule(
+    rule: &str,
+    what: &str,
+    baseline: Option<i64>,
+    current: Option<i64>,
+    limit: TimeLimit,
+) -> RuleResult {
+    let shown = |v: Option<i64>| v.map_or_else(|| "-".to_owned(), human_ns);
+    let mut result = RuleResult {
+        rule: rule.to_owned(),
+        status: Status::Pass,
+        baseline: shown(baseline),
+        current: shown(current),
+        change: String::new(),
+        limit: limit.describe(),
+        message: String::new(),
+        new_findings: Vec::new(),
+    };
+    let Some(cur) = current else {
+        result.status = Status::Skipped;
+        result.message = format!("{what}: the current run has no figure");
+        return result;
+    };
+    if let Some(max) = limit.max_ms
+        && cur > ms_to_ns(max)
+    {
+        result.status = Status::Fail;
+        result.message = format!("{what} {} is over the ceiling of {max} ms", human_ns(cur));
+        if let Some(base) = baseline {
+            result.change = change_text(base, cur);
+        }
+        return result;
+    }
+    let Some(base) = baseline else {
+        result.status = Status::Skipped;
+        result.message = format!("{what}: the baseline has no figure");
+        return result;
+    };
+    let delta = cur - base;
+    result.change = change_text(base, cur);
+    let over_abs = limit.max_increase_ms.is_none_or(|ms| delta > ms_to_ns(ms));
+    let over_rel = limit.max_increase_pct.is_none_or(|pct| {
+        if base > 0 {
+            delta as f64 * 100.0 / base as f64 > pct
+        } else {
+            delta > 0
+        }
+    });
+    let has_tolerance = limit.max_increase_ms.is_some() || limit.max_increase_pct.is_some();
+    if has_tolerance && delta > 0 && over_abs && over_rel {
+        result.status = Status::Fail;
+        result.message = format!(
+            "{what} went from {} to {} ({}), past {}",
+            human_ns(base),
+            human_ns(cur),
+            result.change,
+            limit.describe()
+        );
+    } else {
+        result.message = format!(
+            "{what} {} (baseline {}, {})",
+            human_ns(cur),
+            human_ns(base),
+            result.change
+        );
+    }
+    result
+}
+
+fn change_text(base: i64, cur: i64) -> String {
+    let delta = cur - base;
+    if base > 0 {
+        format!(
+            "{} ({:+.1}%)",
+            signed_ns(delta),
+            delta as f64 * 100.0 / base as f64
+        )
+    } else {
+        signed_ns(delta)
+    }
+}
+
+fn pct_rule(
+    rule: &str,
+    what: &str,
+    baseline: Option<f64>,
+    current: Option<f64>,
+    limit: PctLimit,
+) -> RuleResult {
+    let shown = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.1}%"));
+    let mut result = RuleResult {
+        rule: rule.to_owned(),
+        status: Status::Pass,
+        baseline: shown(baseline),
+        current: shown(current),
+        change: String::new(),
+        limit: limit.describe(),
+        message: String::new(),
+        new_findings: Vec::new(),
+    };
+    let (Some(base), Some(cur)) = (baseline, current) else {
+        result.status = Status::Skipped;
+        result.message = match (baseline, current) {
+            (None, None) => format!("{what}: neither run has the figure"),
+            (None, _) => format!("{what}: the baseline has no figure"),
+            _ => format!("{what}: the current run has no figure"),
+        };
+        return result;
+    };
+    let drop = base - cur;
+    result.change = format!("{:+.1} points", cur - base);
+    if let Some(min) = limit.min_pct
+        && cur < min
+    {
+        result.status = Status::Fail;
+        result.message = format!("{what} {cur:.1}% is under the floor of {min}%");
+    } else if let Some(max_drop) = limit.max_drop_points
+        && drop > max_drop
+    {
+        result.status = Status::Fail;
+        result.message = format!(
+            "{what} fell from {base:.1}% to {cur:.1}% ({drop:.1} points), past -{max_drop} points"
+        );
+    } else {
+        result.message = format!("{what} {cur:.1}% (baseline {base:.1}%)");
+    }
+    result
+}
+
+fn new_findings_rule(
+    kind: &str,
+    baseline: &RunFigures,
+    current: &RunFigures,
+    budget: &CheckBudget,
+) -> RuleResult {
+    let of_kind = |run: &RunFigures| run.findings.keys().filter(|k| k.kind == kind).count();
+    let new: Vec<NewFinding> = current
+        .findings
+        .iter()
+        .filter(|(key, _)| key.kind == kind && !baseline.findings.contains_key(*key))
+        .map(|(key, group)| NewFinding {
+            key: key.clone(),
+            title: group.title.clone(),
+            lost_ns: group.lost_ns,
+            findings: group.findings,
+        })
+        .collect();
+    let allowed = budget.allow_new.iter().any(|k| k == kind);
+    let status = if new.is_empty() || allowed {
+        Status::Pass
+    } else {
+        Status::Fail
+    };
+    let message = if new.is_empty() {
+        format!("no new {kind} findings")
+    } else {
+        let sites: Vec<String> = new.iter().map(|n| n.key.to_string()).collect();
+        let allowed_note = if allowed {
+            " (allowed by the budget)"
+        } else {
+            ""
+        };
+        format!("new {kind}: {}{allowed_note}", sites.join("; "))
+    };
+    RuleResult {
+        rule: format!("new_findings.{kind}"),
+        status,
+        baseline: format!("{} sites", of_kind(baseline)),
+        current: format!("{} sites", of_kind(current)),
+        change: format!("{} new", new.len()),
+        limit: if allowed {
+            "allowed".to_owned()
+        } else {
+            "none new".to_owned()
+        },
+        message,
+        new_findings: new,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(step_ns: i64) -> RunFigures {
+        RunFigures {
+            steps_total: 4,
+            steps_measured: 3,
+            warmup_skipped: 1,
+            step_p50_ns: Some(step_ns),
+            step_mean_ns: Some(step_ns),
+            step_min_ns: Some(step_ns),
+            step_max_ns: Some(step_ns),
+            host_busy_p50_ns: Some(step_ns / 2),
+            dataloader_p50_ns: Some(0),
+            device_busy_pct: None,
+            engine_pct: BTreeMap::new(),
+            findings: BTreeMap::new(),
+            lost_ns_per_step: BTreeMap::new(),
+            op_self_ns_per_step: BTreeMap::new(),
+        }
+    }
+
+    fn rule<'a>(outcome: &'a CheckOutcome, name: &str) -> &'a RuleResult {
+        outcome
+            .rules
+            .iter()
+            .find(|r| r.rule == name)
+            .unwrap_or_else(|| panic!("no rule {name}"))
+    }
+
+    #[test]
+    fn a_run_against_itself_passes() {
+        let outcome = check(&run(10_000_000), &run(10_000_000), &CheckBudget::default());
+        assert!(outcome.passed);
+        assert_eq!(rule(&outcome, "device_busy").status, Status::Skipped);
+    }
+
+    #[test]
+    fn both_tolerances_must_be_exceeded() {
+        let budget = CheckBudget::default(); // +5 % and +0.1 ms
+        // +20 % but only 20 µs: noise on a tiny step.
+        let tiny = check(&run(100_000), &run(120_000), &budget);
+        assert_eq!(rule(&tiny, "step_time").status, Status::Pass);
+        // +1 ms but only 1 %: noise on a long step.
+        let long = check(&run(100_000_000), &run(101_000_000), &budget);
+        assert_eq!(rule(&long, "step_time").status, Status::Pass);
+        // +10 % and +1 ms.
+        let slower = check(&run(10_000_000), &run(11_000_000), &budget);
+        assert_eq!(rule(&slower, "step_time").status, Status::Fail);
+        assert!(!slower.passed);
+        assert!(
+            rule(&slower, "step_time")
+                .message
+                .contains("10.0 ms to 11.0 ms")
+        );
+    }
+
+    #[test]
+    fn a_ceiling_fails_on_its_own() {
+        let budget = CheckBudget {
+            step_time: TimeLimit {
+                max_ms: Some(5.0),
+                ..TimeLimit::default()
+            },
+            ..CheckBudget::default()
+        };
+        let outcome = check(&run(6_000_000), &run(6_000_000), &budget);
+        assert_eq!(rule(&outcome, "step_time").status, Status::Fail);
+    }
+
+    #[test]
+    fn a_new_call_site_fails_unless_allowed() {
+        let base = run(10_000_000);
+        let mut cur = run(10_000_000);
+        cur.findings.insert(
+            FindingKey {
+                kind: "sync_point".into(),
+                site: "train.py:43".into(),
+            },
+            crate::compare::FindingGroup {
+                findings: 3,
+                count: 3,
+                lost_ns: 3_000,
+                title: "loss.item()".into(),
+                severity: "low".into(),
+            },
+        );
+        cur.lost_ns_per_step.insert("sync_point".into(), 1_000);
+        let outcome = check(&base, &cur, &CheckBudget::default());
+        let new = rule(&outcome, "new_findings.sync_point");
+        assert_eq!(new.status, Status::Fail);
+        assert!(new.message.contains("sync_point @ train.py:43"));
+        // 1 µs per step is inside the lost-time tolerance: only the new site fails.
+        assert_eq!(rule(&outcome, "lost_time.sync_point").status, Status::Pass);
+
+        let allowing = CheckBudget {
+            allow_new: vec!["sync_point".into()],
+            ..CheckBudget::default()
+        };
+        assert!(check(&base, &cur, &allowing).passed);
+    }
+
+    #[test]
+    fn utilization_drops_are_in_points() {
+        let mut base = run(10_000_000);
+        base.engine_pct.insert("MME".into(), 60.0);
+        let mut cur = run(10_000_000);
+        cur.engine_pct.insert("MME".into(), 45.0);
+        let outcome = check(&base, &cur, &CheckBudget::default());
+        let mme = rule(&outcome, "engine_utilization.MME");
+        assert_eq!(mme.status, Status::Fail);
+        assert_eq!(mme.change, "-15.0 points");
+    }
+
+    #[test]
+    fn per_name_limits_override_the_default() {
+        // The CLI reads the budget from TOML; the JSON form has the same shape.
+        let budget: CheckBudget = serde_json::from_value(serde_json::json!({
+            "warmup_steps": 2,
+            "lost_time": {
+                "default": { "max_increase_ms": 2.0 },
+                "sync_point": { "max_increase_pct": 1.0 }
+            }
+        }))
+        .unwrap();
+        assert_eq!(budget.warmup_steps, 2);
+        let limit = budget.lost_limit("sync_point");
+        assert_eq!(limit.max_increase_ms, Some(2.0));
+        assert_eq!(limit.max_increase_pct, Some(1.0));
+        assert_eq!(budget.lost_limit("recompile").max_increase_pct, Some(10.0));
+        assert_eq!(budget.lost_limit("recompile").max_increase_ms, Some(2.0));
+    }
+
+    #[test]
+    fn unknown_budget_keys_are_rejected() {
+        let typo = serde_json::json!({ "step_time": { "max_increase_precent": 5.0 } });
+        assert!(serde_json::from_value::<CheckBudget>(typo).is_err());
+    }
+}

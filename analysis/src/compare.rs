@@ -1,0 +1,281 @@
+//! The figures two runs are compared on, taken from a [`Report`] (built from a trace or read back
+//! from a saved `steplens.report/1` JSON file, which gives the same figures).
+//!
+//! Step figures are medians over the measured steps: the first `warmup_steps` steps of every
+//! input are left out, since they carry compilation, allocator growth and cold caches. Findings
+//! on warm-up steps are left out for the same reason; findings not tied to a step always count.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::report::{Finding, Report};
+
+/// A finding's identity across runs: its kind and where it happens (call site, else the ops
+/// involved, else the track). A new `loss.item()` at another line is a new key even when the
+/// time barely moves.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct FindingKey {
+    /// Finding kind (`sync_point`, …).
+    pub kind: String,
+    /// Call site, ops or track; empty when the finding names none.
+    pub site: String,
+}
+
+impl FindingKey {
+    /// The key of a finding.
+    #[must_use]
+    pub fn of(finding: &Finding) -> Self {
+        let site = if let Some(site) = &finding.call_site {
+            site.clone()
+        } else if !finding.ops.is_empty() {
+            finding.ops.join(" + ")
+        } else {
+            finding.track.clone().unwrap_or_default()
+        };
+        Self {
+            kind: finding.kind.clone(),
+            site,
+        }
+    }
+}
+
+impl std::fmt::Display for FindingKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.site.is_empty() {
+            f.write_str(&self.kind)
+        } else {
+            write!(f, "{} @ {}", self.kind, self.site)
+        }
+    }
+}
+
+/// Findings of one key in one run (measured steps only).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FindingGroup {
+    /// How many findings (one per step where the detector reports per step).
+    pub findings: u64,
+    /// Occurrences the findings count (calls, recompiles, …).
+    pub count: u64,
+    /// Lost time, ns.
+    pub lost_ns: i64,
+    /// Title of the first finding, for the verdict.
+    pub title: String,
+    /// Severity of the worst finding.
+    pub severity: String,
+}
+
+/// The figures of one run that `check` and `diff` compare.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunFigures {
+    /// Steps in the run.
+    pub steps_total: usize,
+    /// Steps compared (after the warm-up).
+    pub steps_measured: usize,
+    /// Warm-up steps left out.
+    pub warmup_skipped: usize,
+    /// Median step time over the measured steps, ns.
+    pub step_p50_ns: Option<i64>,
+    /// Mean step time over the measured steps, ns.
+    pub step_mean_ns: Option<i64>,
+    /// Fastest and slowest measured step, ns.
+    pub step_min_ns: Option<i64>,
+    /// Slowest measured step, ns.
+    pub step_max_ns: Option<i64>,
+    /// Median host busy time per step, ns.
+    pub host_busy_p50_ns: Option<i64>,
+    /// Median data-loader time per step, ns.
+    pub dataloader_p50_ns: Option<i64>,
+    /// Median of the per-step device busy share, percent (null without a device).
+    pub device_busy_pct: Option<f64>,
+    /// Median of the per-step busy share of each engine class, percent. Without steps, the
+    /// whole-trace utilization.
+    pub engine_pct: BTreeMap<String, f64>,
+    /// Findings by key (measured steps only).
+    pub findings: BTreeMap<FindingKey, FindingGroup>,
+    /// Lost time per measured step by finding kind, ns (whole-run totals without steps).
+    pub lost_ns_per_step: BTreeMap<String, i64>,
+    /// Op self time per step by op name (host and device ops apart), ns, over the whole trace.
+    /// Self time, so a slower kernel fails one rule rather than every op wrapped around it.
+    pub op_self_ns_per_step: BTreeMap<String, i64>,
+}
+
+/// An op's name as compared across runs: device ops are marked so a host op and the kernel of
+/// the same name stay apart.
+#[must_use]
+pub fn op_label(name: &str, track_kind: &str) -> String {
+    if track_kind == "device" {
+        format!("{name} [device]")
+    } else {
+        name.to_owned()
+    }
+}
+
+impl RunFigures {
+    /// The figures of a report, leaving out the first `warmup_steps` steps of each input.
+    #[must_use]
+    pub fn of(report: &Report, warmup_steps: usize) -> Self {
+        let mut per_source: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
+        for (i, step) in report.steps.iter().enumerate() {
+            per_source.entry(step.source).or_default().push(i);
+        }
+        let mut measured: Vec<usize> = Vec::new();
+        let mut warmup_names: Vec<(u16, &str)> = Vec::new();
+        for indices in per_source.values_mut() {
+            indices.sort_by_key(|&i| report.steps[i].start_ns);
+            // A run shorter than its warm-up is compared on all its steps rather than none.
+            let skip = if indices.len() > warmup_steps {
+                warmup_steps
+            } else {
+                0
+            };
+            for (n, &i) in indices.iter().enumerate() {
+                if n < skip {
+                    warmup_names.push((report.steps[i].source, report.steps[i].name.as_str()));
+                } else {
+                    measured.push(i);
+                }
+            }
+        }
+        let steps: Vec<_> = measured.iter().map(|&i| &report.steps[i]).collect();
+        let durations: Vec<i64> = steps.iter().map(|s| s.dur_ns).collect();
+        let median_of = |values: Vec<i64>| median(values);
+        let share = |part: i64, whole: i64| (whole > 0).then(|| part as f64 * 100.0 / whole as f64);
+        let device_busy_pct =
+            if steps.iter().all(|s| s.device_busy_ns.is_some()) && !steps.is_empty() {
+                median_f64(
+                    steps
+                        .iter()
+                        .filter_map(|s| share(s.device_busy_ns.unwrap_or(0), s.dur_ns))
+                        .collect(),
+                )
+            } else if steps.is_empty() {
+                report.summary.device_busy_pct
+            } else {
+                None
+            };
+        let mut engine_pct = BTreeMap::new();
+        if steps.is_empty() {
+            for engine in &report.engines {
+                engine_pct.insert(engine.class.clone(), engine.busy_pct);
+            }
+        } else {
+            let classes: std::collections::BTreeSet<&String> =
+                steps.iter().flat_map(|s| s.engines.keys()).collect();
+            for class in classes {
+                let shares = steps
+                    .iter()
+                    .filter_map(|s| share(s.engines.get(class).copied().unwrap_or(0), s.dur_ns))
+                    .collect();
+                if let Some(pct) = median_f64(shares) {
+                    engine_pct.insert(class.clone(), round2(pct));
+                }
+            }
+        }
+
+        let is_warmup = |f: &Finding| {
+            f.step.as_deref().is_some_and(|name| {
+                warmup_names.iter().any(|&(_, warm)| warm == name)
+                    && !measured.iter().any(|&i| report.steps[i].name == name)
+            })
+        };
+        let mut findings: BTreeMap<FindingKey, FindingGroup> = BTreeMap::new();
+        let mut lost_by_kind: BTreeMap<String, i64> = BTreeMap::new();
+        for finding in report.findings.iter().filter(|f| !is_warmup(f)) {
+            let group = findings
+                .entry(FindingKey::of(finding))
+                .or_insert_with(|| FindingGroup {
+                    findings: 0,
+                    count: 0,
+                    lost_ns: 0,
+                    title: finding.title.clone(),
+                    severity: finding.severity.clone(),
+                });
+            group.findings += 1;
+            group.count += finding.count;
+            group.lost_ns += finding.lost_ns;
+            if severity_rank(&finding.severity) > severity_rank(&group.severity) {
+                group.severity.clone_from(&finding.severity);
+            }
+            *lost_by_kind.entry(finding.kind.clone()).or_insert(0) += finding.lost_ns;
+        }
+        let per_step = steps.len().max(1) as i64;
+        let lost_ns_per_step = lost_by_kind
+            .into_iter()
+            .map(|(kind, ns)| (kind, ns / per_step))
+            .collect();
+        let all_steps = report.steps.len().max(1) as i64;
+        let mut op_self_ns_per_step: BTreeMap<String, i64> = BTreeMap::new();
+        for op in &report.ops {
+            *op_self_ns_per_step
+                .entry(op_label(&op.name, &op.track_kind))
+                .or_insert(0) += op.self_ns / all_steps;
+        }
+
+        Self {
+            steps_total: report.steps.len(),
+            steps_measured: steps.len(),
+            warmup_skipped: report.steps.len() - steps.len(),
+            step_p50_ns: median_of(durations.clone()),
+            step_mean_ns: (!durations.is_empty())
+                .then(|| durations.iter().sum::<i64>() / durations.len() as i64),
+            step_min_ns: durations.iter().min().copied(),
+            step_max_ns: durations.iter().max().copied(),
+            host_busy_p50_ns: median_of(steps.iter().map(|s| s.host_busy_ns).collect()),
+            dataloader_p50_ns: median_of(steps.iter().map(|s| s.dataloader_ns).collect()),
+            device_busy_pct: device_busy_pct.map(round2),
+            engine_pct,
+            findings,
+            lost_ns_per_step,
+            op_self_ns_per_step,
+        }
+    }
+}
+
+fn severity_rank(severity: &str) -> u8 {
+    match severity {
+        "high" => 3,
+        "medium" => 2,
+        "low" => 1,
+        _ => 0,
+    }
+}
+
+/// The median (mean of the two middle values for an even count).
+#[must_use]
+pub fn median(mut values: Vec<i64>) -> Option<i64> {
+    values.sort_unstable();
+    let n = values.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(values[n / 2]),
+        _ => Some(i64::midpoint(values[n / 2 - 1], values[n / 2])),
+    }
+}
+
+fn median_f64(mut values: Vec<f64>) -> Option<f64> {
+    values.sort_unstable_by(f64::total_cmp);
+    let n = values.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(values[n / 2]),
+        _ => Some(f64::midpoint(values[n / 2 - 1], values[n / 2])),
+    }
+}
+
+fn round2(v: f64) -> f64 {
+    (v * 100.0).round() / 100.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_averages_the_middle_pair() {
+        assert_eq!(median(vec![]), None);
+        assert_eq!(median(vec![5, 1, 3]), Some(3));
+        assert_eq!(median(vec![4, 1, 3, 2]), Some(2));
+        assert_eq!(median(vec![10, 11]), Some(10));
+    }
+}

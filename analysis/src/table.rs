@@ -1,0 +1,633 @@
+//! Tables as polars DataFrames: the slices, steps, ops, findings, engines and idle tables that
+//! `export --tables` writes, the Parquet/CSV writers, and the op join `diff` runs.
+//!
+//! All polars code lives in this module: polars changes its API between releases, so one place
+//! keeps an upgrade small.
+
+use std::io::Write;
+
+use polars::prelude::*;
+use rustc_hash::FxHashMap;
+use steplens_ingest::model::{CategoryClass, NO_PARENT, Timeline};
+
+use crate::compare::op_label;
+use crate::ops::is_op;
+use crate::report::Report;
+
+/// A table could not be built or written.
+#[derive(Debug, thiserror::Error)]
+pub enum TableError {
+    /// polars rejected a frame or failed to write it.
+    #[error("table {table}: {source}")]
+    Polars {
+        /// Table name.
+        table: &'static str,
+        /// The polars error.
+        source: PolarsError,
+    },
+}
+
+fn polars_err(table: &'static str) -> impl FnOnce(PolarsError) -> TableError {
+    move |source| TableError::Polars { table, source }
+}
+
+/// File format of exported tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableFormat {
+    /// Apache Parquet, zstd-compressed.
+    Parquet,
+    /// CSV with a header row.
+    Csv,
+}
+
+impl TableFormat {
+    /// File extension, without the dot.
+    #[must_use]
+    pub fn extension(self) -> &'static str {
+        match self {
+            Self::Parquet => "parquet",
+            Self::Csv => "csv",
+        }
+    }
+}
+
+/// One named table.
+pub struct Table {
+    /// File stem (`slices`, `steps`, …).
+    pub name: &'static str,
+    /// The data.
+    pub frame: DataFrame,
+}
+
+impl Table {
+    /// Rows in the table.
+    #[must_use]
+    pub fn rows(&self) -> usize {
+        self.frame.height()
+    }
+
+    /// Column names, in order.
+    #[must_use]
+    pub fn columns(&self) -> Vec<String> {
+        self.frame
+            .get_column_names()
+            .iter()
+            .map(|c| c.to_string())
+            .collect()
+    }
+
+    /// Writes the table in `format`.
+    ///
+    /// # Errors
+    /// When polars fails to encode or `out` fails to take the bytes.
+    pub fn write(&mut self, format: TableFormat, out: &mut dyn Write) -> Result<(), TableError> {
+        match format {
+            TableFormat::Parquet => ParquetWriter::new(out)
+                .with_compression(ParquetCompression::Zstd(None))
+                .finish(&mut self.frame)
+                .map(|_| ()),
+            TableFormat::Csv => CsvWriter::new(out)
+                .include_header(true)
+                .finish(&mut self.frame),
+        }
+        .map_err(polars_err(self.name))
+    }
+}
+
+/// Every table of a trace and its report, in a fixed order.
+///
+/// # Errors
+/// When polars rejects a frame (columns of unequal length would be a bug here).
+pub fn tables(timeline: &Timeline, report: &Report) -> Result<Vec<Table>, TableError> {
+    Ok(vec![
+        Table {
+            name: "slices",
+            frame: slices_frame(timeline).map_err(polars_err("slices"))?,
+        },
+        Table {
+            name: "steps",
+            frame: steps_frame(report).map_err(polars_err("steps"))?,
+        },
+        Table {
+            name: "ops",
+            frame: ops_frame(report).map_err(polars_err("ops"))?,
+        },
+        Table {
+            name: "findings",
+            frame: findings_frame(report).map_err(polars_err("findings"))?,
+        },
+        Table {
+            name: "engines",
+            frame: engines_frame(report).map_err(polars_err("engines"))?,
+        },
+        Table {
+            name: "idle",
+            frame: idle_frame(report).map_err(polars_err("idle"))?,
+        },
+    ])
+}
+
+/// One row per slice: where it is, what it is, its times and its place in the nesting and in
+/// the steps.
+fn slices_frame(timeline: &Timeline) -> PolarsResult<DataFrame> {
+    let slices = &timeline.slices;
+    let n = slices.len();
+    let mut child_ns = vec![0i64; n];
+    for i in 0..n {
+        let parent = slices.parent[i];
+        if parent != NO_PARENT {
+            child_ns[parent as usize] += slices.dur[i];
+        }
+    }
+    // Steps of each clock, sorted by start, to name the step a slice starts in.
+    let mut steps_by_source: FxHashMap<u16, Vec<(i64, i64, &str)>> = FxHashMap::default();
+    for step in &timeline.steps {
+        steps_by_source.entry(step.source).or_default().push((
+            step.start,
+            step.end(),
+            step.name.as_str(),
+        ));
+    }
+    for steps in steps_by_source.values_mut() {
+        steps.sort_unstable_by_key(|s| s.0);
+    }
+    let step_of = |source: u16, ts: i64| -> Option<&str> {
+        let steps = steps_by_source.get(&timeline.step_source(source))?;
+        let idx = steps.partition_point(|s| s.0 <= ts).checked_sub(1)?;
+        let (start, end, name) = steps[idx];
+        (start <= ts && ts < end).then_some(name)
+    };
+
+    let mut source = Vec::with_capacity(n);
+    let mut track = Vec::with_capacity(n);
+    let mut track_name = Vec::with_capacity(n);
+    let mut process = Vec::with_capacity(n);
+    let mut track_kind = Vec::with_capacity(n);
+    let mut name = Vec::with_capacity(n);
+    let mut category = Vec::with_capacity(n);
+    let self_ns: Vec<i64> = slices
+        .dur
+        .iter()
+        .zip(&child_ns)
+        .map(|(dur, children)| (dur - children).max(0))
+        .collect();
+    let mut end_ns = Vec::with_capacity(n);
+    let mut depth = Vec::with_capacity(n);
+    let mut parent = Vec::with_capacity(n);
+    let mut step = Vec::with_capacity(n);
+    for i in 0..n {
+        let t = &timeline.tracks[slices.track[i] as usize];
+        source.push(u32::from(t.source));
+        track.push(slices.track[i]);
+        track_name.push(t.name.as_str());
+        process.push(t.process_name.as_str());
+        track_kind.push(t.kind.label());
+        name.push(timeline.strings.get(slices.name[i]));
+        category.push(timeline.categories.name(slices.cat[i]));
+        end_ns.push(slices.end(i as u32));
+        depth.push(u32::from(slices.depth[i]));
+        parent.push((slices.parent[i] != NO_PARENT).then_some(slices.parent[i]));
+        step.push(step_of(t.source, slices.start[i]));
+    }
+    DataFrame::new(
+        n,
+        vec![
+            Column::new("source".into(), source),
+            Column::new("track".into(), track),
+            Column::new("track_name".into(), track_name),
+            Column::new("process".into(), process),
+            Column::new("track_kind".into(), track_kind),
+            Column::new("name".into(), name),
+            Column::new("category".into(), category),
+            Column::new("start_ns".into(), &slices.start),
+            Column::new("dur_ns".into(), &slices.dur),
+            Column::new("end_ns".into(), end_ns),
+            Column::new("self_ns".into(), self_ns),
+            Column::new("depth".into(), depth),
+            Column::new("parent".into(), parent),
+            Column::new("step".into(), step),
+        ],
+    )
+}
+
+fn steps_frame(report: &Report) -> PolarsResult<DataFrame> {
+    let steps = &report.steps;
+    let mut columns = vec![
+        Column::new(
+            "name".into(),
+            steps.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "source".into(),
+            steps
+                .iter()
+                .map(|s| u32::from(s.source))
+                .collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "start_ns".into(),
+            steps.iter().map(|s| s.start_ns).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "dur_ns".into(),
+            steps.iter().map(|s| s.dur_ns).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "host_busy_ns".into(),
+            steps.iter().map(|s| s.host_busy_ns).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "device_busy_ns".into(),
+            steps.iter().map(|s| s.device_busy_ns).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "device_idle_ns".into(),
+            steps.iter().map(|s| s.device_idle_ns).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "dataloader_ns".into(),
+            steps.iter().map(|s| s.dataloader_ns).collect::<Vec<_>>(),
+        ),
+    ];
+    let mut classes: Vec<&String> = steps.iter().flat_map(|s| s.engines.keys()).collect();
+    classes.sort();
+    classes.dedup();
+    for class in classes {
+        columns.push(Column::new(
+            format!("engine_{class}_ns").into(),
+            steps
+                .iter()
+                .map(|s| s.engines.get(class).copied().unwrap_or(0))
+                .collect::<Vec<_>>(),
+        ));
+    }
+    DataFrame::new(steps.len(), columns)
+}
+
+fn ops_frame(report: &Report) -> PolarsResult<DataFrame> {
+    let ops = &report.ops;
+    let strs = |f: fn(&crate::ops::OpStats) -> &str| ops.iter().map(f).collect::<Vec<_>>();
+    let ints = |f: fn(&crate::ops::OpStats) -> i64| ops.iter().map(f).collect::<Vec<_>>();
+    DataFrame::new(
+        ops.len(),
+        vec![
+            Column::new("name".into(), strs(|o| &o.name)),
+            Column::new("track_kind".into(), strs(|o| &o.track_kind)),
+            Column::new("category".into(), strs(|o| &o.category)),
+            Column::new(
+                "count".into(),
+                ops.iter().map(|o| o.count).collect::<Vec<_>>(),
+            ),
+            Column::new("total_ns".into(), ints(|o| o.total_ns)),
+            Column::new("self_ns".into(), ints(|o| o.self_ns)),
+            Column::new("mean_ns".into(), ints(|o| o.mean_ns)),
+            Column::new("p50_ns".into(), ints(|o| o.p50_ns)),
+            Column::new("p99_ns".into(), ints(|o| o.p99_ns)),
+        ],
+    )
+}
+
+fn findings_frame(report: &Report) -> PolarsResult<DataFrame> {
+    let f = &report.findings;
+    let strs = |get: fn(&crate::report::Finding) -> &str| f.iter().map(get).collect::<Vec<_>>();
+    DataFrame::new(
+        f.len(),
+        vec![
+            Column::new("kind".into(), strs(|x| &x.kind)),
+            Column::new("severity".into(), strs(|x| &x.severity)),
+            Column::new("title".into(), strs(|x| &x.title)),
+            Column::new(
+                "step".into(),
+                f.iter().map(|x| x.step.as_deref()).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "start_ns".into(),
+                f.iter().map(|x| x.start_ns).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "end_ns".into(),
+                f.iter().map(|x| x.end_ns).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "track".into(),
+                f.iter().map(|x| x.track.as_deref()).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "ops".into(),
+                f.iter().map(|x| x.ops.join("; ")).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "call_site".into(),
+                f.iter().map(|x| x.call_site.as_deref()).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "count".into(),
+                f.iter().map(|x| x.count).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "lost_ns".into(),
+                f.iter().map(|x| x.lost_ns).collect::<Vec<_>>(),
+            ),
+            Column::new("recommendation".into(), strs(|x| &x.recommendation)),
+            Column::new(
+                "evidence_json".into(),
+                f.iter()
+                    .map(|x| serde_json::Value::Array(x.evidence.clone()).to_string())
+                    .collect::<Vec<_>>(),
+            ),
+        ],
+    )
+}
+
+fn engines_frame(report: &Report) -> PolarsResult<DataFrame> {
+    let e = &report.engines;
+    DataFrame::new(
+        e.len(),
+        vec![
+            Column::new(
+                "class".into(),
+                e.iter().map(|x| x.class.as_str()).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "engines".into(),
+                e.iter().map(|x| x.engines as u64).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "busy_ns".into(),
+                e.iter().map(|x| x.busy_ns).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "busy_pct".into(),
+                e.iter().map(|x| x.busy_pct).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "mean_engine_utilization_pct".into(),
+                e.iter()
+                    .map(|x| x.mean_engine_utilization_pct)
+                    .collect::<Vec<_>>(),
+            ),
+        ],
+    )
+}
+
+fn idle_frame(report: &Report) -> PolarsResult<DataFrame> {
+    let d = &report.idle;
+    let ints = |get: fn(&crate::idle::StreamIdle) -> i64| d.iter().map(get).collect::<Vec<_>>();
+    DataFrame::new(
+        d.len(),
+        vec![
+            Column::new(
+                "source".into(),
+                d.iter().map(|x| u32::from(x.source)).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "device".into(),
+                d.iter().map(|x| x.device).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "stream".into(),
+                d.iter().map(|x| x.stream.as_str()).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "kernels".into(),
+                d.iter().map(|x| x.kernels).collect::<Vec<_>>(),
+            ),
+            Column::new("idle_ns".into(), ints(|x| x.idle_ns)),
+            Column::new("host_wait_ns".into(), ints(|x| x.host_wait_ns)),
+            Column::new("kernel_wait_ns".into(), ints(|x| x.kernel_wait_ns)),
+            Column::new("other_ns".into(), ints(|x| x.other_ns)),
+        ],
+    )
+}
+
+/// Op time of one run, by op and (where the trace records them) input shapes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpRow {
+    /// Op label (see [`op_label`]).
+    pub name: String,
+    /// Input shapes as recorded (`[[16, 32], []]`), empty when unknown.
+    pub shapes: String,
+    /// Calls.
+    pub count: u64,
+    /// Total time, ns.
+    pub total_ns: i64,
+}
+
+/// Op time by op and input shapes, from a Timeline (host ops carry `Input Dims` when the
+/// profiler ran with `record_shapes=True`).
+#[must_use]
+pub fn ops_by_shape(timeline: &Timeline) -> Vec<OpRow> {
+    let slices = &timeline.slices;
+    let device_track: Vec<bool> = timeline.tracks.iter().map(|t| t.kind.is_device()).collect();
+    let mut groups: FxHashMap<(u32, bool, Vec<u8>), (u64, i64)> = FxHashMap::default();
+    for i in 0..slices.len() {
+        let class = timeline.categories.class(slices.cat[i]);
+        if !is_op(class) {
+            continue;
+        }
+        let device = device_track[slices.track[i] as usize];
+        let shapes: Vec<u8> = if class == CategoryClass::CpuOp {
+            timeline
+                .arg_raw(i as u32, "Input Dims")
+                .map(|raw| {
+                    raw.iter()
+                        .copied()
+                        .filter(|b| !b.is_ascii_whitespace())
+                        .collect()
+                })
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let entry = groups
+            .entry((slices.name[i], device, shapes))
+            .or_insert((0, 0));
+        entry.0 += 1;
+        entry.1 += slices.dur[i];
+    }
+    let mut rows: Vec<OpRow> = groups
+        .into_iter()
+        .map(|((name, device, shapes), (count, total_ns))| OpRow {
+            name: op_label(
+                timeline.strings.get(name),
+                if device { "device" } else { "host" },
+            ),
+            shapes: String::from_utf8_lossy(&shapes).into_owned(),
+            count,
+            total_ns,
+        })
+        .collect();
+    rows.sort_by(|a, b| a.name.cmp(&b.name).then_with(|| a.shapes.cmp(&b.shapes)));
+    rows
+}
+
+/// Op rows from a report's op summary (no shapes: a saved report does not keep them).
+#[must_use]
+pub fn ops_from_report(report: &Report) -> Vec<OpRow> {
+    let mut by_label: FxHashMap<String, (u64, i64)> = FxHashMap::default();
+    for op in &report.ops {
+        let entry = by_label
+            .entry(op_label(&op.name, &op.track_kind))
+            .or_insert((0, 0));
+        entry.0 += op.count;
+        entry.1 += op.total_ns;
+    }
+    by_label
+        .into_iter()
+        .map(|(name, (count, total_ns))| OpRow {
+            name,
+            shapes: String::new(),
+            count,
+            total_ns,
+        })
+        .collect()
+}
+
+/// One op in both runs after the join; a side without the op has `None`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JoinedOp {
+    /// Op label.
+    pub name: String,
+    /// Input shapes (empty when unknown or when joined on names only).
+    pub shapes: String,
+    /// Calls and total time in run A.
+    pub a: Option<(u64, i64)>,
+    /// Calls and total time in run B.
+    pub b: Option<(u64, i64)>,
+}
+
+/// Full outer join of two runs' ops on op name and input shapes. When either side lacks
+/// shapes, both are folded to names first so a saved report still joins with a trace.
+///
+/// # Errors
+/// When polars fails the join (a bug, not an input problem).
+pub fn join_ops(a: &[OpRow], b: &[OpRow]) -> Result<Vec<JoinedOp>, TableError> {
+    let has_shapes = |rows: &[OpRow]| rows.iter().any(|r| !r.shapes.is_empty());
+    let by_name = !(has_shapes(a) && has_shapes(b));
+    // Without shapes on both sides, shape variants of a name are summed before the join.
+    let fold = |rows: &[OpRow]| -> Vec<OpRow> {
+        if !by_name {
+            return rows.to_vec();
+        }
+        let mut by_label: FxHashMap<&str, (u64, i64)> = FxHashMap::default();
+        for r in rows {
+            let entry = by_label.entry(r.name.as_str()).or_insert((0, 0));
+            entry.0 += r.count;
+            entry.1 += r.total_ns;
+        }
+        by_label
+            .into_iter()
+            .map(|(name, (count, total_ns))| OpRow {
+                name: name.to_owned(),
+                shapes: String::new(),
+                count,
+                total_ns,
+            })
+            .collect()
+    };
+    let frame = |rows: &[OpRow]| -> PolarsResult<DataFrame> {
+        DataFrame::new(
+            rows.len(),
+            vec![
+                Column::new(
+                    "name".into(),
+                    rows.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "shapes".into(),
+                    rows.iter().map(|r| r.shapes.as_str()).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "count".into(),
+                    rows.iter().map(|r| r.count).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "total_ns".into(),
+                    rows.iter().map(|r| r.total_ns).collect::<Vec<_>>(),
+                ),
+            ],
+        )
+    };
+    let join = || -> PolarsResult<DataFrame> {
+        frame(&fold(a))?.join(
+            &frame(&fold(b))?,
+            ["name", "shapes"],
+            ["name", "shapes"],
+            JoinArgs::new(JoinType::Full).with_coalesce(JoinCoalesce::CoalesceColumns),
+            None,
+        )
+    };
+    let joined = join().map_err(polars_err("op join"))?;
+    let read = || -> PolarsResult<Vec<JoinedOp>> {
+        let name = joined.column("name")?.str()?;
+        let shapes = joined.column("shapes")?.str()?;
+        let a_count = joined.column("count")?.u64()?;
+        let a_total = joined.column("total_ns")?.i64()?;
+        let b_count = joined.column("count_right")?.u64()?;
+        let b_total = joined.column("total_ns_right")?.i64()?;
+        Ok((0..joined.height())
+            .map(|i| JoinedOp {
+                name: name.get(i).unwrap_or_default().to_owned(),
+                shapes: shapes.get(i).unwrap_or_default().to_owned(),
+                a: a_count.get(i).zip(a_total.get(i)),
+                b: b_count.get(i).zip(b_total.get(i)),
+            })
+            .collect())
+    };
+    let mut ops = read().map_err(polars_err("op join"))?;
+    ops.sort_by(|x, y| x.name.cmp(&y.name).then_with(|| x.shapes.cmp(&y.shapes)));
+    Ok(ops)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(name: &str, shapes: &str, count: u64, total_ns: i64) -> OpRow {
+        OpRow {
+            name: name.into(),
+            shapes: shapes.into(),
+            count,
+            total_ns,
+        }
+    }
+
+    #[test]
+    fn join_keeps_ops_of_either_side() {
+        let a = [
+            row("aten::mm", "[[2,2]]", 2, 100),
+            row("aten::add", "[[2]]", 1, 10),
+        ];
+        let b = [
+            row("aten::mm", "[[2,2]]", 2, 150),
+            row("aten::item", "[[]]", 3, 30),
+        ];
+        let joined = join_ops(&a, &b).unwrap();
+        let find = |n: &str| joined.iter().find(|o| o.name == n).unwrap();
+        assert_eq!(joined.len(), 3);
+        assert_eq!(find("aten::mm").a, Some((2, 100)));
+        assert_eq!(find("aten::mm").b, Some((2, 150)));
+        assert_eq!(find("aten::add").b, None);
+        assert_eq!(find("aten::item").a, None);
+        assert_eq!(find("aten::item").b, Some((3, 30)));
+    }
+
+    #[test]
+    fn shapes_split_an_op_unless_one_side_lacks_them() {
+        let a = [
+            row("aten::mm", "[[2,2]]", 1, 100),
+            row("aten::mm", "[[4,4]]", 1, 300),
+        ];
+        let b = [
+            row("aten::mm", "[[2,2]]", 1, 100),
+            row("aten::mm", "[[8,8]]", 1, 900),
+        ];
+        let joined = join_ops(&a, &b).unwrap();
+        assert_eq!(joined.len(), 3);
+        let names_only = [row("aten::mm", "", 2, 1000)];
+        let folded = join_ops(&a, &names_only).unwrap();
+        assert_eq!(folded.len(), 1);
+        assert_eq!(folded[0].a, Some((2, 400)));
+        assert_eq!(folded[0].b, Some((2, 1000)));
+    }
+}

@@ -1,0 +1,122 @@
+//! One side of a comparison (`check`, `diff`): traces, or a saved `steplens.report/1` JSON
+//! report, which gives the same figures as the trace it came from (less the op shapes).
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use steplens_analysis::report::SCHEMA;
+use steplens_analysis::table::{OpRow, ops_by_shape, ops_from_report};
+use steplens_analysis::{Report, Thresholds};
+use steplens_ingest::LoadOptions;
+
+/// A run, loaded and analysed.
+pub(crate) struct Run {
+    /// What the user named, for headings.
+    pub(crate) label: String,
+    /// Its report.
+    pub(crate) report: Report,
+    /// Op time by name and shapes (shapes only from traces).
+    pub(crate) ops: Vec<OpRow>,
+    /// Whether it came from a saved report rather than a trace.
+    pub(crate) from_report: bool,
+}
+
+/// How far into a file to look for a report's schema tag.
+const SNIFF_BYTES: usize = 4096;
+
+/// The schema tag of a saved report, when `path` is one.
+fn saved_report_schema(path: &Path) -> Option<String> {
+    if path.as_os_str() == "-" {
+        return None;
+    }
+    let mut head = vec![0u8; SNIFF_BYTES];
+    let mut file = std::fs::File::open(path).ok()?;
+    let n = file.read(&mut head).ok()?;
+    let head = String::from_utf8_lossy(&head[..n]);
+    let trimmed = head.trim_start();
+    if !trimmed.starts_with('{') {
+        return None;
+    }
+    let at = trimmed.find("\"steplens.report/")?;
+    let tag = &trimmed[at + 1..];
+    let end = tag.find('"')?;
+    Some(tag[..end].to_owned())
+}
+
+/// Loads one side: a saved report, or traces analysed with `thresholds`.
+pub(crate) fn load_run(
+    paths: &[PathBuf],
+    options: &LoadOptions,
+    thresholds: &Thresholds,
+    with_shapes: bool,
+) -> Result<Run> {
+    let label = paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(" + ");
+    if let [path] = paths
+        && let Some(schema) = saved_report_schema(path)
+    {
+        if schema != SCHEMA {
+            bail!(
+                "{}: report schema {schema} is not supported (this steplens reads {SCHEMA})",
+                path.display()
+            );
+        }
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("{}: cannot read", path.display()))?;
+        let report: Report = serde_json::from_str(&text).map_err(|e| {
+            anyhow::anyhow!(
+                "{}: line {} column {}: not a valid {SCHEMA} report: {e}",
+                path.display(),
+                e.line(),
+                e.column()
+            )
+        })?;
+        let ops = ops_from_report(&report);
+        return Ok(Run {
+            label,
+            report,
+            ops,
+            from_report: true,
+        });
+    }
+    if paths.len() > 1 && paths.iter().any(|p| saved_report_schema(p).is_some()) {
+        bail!("{label}: a saved report stands alone; it cannot be combined with other inputs");
+    }
+    let refs: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
+    let timeline = steplens_ingest::load_many(&refs, options, None)?;
+    let report = steplens_analysis::build_report_with(&timeline, thresholds);
+    let ops = if with_shapes {
+        ops_by_shape(&timeline)
+    } else {
+        ops_from_report(&report)
+    };
+    Ok(Run {
+        label,
+        report,
+        ops,
+        from_report: false,
+    })
+}
+
+/// Loads both sides at once (one thread each): the two ingests are independent.
+pub(crate) fn load_pair(
+    a: &[PathBuf],
+    b: &[PathBuf],
+    options: &LoadOptions,
+    thresholds: &Thresholds,
+    with_shapes: bool,
+) -> Result<(Run, Run)> {
+    std::thread::scope(|scope| {
+        let first = scope.spawn(|| load_run(a, options, thresholds, with_shapes));
+        let second = load_run(b, options, thresholds, with_shapes);
+        let first = match first.join() {
+            Ok(result) => result,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        Ok((first?, second?))
+    })
+}
