@@ -6,81 +6,19 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+
+use std::process::{Command, Stdio};
 
 use serde_json::Value;
 use tempfile::TempDir;
 
+mod support;
+
+use support::{fails, json, ok, repo, stderr, stdout, steplens, temp_file};
+
 const CLEAN: &str = "samples/torch-cpu/train_clean.json";
 const STALL: &str = "samples/torch-cpu/train_stall.json.gz";
 const GPU: &str = "samples/hta/cuda_event_sync.json.gz";
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Runs `steplens ARGS` in the repository root, with color and terminal detection off.
-fn steplens(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_steplens"))
-        .args(args)
-        .current_dir(repo())
-        .env_remove("CI")
-        .output()
-        .expect("run steplens")
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8(out.stdout.clone()).expect("stdout is UTF-8")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8(out.stderr.clone()).expect("stderr is UTF-8")
-}
-
-/// Asserts success and returns stdout.
-fn ok(args: &[&str]) -> String {
-    let out = steplens(args);
-    assert!(
-        out.status.success(),
-        "steplens {args:?} failed ({:?}):\n{}",
-        out.status.code(),
-        stderr(&out)
-    );
-    assert!(stderr(&out).is_empty(), "stderr: {}", stderr(&out));
-    stdout(&out)
-}
-
-fn json(args: &[&str]) -> Value {
-    let text = ok(args);
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}):\n{text}"))
-}
-
-/// Asserts the run failed with status 2, nothing on stdout, and exactly one error line on
-/// stderr that names `file`; returns that line.
-fn fails(args: &[&str], file: &str) -> String {
-    let out = steplens(args);
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "steplens {args:?}: {}",
-        stderr(&out)
-    );
-    assert!(out.stdout.is_empty(), "stdout: {}", stdout(&out));
-    let err = stderr(&out);
-    assert!(err.ends_with('\n'), "{err:?}");
-    let lines: Vec<&str> = err.lines().collect();
-    assert_eq!(lines.len(), 1, "one line on stderr, got {err:?}");
-    assert!(lines[0].starts_with("steplens: error: "), "{err:?}");
-    assert!(lines[0].contains(file), "{err:?} should name {file}");
-    lines[0].to_owned()
-}
-
-fn temp_file(dir: &TempDir, name: &str, bytes: &[u8]) -> PathBuf {
-    let path = dir.path().join(name);
-    std::fs::write(&path, bytes).expect("write temp file");
-    path
-}
 
 fn no_ansi(text: &str) {
     assert!(!text.contains('\x1b'), "ANSI escape in output:\n{text}");

@@ -91,7 +91,8 @@ pub struct RunFigures {
     /// Median of the per-step busy share of each engine class, percent. Without steps, the
     /// whole-trace utilization.
     pub engine_pct: BTreeMap<String, f64>,
-    /// Findings by key (measured steps only).
+    /// Findings by key (measured steps only); a list of `{kind, site, …}` in JSON.
+    #[serde(serialize_with = "findings_as_list")]
     pub findings: BTreeMap<FindingKey, FindingGroup>,
     /// Lost time per measured step by finding kind, ns (whole-run totals without steps).
     pub lost_ns_per_step: BTreeMap<String, i64>,
@@ -230,6 +231,21 @@ impl RunFigures {
             op_self_ns_per_step,
         }
     }
+}
+
+/// JSON objects need string keys: the findings map is written as a list of key + figures.
+fn findings_as_list<S: serde::Serializer>(
+    map: &BTreeMap<FindingKey, FindingGroup>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct Row<'a> {
+        #[serde(flatten)]
+        key: &'a FindingKey,
+        #[serde(flatten)]
+        group: &'a FindingGroup,
+    }
+    serializer.collect_seq(map.iter().map(|(key, group)| Row { key, group }))
 }
 
 fn severity_rank(severity: &str) -> u8 {

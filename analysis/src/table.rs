@@ -94,6 +94,37 @@ impl Table {
     }
 }
 
+/// Columns (name and type) and row count of a written table, read back from its bytes: what a
+/// user's pandas or DuckDB will see.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableShape {
+    /// Column names and polars type names, in order.
+    pub columns: Vec<(String, String)>,
+    /// Rows.
+    pub rows: usize,
+}
+
+/// Reads back a table written by [`Table::write`].
+///
+/// # Errors
+/// When the bytes are not a readable table of that format.
+pub fn read_shape(format: TableFormat, bytes: Vec<u8>) -> Result<TableShape, TableError> {
+    let cursor = std::io::Cursor::new(bytes);
+    let frame = match format {
+        TableFormat::Parquet => ParquetReader::new(cursor).finish(),
+        TableFormat::Csv => CsvReader::new(cursor).finish(),
+    }
+    .map_err(polars_err("read back"))?;
+    Ok(TableShape {
+        columns: frame
+            .columns()
+            .iter()
+            .map(|c| (c.name().to_string(), c.dtype().to_string()))
+            .collect(),
+        rows: frame.height(),
+    })
+}
+
 /// Every table of a trace and its report, in a fixed order.
 ///
 /// # Errors

@@ -11,11 +11,13 @@
 )]
 
 use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 use serde_json::Value;
 use steplens_analysis::report::Finding;
 use steplens_analysis::{Report, build_report};
 use steplens_ingest::{LoadOptions, load};
+use tempfile::TempDir;
 
 /// The repository root.
 pub(crate) fn repo() -> &'static Path {
@@ -85,4 +87,69 @@ pub(crate) fn corpus_path(rel: &str) -> Option<PathBuf> {
 /// `../shared/corpus/torch-cpu/<name>.json.gz`, gated as [`corpus_path`].
 pub(crate) fn torch_cpu_trace(name: &str) -> Option<PathBuf> {
     corpus_path(&format!("torch-cpu/{name}.json.gz"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running the binary
+
+/// Runs `steplens ARGS` in the repository root, with color and terminal detection off.
+pub(crate) fn steplens(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_steplens"))
+        .args(args)
+        .current_dir(repo())
+        .env_remove("CI")
+        .output()
+        .expect("run steplens")
+}
+
+pub(crate) fn stdout(out: &Output) -> String {
+    String::from_utf8(out.stdout.clone()).expect("stdout is UTF-8")
+}
+
+pub(crate) fn stderr(out: &Output) -> String {
+    String::from_utf8(out.stderr.clone()).expect("stderr is UTF-8")
+}
+
+/// Asserts success and returns stdout.
+pub(crate) fn ok(args: &[&str]) -> String {
+    let out = steplens(args);
+    assert!(
+        out.status.success(),
+        "steplens {args:?} failed ({:?}):\n{}",
+        out.status.code(),
+        stderr(&out)
+    );
+    assert!(stderr(&out).is_empty(), "stderr: {}", stderr(&out));
+    stdout(&out)
+}
+
+pub(crate) fn json(args: &[&str]) -> Value {
+    let text = ok(args);
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}):\n{text}"))
+}
+
+/// Asserts the run failed with status 2, nothing on stdout, and exactly one error line on
+/// stderr that names `file`; returns that line.
+pub(crate) fn fails(args: &[&str], file: &str) -> String {
+    let out = steplens(args);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "steplens {args:?}: {}",
+        stderr(&out)
+    );
+    assert!(out.stdout.is_empty(), "stdout: {}", stdout(&out));
+    let err = stderr(&out);
+    assert!(err.ends_with('\n'), "{err:?}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "one line on stderr, got {err:?}");
+    assert!(lines[0].starts_with("steplens: error: "), "{err:?}");
+    assert!(lines[0].contains(file), "{err:?} should name {file}");
+    lines[0].to_owned()
+}
+
+pub(crate) fn temp_file(dir: &TempDir, name: &str, bytes: &[u8]) -> PathBuf {
+    let path = dir.path().join(name);
+    std::fs::write(&path, bytes).expect("write temp file");
+    path
 }
