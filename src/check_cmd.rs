@@ -45,7 +45,7 @@ pub(crate) struct CheckArgs {
     /// Also print GitHub Actions annotations (`::error …`) for failed rules.
     #[arg(long)]
     github: bool,
-    /// Also write a Markdown summary to FILE (append to `$GITHUB_STEP_SUMMARY` as is).
+    /// Also append a Markdown summary to FILE (e.g. `$GITHUB_STEP_SUMMARY`).
     #[arg(long, value_name = "FILE")]
     summary_md: Option<PathBuf>,
     #[command(flatten)]
@@ -97,13 +97,24 @@ pub(crate) fn run(args: &CheckArgs) -> Result<bool> {
         )?;
     }
     if let Some(path) = &args.summary_md {
-        write_file(path, &markdown(&outcome, &baseline, &current))?;
+        append_file(path, &markdown(&outcome, &baseline, &current))?;
     }
     Ok(outcome.passed)
 }
 
 fn write_file(path: &Path, text: &str) -> Result<()> {
     std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Appends, as GitHub expects for `$GITHUB_STEP_SUMMARY` (other steps write to it too).
+fn append_file(path: &Path, text: &str) -> Result<()> {
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    file.write_all(text.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 fn side_line(run: &Run, figures: &RunFigures) -> String {

@@ -267,7 +267,10 @@ fn write(out: &mut dyn Write, d: &Diff, top: usize, style: Option<Style>) -> io:
     } else {
         "joined on op name"
     };
-    heading(out, &format!("Ops, time per step ({joined_on})"))?;
+    heading(
+        out,
+        &format!("Ops, time per step over the whole trace ({joined_on})"),
+    )?;
     let count = |s: OpStatus| d.ops.iter().filter(|o| o.status == s).count();
     let counts = format!(
         "{} added, {} removed, {} slower, {} faster, {} within ±{}% or ±{}",

@@ -469,3 +469,20 @@ fn export_bad_input_exits_2() {
     let line = fails(&["export", CLEAN], "--tables");
     assert!(line.contains("nothing to export"), "{line}");
 }
+
+#[test]
+fn the_readme_example_against_the_committed_baseline() {
+    let args = |current: &'static str| {
+        [
+            "check",
+            current,
+            "--baseline",
+            "samples/ci/baseline.report.json",
+            "--budget",
+            "samples/ci/steplens.toml",
+        ]
+    };
+    check_exits(&args(CLEAN), 0);
+    let text = check_exits(&args(SYNC), 1);
+    assert!(text.contains("FAIL  new_findings.sync_point"), "{text}");
+}

@@ -402,7 +402,7 @@ fn time_rule(
     if has_tolerance && delta > 0 && over_abs && over_rel {
         result.status = Status::Fail;
         result.message = format!(
-            "{what} went from {} to {} ({}), past {}",
+            "{what} went from {} to {}: {}, past {}",
             human_ns(base),
             human_ns(cur),
             result.change,
