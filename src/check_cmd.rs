@@ -10,7 +10,7 @@ use steplens_analysis::check::{CheckOutcome, RuleResult, Status, check};
 use steplens_analysis::compare::RunFigures;
 use steplens_analysis::units::human_ns;
 
-use crate::render::{Style, Table};
+use crate::render::{Style, Table, truncate};
 use crate::run_input::{Run, load_pair};
 use crate::{LoadArgs, output, read_budget};
 
@@ -56,7 +56,7 @@ pub(crate) struct CheckArgs {
 pub(crate) fn run(args: &CheckArgs) -> Result<bool> {
     let budget = match &args.budget {
         Some(path) => read_budget(path)?,
-        None => crate::Budget::default(),
+        None => steplens_analysis::budget::Budget::default(),
     };
     let mut limits = budget.check;
     if let Some(warmup) = args.warmup {
@@ -191,7 +191,8 @@ fn text(
     for rule in ordered {
         table.row(vec![
             status_word(rule.status).to_owned(),
-            rule.rule.clone(),
+            // Kernel names run to hundreds of characters; the JSON and JUnit keep them whole.
+            truncate(&rule.rule, 72),
             rule.baseline.clone(),
             rule.current.clone(),
             rule.change.clone(),

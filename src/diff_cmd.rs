@@ -8,7 +8,7 @@ use steplens_analysis::compare::RunFigures;
 use steplens_analysis::diff::{Diff, DiffSide, FindingChange, OpChange, OpStatus, diff};
 use steplens_analysis::units::{human_ns, signed_ns};
 
-use crate::render::{Style, Table};
+use crate::render::{Style, Table, truncate};
 use crate::run_input::load_pair;
 use crate::{LoadArgs, ReportFormat, output, read_budget};
 
@@ -204,16 +204,6 @@ fn op_table(ops: &[&OpChange], with_shapes: bool) -> Table {
         t.row(row);
     }
     t
-}
-
-fn truncate(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_owned()
-    } else {
-        let mut out: String = s.chars().take(max - 1).collect();
-        out.push('…');
-        out
-    }
 }
 
 /// Text (with a style) or Markdown (without).

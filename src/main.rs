@@ -18,6 +18,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
+use steplens_analysis::budget::Budget;
 use steplens_ingest::{IngestError, LoadOptions, Timeline};
 
 /// Where each training step's time goes, from PyTorch profiler and Gaudi traces.
@@ -202,27 +203,11 @@ fn report(args: &ReportArgs) -> Result<()> {
     Ok(())
 }
 
-/// A budget file: detector thresholds and the check's limits.
-#[derive(Debug, Default, serde::Deserialize)]
-#[serde(default, deny_unknown_fields)]
-struct Budget {
-    thresholds: steplens_analysis::Thresholds,
-    check: steplens_analysis::check::CheckBudget,
-}
-
 fn read_budget(path: &Path) -> Result<Budget> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("{}: cannot read budget file", path.display()))?;
-    toml::from_str(&text).map_err(|e| {
-        let line = e
-            .span()
-            .map(|span| text[..span.start].matches('\n').count() + 1);
-        let message = e.message().to_owned();
-        match line {
-            Some(line) => anyhow::anyhow!("{}: line {line}: {message}", path.display()),
-            None => anyhow::anyhow!("{}: {message}", path.display()),
-        }
-    })
+    steplens_analysis::budget::parse_budget(&text)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
 fn info(args: &InfoArgs) -> Result<()> {

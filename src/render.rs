@@ -335,7 +335,8 @@ fn idle_table(report: &Report) -> Table {
     table
 }
 
-fn truncate(s: &str, max: usize) -> String {
+/// `s` cut to `max` characters, the last one an ellipsis when cut.
+pub(crate) fn truncate(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         return s.to_owned();
     }

@@ -30,6 +30,7 @@ fn sample_traces() -> Vec<PathBuf> {
             }
             if (name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".csv"))
                 && !name.ends_with(".truth.json")
+                && !name.ends_with(".report.json")
             {
                 out.push(path.strip_prefix(repo()).expect("under repo").to_path_buf());
             }

@@ -6,6 +6,7 @@
 //! [`diff`] compare two runs' [`compare::RunFigures`]; [`table`] holds every polars frame
 //! (export tables, the diff's op join).
 
+pub mod budget;
 pub mod check;
 pub mod compare;
 pub mod detect;

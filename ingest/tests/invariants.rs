@@ -27,6 +27,7 @@ fn traces_under(dir: &Path, out: &mut Vec<PathBuf>) {
             (name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".csv"))
                 && !name.ends_with(".truth.json")
                 && !name.ends_with(".metrics.json")
+                && !name.ends_with(".report.json")
                 && name != "corpus_counts.json";
         if is_trace {
             out.push(path);

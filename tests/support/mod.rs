@@ -52,6 +52,8 @@ pub(crate) fn sample_traces() -> Vec<PathBuf> {
                 walk(&path, out);
             } else if (name.ends_with(".json") || name.ends_with(".json.gz"))
                 && !name.ends_with(".truth.json")
+                // Saved reports (the check baseline) are not traces.
+                && !name.ends_with(".report.json")
                 && name != "corpus_counts.json"
             {
                 out.push(path);
