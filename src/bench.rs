@@ -153,7 +153,11 @@ fn measure(trace: &Path, runs: usize) -> Result<Figures> {
         file_bytes += n as u64;
     }
     drop(buf);
-    let options = LoadOptions::default();
+    // The input may have just been generated: map it anyway, as a settled file would be.
+    let options = LoadOptions {
+        map_fresh_files: true,
+        ..LoadOptions::default()
+    };
     let sampler = PrivatePeak::start();
     let mut ingest = Vec::new();
     let mut total = Vec::new();

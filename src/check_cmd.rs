@@ -53,6 +53,13 @@ pub(crate) struct CheckArgs {
 }
 
 /// Runs the check; `Ok(false)` means a rule failed.
+impl CheckArgs {
+    /// Whether the output is JSON (errors are then written as JSON too).
+    pub(crate) fn json_output(&self) -> bool {
+        self.format == CheckFormat::Json
+    }
+}
+
 pub(crate) fn run(args: &CheckArgs) -> Result<bool> {
     let budget = match &args.budget {
         Some(path) => read_budget(path)?,

@@ -37,6 +37,13 @@ pub(crate) struct DiffArgs {
     load: LoadArgs,
 }
 
+impl DiffArgs {
+    /// Whether the output is JSON (errors are then written as JSON too).
+    pub(crate) fn json_output(&self) -> bool {
+        self.format == ReportFormat::Json
+    }
+}
+
 pub(crate) fn run(args: &DiffArgs) -> Result<()> {
     let thresholds = match &args.budget {
         Some(path) => read_budget(path)?.thresholds,

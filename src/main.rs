@@ -19,7 +19,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use steplens_analysis::budget::Budget;
-use steplens_ingest::{IngestError, LoadOptions, Timeline};
+use steplens_ingest::{IngestError, LoadOptions, Timeline, limits};
 
 /// Where each training step's time goes, from PyTorch profiler and Gaudi traces.
 #[derive(Debug, Parser)]
@@ -50,9 +50,21 @@ struct LoadArgs {
     /// Read files with read() instead of mapping them (for files still being written).
     #[arg(long)]
     no_mmap: bool,
-    /// Largest decompressed size accepted from a .gz input, bytes.
-    #[arg(long, default_value_t = steplens_ingest::DEFAULT_MAX_INFLATED_BYTES)]
+    /// Largest decompressed size accepted from a .gz input or a ZIP archive, bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = steplens_ingest::DEFAULT_MAX_INFLATED_BYTES)]
     max_inflated_bytes: u64,
+    /// Largest decompressed/compressed ratio of a .gz input past its first 256 MiB.
+    #[arg(long, value_name = "N", default_value_t = limits::DEFAULT_MAX_INFLATE_RATIO)]
+    max_inflate_ratio: u64,
+    /// Most tracks (threads, streams, engine lanes, counters) over all inputs.
+    #[arg(long, value_name = "N", default_value_t = limits::DEFAULT_MAX_TRACKS)]
+    max_tracks: usize,
+    /// Longest name or category accepted, bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = limits::DEFAULT_MAX_NAME_BYTES)]
+    max_name_bytes: usize,
+    /// Deepest nesting of JSON arrays and objects (event args) accepted.
+    #[arg(long, value_name = "N", default_value_t = limits::DEFAULT_MAX_JSON_DEPTH)]
+    max_json_depth: usize,
 }
 
 impl LoadArgs {
@@ -60,6 +72,13 @@ impl LoadArgs {
         LoadOptions {
             mmap: !self.no_mmap,
             max_inflated_bytes: self.max_inflated_bytes,
+            limits: steplens_ingest::Limits {
+                max_tracks: self.max_tracks,
+                max_name_bytes: self.max_name_bytes,
+                max_json_depth: self.max_json_depth,
+                max_inflate_ratio: self.max_inflate_ratio,
+            },
+            map_fresh_files: false,
         }
     }
 }
@@ -112,6 +131,13 @@ struct InfoArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let json_errors = match &cli.command {
+        Command::Report(args) => args.format == ReportFormat::Json,
+        Command::Info(args) => args.json,
+        Command::Check(args) => args.json_output(),
+        Command::Diff(args) => args.json_output(),
+        Command::Export(_) | Command::Bench(_) => false,
+    };
     let result = match cli.command {
         Command::Report(args) => report(&args).map(|()| true),
         Command::Info(args) => info(&args).map(|()| true),
@@ -131,10 +157,35 @@ fn main() -> ExitCode {
             }) {
                 return ExitCode::SUCCESS;
             }
+            let line = one_line(&err);
+            if json_errors {
+                // Scripts that asked for JSON get the error as JSON too, with its stable code.
+                let doc = serde_json::json!({
+                    "schema": "steplens.error/1",
+                    "error": { "code": error_code(&err), "message": line },
+                });
+                let _ = writeln!(io::stdout().lock(), "{doc}");
+            }
             let mut stderr = io::stderr().lock();
-            let _ = writeln!(stderr, "steplens: error: {}", one_line(&err));
+            let _ = writeln!(stderr, "steplens: error: {line}");
             ExitCode::from(2)
         }
+    }
+}
+
+/// The stable code of an error: the ingest taxonomy (`not_a_trace`, `unsupported`, `damaged`,
+/// `limit_exceeded`, `io`), else `io` for other I/O failures and `invalid_input` for the rest
+/// (budget files, saved reports, arguments).
+fn error_code(err: &anyhow::Error) -> &'static str {
+    for cause in err.chain() {
+        if let Some(ingest) = cause.downcast_ref::<IngestError>() {
+            return ingest.code();
+        }
+    }
+    if err.chain().any(|c| c.downcast_ref::<io::Error>().is_some()) {
+        "io"
+    } else {
+        "invalid_input"
     }
 }
 

@@ -444,11 +444,16 @@ fn bad_inputs_fail_with_one_line() {
         assert!(line.contains(says), "{line}");
         let line = fails(&["info", path.to_str().unwrap()], name);
         assert!(line.contains(says), "{line}");
-        let line = fails(
-            &["report", "-f", "json", CLEAN, path.to_str().unwrap()],
-            name,
-        );
-        assert!(line.contains(says), "{line}");
+        // Asked for JSON, the error also comes as JSON on stdout, with its stable code.
+        let out = steplens(&["report", "-f", "json", CLEAN, path.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2));
+        let doc: Value = serde_json::from_str(&stdout(&out)).unwrap();
+        assert_eq!(doc["schema"], "steplens.error/1");
+        let code = doc["error"]["code"].as_str().unwrap();
+        assert!(["not_a_trace", "damaged"].contains(&code), "{doc}");
+        let message = doc["error"]["message"].as_str().unwrap();
+        assert!(message.contains(says) && message.contains(name), "{doc}");
+        assert_eq!(stderr(&out), format!("steplens: error: {message}\n"));
     }
     fails(&["report", "samples"], "samples");
 }

@@ -95,6 +95,8 @@ pub(crate) struct DeviceHints {
 #[derive(Debug, Default)]
 pub struct TimelineBuilder {
     timeline: Timeline,
+    limits: crate::limits::Limits,
+    limit_hit: Option<crate::limits::LimitHit>,
     raw: Slices,
     tracks: Vec<RawTrack>,
     lane_index: FxHashMap<LaneKey, TrackId>,
@@ -137,11 +139,53 @@ impl TimelineBuilder {
 
     /// Interns a name.
     pub fn intern(&mut self, s: &str) -> StrId {
+        let s = self.within_name_limit(s);
         self.timeline.strings.intern(s)
+    }
+
+    /// The limits this builder enforces.
+    #[must_use]
+    pub fn limits(&self) -> crate::limits::Limits {
+        self.limits
+    }
+
+    /// Sets the limits for what is read next.
+    pub fn set_limits(&mut self, limits: crate::limits::Limits) {
+        self.limits = limits;
+    }
+
+    /// The first limit run into since the last call, if any.
+    pub(crate) fn take_limit_hit(&mut self) -> Option<crate::limits::LimitHit> {
+        self.limit_hit.take()
+    }
+
+    fn hit_limit(&mut self, what: &'static str, limit: String, flag: &'static str) {
+        if self.limit_hit.is_none() {
+            self.limit_hit = Some(crate::limits::LimitHit { what, limit, flag });
+        }
+    }
+
+    /// `s`, or its first `max_name_bytes` (on a char boundary) with the limit recorded.
+    fn within_name_limit<'s>(&mut self, s: &'s str) -> &'s str {
+        let max = self.limits.max_name_bytes;
+        if s.len() <= max {
+            return s;
+        }
+        self.hit_limit(
+            "a name",
+            format!("{max} bytes (one is {} bytes)", s.len()),
+            "--max-name-bytes",
+        );
+        let mut end = max;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        &s[..end]
     }
 
     /// Interns a category.
     pub fn intern_cat(&mut self, cat: &str) -> CatId {
+        let cat = self.within_name_limit(cat);
         self.timeline.categories.intern(cat)
     }
 
@@ -173,6 +217,12 @@ impl TimelineBuilder {
         }
         let id = match self.lane_index.get(&key) {
             Some(&id) => id,
+            // Past the cap, events land on the last track; the load then fails on the hit.
+            None if self.tracks.len() >= self.limits.max_tracks.max(1) => {
+                let max = self.limits.max_tracks;
+                self.hit_limit("the number of tracks", format!("{max}"), "--max-tracks");
+                return TrackId::try_from(self.tracks.len() - 1).unwrap_or(TrackId::MAX);
+            }
             None => {
                 let id = TrackId::try_from(self.tracks.len()).unwrap_or(TrackId::MAX);
                 self.tracks.push(RawTrack {

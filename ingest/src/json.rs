@@ -15,28 +15,43 @@ pub(crate) struct SyntaxError {
     pub(crate) offset: usize,
     /// What was expected.
     pub(crate) expected: &'static str,
+    /// The nesting limit was hit: not damage, a limit the user can raise.
+    pub(crate) depth_limit: bool,
 }
 
 pub(crate) type Result<T> = std::result::Result<T, SyntaxError>;
-
-/// Maximum nesting of arrays/objects the skipper follows before calling the input damaged.
-const MAX_DEPTH: usize = 1024;
 
 /// A read position in a JSON byte slice.
 pub(crate) struct Cursor<'a> {
     pub(crate) buf: &'a [u8],
     pub(crate) pos: usize,
+    /// Deepest nesting of arrays/objects the skipper follows.
+    max_depth: usize,
 }
 
 impl<'a> Cursor<'a> {
     pub(crate) fn new(buf: &'a [u8]) -> Self {
-        Self { buf, pos: 0 }
+        Self::with_max_depth(buf, crate::limits::DEFAULT_MAX_JSON_DEPTH)
+    }
+
+    pub(crate) fn with_max_depth(buf: &'a [u8], max_depth: usize) -> Self {
+        Self {
+            buf,
+            pos: 0,
+            max_depth,
+        }
+    }
+
+    /// The nesting limit this cursor enforces.
+    pub(crate) fn max_depth(&self) -> usize {
+        self.max_depth
     }
 
     fn err<T>(&self, expected: &'static str) -> Result<T> {
         Err(SyntaxError {
             offset: self.pos.min(self.buf.len()),
             expected,
+            depth_limit: false,
         })
     }
 
@@ -158,8 +173,12 @@ impl<'a> Cursor<'a> {
                 }
                 b'{' | b'[' => {
                     depth += 1;
-                    if depth > MAX_DEPTH {
-                        return self.err("nesting shallower than 1024 levels");
+                    if depth > self.max_depth {
+                        return Err(SyntaxError {
+                            offset: self.pos,
+                            expected: "shallower nesting",
+                            depth_limit: true,
+                        });
                     }
                 }
                 b'}' | b']' => {

@@ -98,7 +98,7 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
         progress: Option<Progress<'p>>,
     ) -> Self {
         Self {
-            cur: Cursor::new(bytes),
+            cur: Cursor::with_max_depth(bytes, builder.limits().max_json_depth),
             builder,
             source,
             path,
@@ -181,6 +181,14 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
     /// Turns a syntax error into a warning (events before it are kept), or into an error when
     /// nothing usable was read.
     fn damaged(&mut self, e: SyntaxError) -> Result<(), IngestError> {
+        if e.depth_limit {
+            return Err(IngestError::LimitExceeded {
+                path: self.path.to_owned(),
+                what: "JSON nesting depth",
+                limit: format!("{} levels (at byte {})", self.cur.max_depth(), e.offset),
+                flag: "--max-json-depth",
+            });
+        }
         let at_end = e.offset >= self.cur.buf.len();
         if self.events == 0 {
             return Err(IngestError::Damaged {

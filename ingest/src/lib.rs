@@ -23,6 +23,7 @@ mod hltv;
 pub mod intervals;
 mod json;
 mod kineto;
+pub mod limits;
 pub mod model;
 pub mod source;
 
@@ -32,6 +33,7 @@ use std::sync::Arc;
 pub use builder::TimelineBuilder;
 pub use error::IngestError;
 pub use kineto::Progress;
+pub use limits::Limits;
 pub use model::Timeline;
 /// Most entries of a `.hltv` ZIP archive steplens examines (a guard against zip bombs).
 pub const MAX_ARCHIVE_ENTRIES: usize = hltv::MAX_ENTRIES;
@@ -44,6 +46,12 @@ pub struct LoadOptions {
     pub mmap: bool,
     /// Largest decompressed size accepted from a gzip input, bytes.
     pub max_inflated_bytes: u64,
+    /// Caps on tracks, names, JSON nesting and the inflate ratio.
+    pub limits: Limits,
+    /// Map files even when they changed in the last few seconds. Off by default: a file that
+    /// is still being written may shrink under the mapping and crash the process, so such
+    /// files are read instead. Benchmarks that just wrote their input turn it on.
+    pub map_fresh_files: bool,
 }
 
 /// Default cap on decompressed gzip input: 64 GiB.
@@ -54,6 +62,8 @@ impl Default for LoadOptions {
         Self {
             mmap: true,
             max_inflated_bytes: DEFAULT_MAX_INFLATED_BYTES,
+            limits: Limits::default(),
+            map_fresh_files: false,
         }
     }
 }
@@ -211,11 +221,23 @@ pub fn add_file(
     progress: Option<Progress<'_>>,
 ) -> Result<(), IngestError> {
     let display = path.display().to_string();
+    builder.set_limits(options.limits);
     let input = source::read_input(path, options)?;
-    if sniff(input.data.bytes()) == Format::Zip {
-        return hltv::read_archive(builder, input.data.bytes(), &display, options);
+    let read = if sniff(input.data.bytes()) == Format::Zip {
+        hltv::read_archive(builder, input.data.bytes(), &display, options)
+    } else {
+        add_input(builder, &display, input, progress)
+    };
+    // A limit hit while reading stops the load, even when the reader itself carried on.
+    if let Some(hit) = builder.take_limit_hit() {
+        return Err(IngestError::LimitExceeded {
+            path: display,
+            what: hit.what,
+            limit: hit.limit,
+            flag: hit.flag,
+        });
     }
-    add_input(builder, &display, input, progress)
+    read
 }
 
 /// Reads one input already in memory (a file, or a member of an archive) into `builder`.

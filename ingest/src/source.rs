@@ -73,7 +73,11 @@ pub(crate) fn read_input(path: &Path, options: &LoadOptions) -> Result<Input, In
                 reason: "is a directory".into(),
             });
         }
-        match (meta.is_file() && meta.len() > 0 && options.mmap).then(|| map_file(&file)) {
+        let mappable = meta.is_file()
+            && meta.len() > 0
+            && options.mmap
+            && (options.map_fresh_files || !recently_written(&meta));
+        match mappable.then(|| map_file(&file)) {
             Some(Ok(map)) => SourceData::Mapped(map),
             // Mapping can fail on some file systems; reading always works.
             Some(Err(_)) | None => {
@@ -86,12 +90,7 @@ pub(crate) fn read_input(path: &Path, options: &LoadOptions) -> Result<Input, In
     let stored_bytes = raw.bytes().len() as u64;
     if raw.bytes().starts_with(&GZIP_MAGIC) {
         let mut warnings = Vec::new();
-        let inflated = inflate(
-            raw.bytes(),
-            &display,
-            options.max_inflated_bytes,
-            &mut warnings,
-        )?;
+        let inflated = inflate(raw.bytes(), &display, options, &mut warnings)?;
         return Ok(Input {
             data: SourceData::Owned(inflated),
             stored_bytes,
@@ -105,6 +104,18 @@ pub(crate) fn read_input(path: &Path, options: &LoadOptions) -> Result<Input, In
         compressed: false,
         warnings: Vec::new(),
     })
+}
+
+/// How recently a file must have been modified to be read rather than mapped.
+const STILL_WRITTEN: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Whether the file changed in the last few seconds: a profiler may still be writing it, and a
+/// mapping of a file that shrinks under it crashes the process (SIGBUS), so it is read instead.
+fn recently_written(meta: &std::fs::Metadata) -> bool {
+    meta.modified()
+        .ok()
+        .and_then(|m| m.elapsed().ok())
+        .is_some_and(|age| age < STILL_WRITTEN)
 }
 
 /// Maps `file` read-only.
@@ -127,9 +138,15 @@ fn map_file(file: &File) -> io::Result<Mmap> {
 fn inflate(
     compressed: &[u8],
     path: &str,
-    limit: u64,
+    options: &LoadOptions,
     warnings: &mut Vec<Warning>,
 ) -> Result<Vec<u8>, IngestError> {
+    // The size cap, tightened by the ratio cap once past its floor.
+    let ratio = options.limits.max_inflate_ratio;
+    let by_ratio = (compressed.len() as u64)
+        .saturating_mul(ratio)
+        .max(crate::limits::INFLATE_RATIO_FLOOR);
+    let limit = options.max_inflated_bytes.min(by_ratio);
     // ISIZE (last 4 bytes) is the size mod 2^32 of the last member: a capacity hint only.
     let hint = compressed
         .len()
@@ -162,11 +179,28 @@ fn inflate(
         });
     }
     if out.len() as u64 > limit {
+        let (what, limit, flag) = if limit < options.max_inflated_bytes {
+            (
+                "decompression ratio",
+                format!(
+                    "{ratio}:1 past {} MiB ({} compressed bytes inflate to more than {limit})",
+                    crate::limits::INFLATE_RATIO_FLOOR >> 20,
+                    compressed.len()
+                ),
+                "--max-inflate-ratio",
+            )
+        } else {
+            (
+                "decompressed size",
+                format!("{limit} bytes"),
+                "--max-inflated-bytes",
+            )
+        };
         return Err(IngestError::LimitExceeded {
             path: path.to_owned(),
-            what: "decompressed size",
-            limit: format!("{limit} bytes"),
-            flag: "--max-inflated-bytes",
+            what,
+            limit,
+            flag,
         });
     }
     Ok(out)
