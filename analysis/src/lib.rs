@@ -10,6 +10,7 @@ pub mod budget;
 pub mod check;
 pub mod compare;
 pub mod detect;
+#[cfg(feature = "tables")]
 pub mod diff;
 pub mod engines;
 /// Interval sets live with the Timeline (ingest aligns clocks with them); re-exported here.
@@ -18,6 +19,7 @@ pub mod idle;
 pub mod ops;
 pub mod report;
 pub mod steps;
+#[cfg(feature = "tables")]
 pub mod table;
 pub mod units;
 

@@ -223,6 +223,33 @@ pub fn add_file(
     let display = path.display().to_string();
     builder.set_limits(options.limits);
     let input = source::read_input(path, options)?;
+    add_read_input(builder, display, input, options, progress)
+}
+
+/// Loads a trace held in memory (gzip, ZIP and every format `load` reads); `name` stands for
+/// the path in messages.
+///
+/// # Errors
+/// As [`load`].
+pub fn load_bytes(
+    name: &str,
+    bytes: Vec<u8>,
+    options: &LoadOptions,
+) -> Result<Timeline, IngestError> {
+    let mut builder = TimelineBuilder::default();
+    builder.set_limits(options.limits);
+    let input = source::finish_input(source::SourceData::Owned(bytes), name, options)?;
+    add_read_input(&mut builder, name.to_owned(), input, options, None)?;
+    Ok(builder.finish())
+}
+
+fn add_read_input(
+    builder: &mut TimelineBuilder,
+    display: String,
+    input: source::Input,
+    options: &LoadOptions,
+    progress: Option<Progress<'_>>,
+) -> Result<(), IngestError> {
     let read = if sniff(input.data.bytes()) == Format::Zip {
         hltv::read_archive(builder, input.data.bytes(), &display, options)
     } else {

@@ -87,10 +87,19 @@ pub(crate) fn read_input(path: &Path, options: &LoadOptions) -> Result<Input, In
             }
         }
     };
+    finish_input(raw, &display, options)
+}
+
+/// Inflates gzip and describes the input: the part of reading shared by files and bytes.
+pub(crate) fn finish_input(
+    raw: SourceData,
+    display: &str,
+    options: &LoadOptions,
+) -> Result<Input, IngestError> {
     let stored_bytes = raw.bytes().len() as u64;
     if raw.bytes().starts_with(&GZIP_MAGIC) {
         let mut warnings = Vec::new();
-        let inflated = inflate(raw.bytes(), &display, options, &mut warnings)?;
+        let inflated = inflate(raw.bytes(), display, options, &mut warnings)?;
         return Ok(Input {
             data: SourceData::Owned(inflated),
             stored_bytes,
