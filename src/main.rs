@@ -4,6 +4,7 @@
 //! printed as one line. Exit status: 0 on success, 2 on bad input or usage.
 
 mod bench;
+mod export_perfetto;
 mod progress;
 mod render;
 
@@ -31,6 +32,9 @@ enum Command {
     Info(InfoArgs),
     /// Measure ingest and report speed and memory on a (generated) large trace.
     Bench(bench::BenchArgs),
+    /// Write the traces in other formats (`--perfetto OUT.pftrace`: a Perfetto trace with the
+    /// steps and findings as annotation tracks, for ui.perfetto.dev).
+    Export(ExportArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -85,6 +89,21 @@ struct ReportArgs {
 }
 
 #[derive(Debug, clap::Args)]
+struct ExportArgs {
+    /// Trace files (`-` reads stdin). Several files (ranks) make one export.
+    #[arg(required = true)]
+    traces: Vec<PathBuf>,
+    /// Write a Perfetto protobuf trace (`.pftrace`) with the analysis drawn on it.
+    #[arg(long, value_name = "OUT.pftrace")]
+    perfetto: Option<PathBuf>,
+    /// Budget file (TOML) whose `[thresholds]` table overrides detector thresholds.
+    #[arg(long, value_name = "FILE")]
+    budget: Option<PathBuf>,
+    #[command(flatten)]
+    load: LoadArgs,
+}
+
+#[derive(Debug, clap::Args)]
 struct InfoArgs {
     /// Trace file (`-` reads stdin).
     trace: PathBuf,
@@ -104,6 +123,7 @@ fn main() -> ExitCode {
         Command::Report(args) => report(&args),
         Command::Info(args) => info(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::Export(args) => export(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -207,6 +227,19 @@ fn read_budget(path: &Path) -> Result<Budget> {
             None => anyhow::anyhow!("{}: {message}", path.display()),
         }
     })
+}
+
+fn export(args: &ExportArgs) -> Result<()> {
+    let Some(perfetto) = &args.perfetto else {
+        anyhow::bail!("nothing to export: give --perfetto OUT.pftrace");
+    };
+    let thresholds = match &args.budget {
+        Some(path) => read_budget(path)?.thresholds,
+        None => steplens_analysis::Thresholds::default(),
+    };
+    let timeline = load(&args.traces, &args.load.options())?;
+    let report = steplens_analysis::build_report_with(&timeline, &thresholds);
+    export_perfetto::write(&timeline, &report, perfetto)
 }
 
 fn info(args: &InfoArgs) -> Result<()> {

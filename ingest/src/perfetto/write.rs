@@ -21,6 +21,7 @@ use super::proto::{self as pb, debug_annotation, trace_packet, track_descriptor,
 use super::{
     FLOW_CAT_SHIFT, META_NOTE, META_TRACK, NOTE_VERSION, TRACK_NOTE, TraceNote, TrackNote,
 };
+use crate::json::Cursor;
 use crate::model::{CatId, LaneId, SliceId, StrId, Timeline, TrackKind};
 
 /// Extra tracks written above the Timeline's own (findings, steps).
@@ -139,6 +140,11 @@ struct Writer<'t, 'o> {
     t: &'t Timeline,
     out: Counting<'o>,
     buf: Vec<u8>,
+    /// Scratch buffers of the hand-encoded slice packets: the TrackEvent, the packet, and
+    /// one per nesting level of annotations.
+    ev: Vec<u8>,
+    pkt: Vec<u8>,
+    pool: Vec<Vec<u8>>,
     stats: WriteStats,
     next_uuid: u64,
     names_sent: Vec<bool>,
@@ -185,6 +191,9 @@ impl<'t, 'o> Writer<'t, 'o> {
                 written: 0,
             },
             buf: Vec::with_capacity(256),
+            ev: Vec::with_capacity(256),
+            pkt: Vec::with_capacity(256),
+            pool: Vec::new(),
             stats: WriteStats::default(),
             next_uuid: 1,
             names_sent: vec![false; t.strings.len()],
@@ -585,56 +594,168 @@ impl<'t, 'o> Writer<'t, 'o> {
         Ok(())
     }
 
-    fn flow_ids(list: &[(SliceId, u64)], slice: SliceId) -> Vec<u64> {
-        let from = list.partition_point(|&(s, _)| s < slice);
-        list[from..]
-            .iter()
-            .take_while(|&&(s, _)| s == slice)
-            .map(|&(_, id)| id)
-            .collect()
-    }
-
+    /// The BEGIN packet of slice `i`, encoded by hand: this is the bulk of a file, and
+    /// building prost messages (and parsing args into JSON values) for it costs 3x the time.
     fn begin(&mut self, uuid: u64, i: SliceId) -> io::Result<()> {
         let t = self.t;
         let idx = i as usize;
         let name = self.name_iid(t.slices.name[idx]);
         let cat = self.cat_iid(t.slices.cat[idx]);
-        let debug_annotations = match t.args(i) {
-            Some(map) => self.annotations(&map),
-            None => Vec::new(),
-        };
-        let flow_ids = Self::flow_ids(&self.outgoing, i);
-        let terminating_flow_ids = Self::flow_ids(&self.incoming, i);
-        self.stats.flows += flow_ids.len() as u64;
+        let mut ev = std::mem::take(&mut self.ev);
+        ev.clear();
+        wire::uint(&mut ev, 9, track_event::Type::SliceBegin as u64);
+        wire::uint(&mut ev, 11, uuid);
+        wire::uint(&mut ev, 10, name);
+        wire::uint(&mut ev, 3, cat);
+        if let Some(raw) = t.args_raw(i) {
+            let mark = ev.len();
+            // Args that are not a well-formed JSON object are left out, as `Timeline::args`
+            // would not decode them either.
+            if self.json_annotations(raw, &mut ev).is_none() {
+                ev.truncate(mark);
+            }
+        }
+        for list in [0, 1] {
+            let (ends, field) = if list == 0 {
+                (&self.outgoing, 47)
+            } else {
+                (&self.incoming, 48)
+            };
+            let from = ends.partition_point(|&(s, _)| s < i);
+            for &(_, id) in ends[from..].iter().take_while(|&&(s, _)| s == i) {
+                wire::fixed64(&mut ev, field, id);
+                if list == 0 {
+                    self.stats.flows += 1;
+                }
+            }
+        }
         self.stats.slices += 1;
-        let event = pb::TrackEvent {
-            r#type: Some(track_event::Type::SliceBegin as i32),
-            track_uuid: Some(uuid),
-            name_field: Some(track_event::NameField::NameIid(name)),
-            category_iids: vec![cat],
-            debug_annotations,
-            flow_ids,
-            terminating_flow_ids,
-            ..Default::default()
-        };
-        self.emit(pb::TracePacket {
-            timestamp: Some(self.ts(t.slices.start[idx])),
-            data: Some(trace_packet::Data::TrackEvent(event)),
-            ..Default::default()
-        })
+        let ts = self.ts(t.slices.start[idx]);
+        let result = self.event_packet(ts, &ev);
+        self.ev = ev;
+        result
+    }
+
+    /// Frames a TrackEvent (already encoded) in a packet on the sequence, with any pending
+    /// interned data, and writes it.
+    fn event_packet(&mut self, ts: u64, event: &[u8]) -> io::Result<()> {
+        let mut pkt = std::mem::take(&mut self.pkt);
+        pkt.clear();
+        wire::uint(&mut pkt, 8, ts);
+        wire::uint(&mut pkt, 10, u64::from(SEQUENCE));
+        wire::uint(&mut pkt, 13, u64::from(SEQ_NEEDS));
+        if self.has_pending {
+            let interned = std::mem::take(&mut self.pending).encode_to_vec();
+            self.has_pending = false;
+            wire::bytes(&mut pkt, 12, &interned);
+        }
+        wire::bytes(&mut pkt, 11, event);
+        self.buf.clear();
+        wire::bytes(&mut self.buf, 1, &pkt);
+        self.pkt = pkt;
+        self.stats.packets += 1;
+        self.out.write_all(&self.buf)
+    }
+
+    /// Appends the members of the JSON object `raw` to `ev` as `debug_annotations`; `None`
+    /// when `raw` is not a well-formed object.
+    fn json_annotations(&mut self, raw: &[u8], ev: &mut Vec<u8>) -> Option<()> {
+        let mut cur = Cursor::new(raw);
+        cur.expect(b'{', "{").ok()?;
+        if cur.peek() == Some(b'}') {
+            return Some(());
+        }
+        loop {
+            let key = cur.string().ok()?;
+            cur.expect(b':', ":").ok()?;
+            let mut entry = self.pool.pop().unwrap_or_default();
+            entry.clear();
+            wire::uint(&mut entry, 1, self.annotation_name_iid(&key));
+            let ok = self.json_value(&mut cur, &mut entry, 0);
+            if ok.is_some() {
+                wire::bytes(ev, 4, &entry);
+            }
+            self.pool.push(entry);
+            ok?;
+            if !cur.next_member(b'}', ", or }").ok()? {
+                return Some(());
+            }
+        }
+    }
+
+    /// Writes one JSON value as the value fields of a DebugAnnotation.
+    fn json_value(&mut self, cur: &mut Cursor<'_>, out: &mut Vec<u8>, depth: u32) -> Option<()> {
+        if depth > 64 {
+            return None;
+        }
+        match cur.peek()? {
+            b'"' => {
+                let s = cur.string().ok()?;
+                wire::bytes(out, 6, s.as_bytes());
+            }
+            b'{' => {
+                cur.expect(b'{', "{").ok()?;
+                if cur.peek() == Some(b'}') {
+                    cur.expect(b'}', "}").ok()?;
+                    // Empty containers have no entries to tell them apart: sent as JSON text.
+                    wire::bytes(out, 9, b"{}");
+                    return Some(());
+                }
+                loop {
+                    let key = cur.string().ok()?;
+                    cur.expect(b':', ":").ok()?;
+                    let mut entry = self.pool.pop().unwrap_or_default();
+                    entry.clear();
+                    wire::uint(&mut entry, 1, self.annotation_name_iid(&key));
+                    let ok = self.json_value(cur, &mut entry, depth + 1);
+                    wire::bytes(out, 11, &entry);
+                    self.pool.push(entry);
+                    ok?;
+                    if !cur.next_member(b'}', ", or }").ok()? {
+                        break;
+                    }
+                }
+            }
+            b'[' => {
+                cur.expect(b'[', "[").ok()?;
+                if cur.peek() == Some(b']') {
+                    cur.expect(b']', "]").ok()?;
+                    wire::bytes(out, 9, b"[]");
+                    return Some(());
+                }
+                loop {
+                    let mut entry = self.pool.pop().unwrap_or_default();
+                    entry.clear();
+                    let ok = self.json_value(cur, &mut entry, depth + 1);
+                    wire::bytes(out, 12, &entry);
+                    self.pool.push(entry);
+                    ok?;
+                    if !cur.next_member(b']', ", or ]").ok()? {
+                        break;
+                    }
+                }
+            }
+            _ => {
+                let text = cur.scalar_text().ok()?;
+                match text {
+                    b"true" => wire::uint(out, 2, 1),
+                    b"false" => wire::uint(out, 2, 0),
+                    b"null" => wire::bytes(out, 9, b"null"),
+                    _ => number(text, out)?,
+                }
+            }
+        }
+        Some(())
     }
 
     fn end(&mut self, uuid: u64, at: i64) -> io::Result<()> {
-        let event = pb::TrackEvent {
-            r#type: Some(track_event::Type::SliceEnd as i32),
-            track_uuid: Some(uuid),
-            ..Default::default()
-        };
-        self.emit(pb::TracePacket {
-            timestamp: Some(self.ts(at)),
-            data: Some(trace_packet::Data::TrackEvent(event)),
-            ..Default::default()
-        })
+        let mut ev = std::mem::take(&mut self.ev);
+        ev.clear();
+        wire::uint(&mut ev, 9, track_event::Type::SliceEnd as u64);
+        wire::uint(&mut ev, 11, uuid);
+        let result = self.event_packet(self.ts(at), &ev);
+        self.ev = ev;
+        result
     }
 
     fn instants(&mut self, track: u32, uuid: u64) -> io::Result<()> {
@@ -842,6 +963,46 @@ impl<'t, 'o> Writer<'t, 'o> {
             flow = running;
         }
         Ok(())
+    }
+}
+
+/// A JSON number as `int_value`, `uint_value` or `double_value`, as serde_json reads it.
+fn number(text: &[u8], out: &mut Vec<u8>) -> Option<()> {
+    let integral = !text.iter().any(|b| matches!(b, b'.' | b'e' | b'E'));
+    let s = std::str::from_utf8(text).ok()?;
+    if integral {
+        if let Ok(v) = s.parse::<i64>() {
+            // int64 is a varint of the two's complement.
+            wire::uint(out, 4, v as u64);
+            return Some(());
+        }
+        if let Ok(v) = s.parse::<u64>() {
+            wire::uint(out, 3, v);
+            return Some(());
+        }
+    }
+    // serde_json's own float parser, so values read back equal what `Timeline::args` gives.
+    let v: f64 = serde_json::from_slice(text).ok()?;
+    wire::fixed64(out, 5, v.to_bits());
+    Some(())
+}
+
+/// Protobuf wire encoding of the few field kinds the hand-encoded packets use.
+mod wire {
+    pub(super) fn uint(buf: &mut Vec<u8>, field: u32, v: u64) {
+        prost::encoding::encode_varint(u64::from(field) << 3, buf);
+        prost::encoding::encode_varint(v, buf);
+    }
+
+    pub(super) fn fixed64(buf: &mut Vec<u8>, field: u32, v: u64) {
+        prost::encoding::encode_varint((u64::from(field) << 3) | 1, buf);
+        buf.extend_from_slice(&v.to_le_bytes());
+    }
+
+    pub(super) fn bytes(buf: &mut Vec<u8>, field: u32, data: &[u8]) {
+        prost::encoding::encode_varint((u64::from(field) << 3) | 2, buf);
+        prost::encoding::encode_varint(data.len() as u64, buf);
+        buf.extend_from_slice(data);
     }
 }
 
