@@ -203,3 +203,79 @@ fn every_corpus_trace_round_trips_exactly() {
     let failures: Vec<String> = paths.iter().filter_map(|p| round_trip(p).err()).collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// The analysis overlay: a `Steps` track with one slice per step, a track per finding kind
+/// with one slice per finding, and flows from findings to their evidence slices.
+#[test]
+fn analysis_overlay_is_written() {
+    let path = repo().join("samples/torch-cpu/train_sync.json.gz");
+    let t = load(&path, &LoadOptions::default(), None).unwrap();
+    let report = steplens_analysis::build_report(&t);
+    let mut bytes = Vec::new();
+    let stats =
+        steplens_analysis::perfetto_export::write_perfetto(&t, &report, &mut bytes).unwrap();
+    assert_eq!(stats.bytes, bytes.len() as u64);
+    assert_eq!(stats.steps, report.steps.len() as u64);
+    assert_eq!(stats.findings, report.findings.len() as u64);
+    assert!(!report.findings.is_empty());
+    let dir = tempfile::tempdir().unwrap();
+    let back = reload(&bytes, dir.path());
+    let count = |name: &str| {
+        back.tracks
+            .iter()
+            .filter(|tr| tr.name == name)
+            .map(|tr| tr.slices.len())
+            .sum::<usize>()
+    };
+    assert_eq!(count("Steps"), report.steps.len());
+    for kind in report.summary.findings_by_kind.keys() {
+        assert_eq!(
+            count(&format!("finding: {kind}")) as u64,
+            report.summary.findings_by_kind[kind],
+            "{kind}"
+        );
+    }
+    // The finding slices carry their annotations as args.
+    let finding_track = back
+        .tracks
+        .iter()
+        .position(|tr| tr.name.starts_with("finding: "))
+        .unwrap();
+    let first = back.tracks[finding_track].slices.start;
+    let args = back.args(first).unwrap();
+    assert!(args.contains_key("recommendation") && args.contains_key("lost_ns"));
+    // Flows from the finding tracks land on Timeline slices.
+    let evidence: usize = report
+        .findings
+        .iter()
+        .map(|f| {
+            f.evidence
+                .iter()
+                .filter(|e| e.get("slice").is_some())
+                .count()
+        })
+        .sum();
+    let overlay_flows = back
+        .flows
+        .iter()
+        .filter(|f| {
+            back.slice_track(f.from)
+                .is_some_and(|tr| tr.name.starts_with("finding: "))
+        })
+        .count();
+    assert!(evidence > 0);
+    assert_eq!(overlay_flows, evidence);
+    // The Timeline's own tracks come back unchanged after the overlay tracks.
+    let own: Vec<&str> = back
+        .tracks
+        .iter()
+        .filter(|tr| tr.name != "Steps" && !tr.name.starts_with("finding: "))
+        .map(|tr| tr.name.as_str())
+        .collect();
+    let want: Vec<&str> = t.tracks.iter().map(|tr| tr.name.as_str()).collect();
+    assert_eq!(own, want);
+    assert_eq!(
+        back.slices.len(),
+        t.slices.len() + stats.steps as usize + stats.findings as usize
+    );
+}

@@ -597,7 +597,17 @@ impl<'b> Reader<'b> {
                     .ancestor_process_name(desc.parent.unwrap_or(u64::MAX))
                     .or_else(|| desc.name.clone())
                     .unwrap_or_default();
-                LaneId::Str(self.builder.intern(&group))
+                let lane = LaneId::Str(self.builder.intern(&group));
+                // A named group of tracks plays the process: its name is also the label that
+                // marks device lanes (`GPU 0`, `HPU 1`) and gives their device index.
+                self.builder.process_meta(
+                    self.source,
+                    lane,
+                    Some(group.clone()),
+                    Some(group),
+                    None,
+                );
+                lane
             }
         };
         let display = desc
