@@ -986,6 +986,13 @@ impl<'b> Reader<'b> {
             });
         };
         let kept = self.events + self.packets;
+        // A system trace (ftrace, process stats, Android) has nothing steplens models.
+        if self.events == 0 && self.descriptors.is_empty() && self.skipped_packets > 0 {
+            return Err(IngestError::Unsupported {
+                path: path.to_owned(),
+                format: "Perfetto traces without TrackEvent data (only ftrace, system or Android packets)",
+            });
+        }
         if let Some(d) = &self.damage {
             if self.events == 0 && self.descriptors.is_empty() {
                 return Err(IngestError::Damaged {

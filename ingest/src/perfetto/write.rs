@@ -1043,9 +1043,10 @@ mod tests {
 
     #[test]
     fn overlapping_slices_get_their_own_layer() {
-        // [0,10] holds [2,4]; [5,15] overlaps [0,10]; [6,7] nests in [5,15].
-        let (of, n) = layers(&[0, 2, 5, 6, 20], &[10, 2, 10, 1, 1]);
-        assert_eq!(of, [0, 0, 1, 1, 0]);
+        // [0,10] holds [2,4]; [5,15] overlaps [0,10] and moves to layer 1; [6,7] still fits
+        // inside [0,10]; [9,12] crosses the end of [0,10] and nests in [5,15].
+        let (of, n) = layers(&[0, 2, 5, 6, 9, 20], &[10, 2, 10, 1, 3, 1]);
+        assert_eq!(of, [0, 0, 1, 0, 1, 0]);
         assert_eq!(n, 2);
     }
 }
