@@ -142,6 +142,18 @@ impl TimelineBuilder {
         }
     }
 
+    /// Reserves room for `additional` more slices. Capacity that is never written costs
+    /// address space only, so a generous estimate avoids the copies of growing the columns.
+    pub(crate) fn reserve_slices(&mut self, additional: usize) {
+        let raw = &mut self.raw;
+        raw.start.reserve(additional);
+        raw.dur.reserve(additional);
+        raw.track.reserve(additional);
+        raw.name.reserve(additional);
+        raw.cat.reserve(additional);
+        raw.args.reserve(additional);
+    }
+
     /// Registers an input and its bytes; returns its source index.
     pub(crate) fn add_source(&mut self, info: SourceInfo, data: Arc<SourceData>) -> u16 {
         let id = u16::try_from(self.timeline.sources.len()).unwrap_or(u16::MAX);

@@ -53,8 +53,11 @@ pub(crate) fn read_perfetto(
 ) -> Result<Summary, IngestError> {
     let bytes = Bytes::from_owner(Owner(Arc::clone(data)));
     let mut reader = Reader::new(builder, source);
-    // Args re-encoded as JSON take about a third of the protobuf in typical traces.
-    reader.args.reserve(data.bytes().len() / 3);
+    // Reserved capacity is address space until written: sized so that neither the args text
+    // (never longer than the protobuf it comes from, give or take quoting) nor the slice
+    // columns (a BEGIN/END pair takes at least ~24 bytes) need to grow and copy.
+    reader.args.reserve(data.bytes().len());
+    reader.builder.reserve_slices(data.bytes().len() / 24);
     let outcome = reader.packets(bytes, 0, 0);
     if let Err(damage) = outcome {
         reader.damage = Some(damage);
