@@ -12,6 +12,7 @@
 //! flow categories and device. The reader uses them to rebuild the Timeline exactly; without
 //! them (traces from other tools) it infers tracks the way it does for JSON traces.
 
+mod event;
 pub(crate) mod read;
 pub mod write;
 

@@ -14,7 +14,8 @@ use bytes::{Buf, Bytes};
 use prost::Message;
 use rustc_hash::FxHashMap;
 
-use super::proto::{self as pb, debug_annotation, trace_packet, track_descriptor, track_event};
+use super::event::{self, Event, Field, Fields};
+use super::proto::{self as pb, trace_packet, track_descriptor};
 use super::{META_NOTE, META_TRACK, TRACK_NOTE, TraceNote, TrackNote};
 use crate::builder::{TimelineBuilder, TrackDescription};
 use crate::error::IngestError;
@@ -70,6 +71,20 @@ pub(crate) fn read_perfetto(
 struct Damage {
     offset: u64,
     reason: String,
+}
+
+/// The sequence fields of a packet.
+#[derive(Debug, Default)]
+struct Header {
+    timestamp: Option<u64>,
+    clock: Option<u32>,
+    seq: u32,
+    flags: u32,
+    cleared: bool,
+    dropped: bool,
+    first_on_sequence: bool,
+    interned: Option<std::ops::Range<usize>>,
+    defaults: Option<std::ops::Range<usize>>,
 }
 
 /// A Perfetto track descriptor as far as steplens uses it.
@@ -278,8 +293,8 @@ impl<'b> Reader<'b> {
                 });
             }
             let body = buf.split_to(len);
-            match pb::TracePacket::decode(body) {
-                Ok(packet) => self.packet(packet, offset, depth),
+            match self.decode_packet(body, offset, depth) {
+                Ok(()) => {}
                 Err(e) => {
                     // The framing is intact: only this packet is lost.
                     self.bad_packets += 1;
@@ -292,50 +307,132 @@ impl<'b> Reader<'b> {
         Ok(())
     }
 
-    fn packet(&mut self, packet: pb::TracePacket, offset: u64, depth: u32) {
-        self.packets += 1;
-        let seq_id = match packet.optional_trusted_packet_sequence_id {
-            Some(trace_packet::OptionalTrustedPacketSequenceId::TrustedPacketSequenceId(s)) => s,
-            None => 0,
+    /// Decodes one packet: those carrying a TrackEvent (or no data) from the wire directly,
+    /// the others (descriptors, clock snapshots, compressed packets) with prost.
+    fn decode_packet(&mut self, body: Bytes, offset: u64, depth: u32) -> Result<(), String> {
+        let mut h = Header::default();
+        let mut event = None;
+        let mut other_data = false;
+        let mut fields = Fields::new(&body);
+        while let Some((number, field)) = fields.next_field().ok_or("malformed packet")? {
+            match (number, field) {
+                (8, Field::Varint(v)) => h.timestamp = Some(v),
+                (58, Field::Varint(v)) => h.clock = u32::try_from(v).ok(),
+                (10, Field::Varint(v)) => h.seq = u32::try_from(v).unwrap_or(u32::MAX),
+                (13, Field::Varint(v)) => h.flags = u32::try_from(v).unwrap_or(0),
+                (41, Field::Varint(v)) => h.cleared = v != 0,
+                (42, Field::Varint(v)) => h.dropped = v != 0,
+                (87, Field::Varint(v)) => h.first_on_sequence = v != 0,
+                (12, Field::Len(r)) => h.interned = Some(r),
+                (59, Field::Len(r)) => h.defaults = Some(r),
+                (11, Field::Len(r)) => event = Some(r),
+                (6 | 43 | 44 | 50 | 60, _) => other_data = true,
+                _ => {}
+            }
+        }
+        if other_data {
+            let packet = pb::TracePacket::decode(body).map_err(|e| e.to_string())?;
+            self.packet(packet, offset, depth);
+            return Ok(());
+        }
+        let interned = match h.interned.take() {
+            Some(r) => Some(pb::InternedData::decode(body.slice(r)).map_err(|e| e.to_string())?),
+            None => None,
         };
-        let flags = packet.sequence_flags();
+        let defaults = match h.defaults.take() {
+            Some(r) => {
+                Some(pb::TracePacketDefaults::decode(body.slice(r)).map_err(|e| e.to_string())?)
+            }
+            None => None,
+        };
+        let has_state = interned.is_some() || defaults.is_some();
+        self.packets += 1;
+        let Some(seq_id) = self.header(&h, interned, defaults.as_ref()) else {
+            return Ok(());
+        };
+        match event {
+            Some(r) => {
+                let event = body
+                    .get(r)
+                    .and_then(Event::parse)
+                    .ok_or("malformed TrackEvent")?;
+                let ts = self
+                    .time(seq_id, h.timestamp, h.clock, &event)
+                    .saturating_sub(self.time_offset);
+                self.track_event(seq_id, ts, &event);
+            }
+            // ftrace, Android, system stats …: not TrackEvent data.
+            None if !has_state => self.skipped_packets += 1,
+            None => {}
+        }
+        Ok(())
+    }
+
+    /// Applies a packet's sequence fields: data-loss marks, state reset, interned data and
+    /// defaults. `None` when the packet needs state its sequence does not have (dropped).
+    fn header(
+        &mut self,
+        h: &Header,
+        interned: Option<pb::InternedData>,
+        defaults: Option<&pb::TracePacketDefaults>,
+    ) -> Option<u32> {
+        let seq_id = h.seq;
         let first_seen = !self.sequences.contains_key(&seq_id);
-        if packet.previous_packet_dropped() != 0
-            && !packet.first_packet_on_sequence()
-            && !first_seen
-        {
+        if h.dropped && !h.first_on_sequence && !first_seen {
             self.packets_lost += 1;
         }
         let seq = self.sequences.entry(seq_id).or_default();
-        if flags & (trace_packet::SequenceFlags::SeqIncrementalStateCleared as u32) != 0
-            || packet.incremental_state_cleared()
+        if h.flags & (trace_packet::SequenceFlags::SeqIncrementalStateCleared as u32) != 0
+            || h.cleared
         {
             seq.clear();
         }
-        if flags & (trace_packet::SequenceFlags::SeqNeedsIncrementalState as u32) != 0 && !seq.valid
+        if h.flags & (trace_packet::SequenceFlags::SeqNeedsIncrementalState as u32) != 0
+            && !seq.valid
         {
             self.needs_state_dropped += 1;
-            return;
+            return None;
         }
-        if let Some(defaults) = &packet.trace_packet_defaults {
+        if let Some(defaults) = defaults {
             seq.default_clock = defaults.timestamp_clock_id;
             seq.default_track = defaults
                 .track_event_defaults
                 .as_ref()
                 .and_then(|d| d.track_uuid);
         }
-        if let Some(interned) = packet.interned_data {
+        if let Some(interned) = interned {
             self.intern(seq_id, interned);
         }
-        let timestamp = packet.timestamp;
-        let clock = packet.timestamp_clock_id;
+        Some(seq_id)
+    }
+
+    /// A packet decoded by prost (one without a TrackEvent).
+    fn packet(&mut self, packet: pb::TracePacket, offset: u64, depth: u32) {
+        self.packets += 1;
+        let h = Header {
+            timestamp: packet.timestamp,
+            clock: packet.timestamp_clock_id,
+            seq: match packet.optional_trusted_packet_sequence_id {
+                Some(trace_packet::OptionalTrustedPacketSequenceId::TrustedPacketSequenceId(s)) => {
+                    s
+                }
+                None => 0,
+            },
+            flags: packet.sequence_flags(),
+            cleared: packet.incremental_state_cleared(),
+            dropped: packet.previous_packet_dropped() != 0,
+            first_on_sequence: packet.first_packet_on_sequence(),
+            interned: None,
+            defaults: None,
+        };
+        let defaults = packet.trace_packet_defaults;
+        let Some(seq_id) = self.header(&h, packet.interned_data, defaults.as_ref()) else {
+            return;
+        };
         match packet.data {
-            Some(trace_packet::Data::TrackEvent(event)) => {
-                let ts = self
-                    .time(seq_id, timestamp, clock, &event)
-                    .saturating_sub(self.time_offset);
-                self.track_event(seq_id, ts, &event);
-            }
+            // Only when the packet also has another data field (the last one wins in prost):
+            // malformed, skipped.
+            Some(trace_packet::Data::TrackEvent(_)) => self.skipped_packets += 1,
             Some(trace_packet::Data::TrackDescriptor(d)) => self.descriptor(d),
             Some(trace_packet::Data::CompressedPackets(data)) => {
                 self.compressed(&data, offset, depth);
@@ -380,10 +477,7 @@ impl<'b> Reader<'b> {
                     );
                 }
             }
-            None => {
-                // ftrace, Android, system stats …: not TrackEvent data.
-                self.skipped_packets += 1;
-            }
+            None => self.skipped_packets += 1,
         }
     }
 
@@ -443,7 +537,7 @@ impl<'b> Reader<'b> {
         seq_id: u32,
         timestamp: Option<u64>,
         clock: Option<u32>,
-        event: &pb::TrackEvent,
+        event: &Event<'_>,
     ) -> i64 {
         let seq = self.sequences.entry(seq_id).or_default();
         let clock = clock.or(seq.default_clock).unwrap_or(BOOTTIME);
@@ -459,13 +553,13 @@ impl<'b> Reader<'b> {
             }
             return raw;
         }
-        match event.timestamp {
-            Some(track_event::Timestamp::TimestampAbsoluteUs(us)) => {
+        match (event.timestamp_absolute_us, event.timestamp_delta_us) {
+            (Some(us), _) => {
                 let ns = us.saturating_mul(1000);
                 seq.legacy_us_base = Some(ns);
                 ns
             }
-            Some(track_event::Timestamp::TimestampDeltaUs(us)) => {
+            (None, Some(us)) => {
                 let ns = seq
                     .legacy_us_base
                     .unwrap_or(0)
@@ -473,7 +567,7 @@ impl<'b> Reader<'b> {
                 seq.legacy_us_base = Some(ns);
                 ns
             }
-            None => 0,
+            (None, None) => 0,
         }
     }
 
@@ -683,14 +777,14 @@ impl<'b> Reader<'b> {
         (track, counter)
     }
 
-    fn event_track(&self, seq_id: u32, event: &pb::TrackEvent) -> Option<u64> {
+    fn event_track(&self, seq_id: u32, event: &Event<'_>) -> Option<u64> {
         let seq = self.sequences.get(&seq_id);
         event
             .track_uuid
             .or_else(|| seq.and_then(|s| s.default_track))
     }
 
-    fn track_event(&mut self, seq_id: u32, ts: i64, event: &pb::TrackEvent) {
+    fn track_event(&mut self, seq_id: u32, ts: i64, event: &Event<'_>) {
         self.events += 1;
         let uuid = self.event_track(seq_id, event);
         let lane = match uuid {
@@ -713,12 +807,12 @@ impl<'b> Reader<'b> {
                 (u64::MAX, (track, false))
             }
         };
-        self.extra_counters(seq_id, ts, event);
-        match event.r#type() {
-            track_event::Type::SliceBegin => {
+        self.extra_counters(ts, event);
+        match event.kind {
+            event::SLICE_BEGIN => {
                 self.begins += 1;
                 let (name, cat) = self.name_and_cat(seq_id, event);
-                let args = self.args(seq_id, &event.debug_annotations);
+                let args = self.args(seq_id, event);
                 let key = self.next_key;
                 self.next_key += 1;
                 self.flow_ends_of(key, event);
@@ -732,7 +826,7 @@ impl<'b> Reader<'b> {
                     key,
                 });
             }
-            track_event::Type::SliceEnd => {
+            event::SLICE_END => {
                 self.ends += 1;
                 let stack = self.stack(stack_id, track);
                 stack.last_ts = stack.last_ts.max(ts);
@@ -752,19 +846,15 @@ impl<'b> Reader<'b> {
                     self.flush(stack_id);
                 }
             }
-            track_event::Type::Instant => {
+            event::INSTANT => {
                 self.instants += 1;
                 let (name, cat) = self.name_and_cat(seq_id, event);
-                let args = self.args(seq_id, &event.debug_annotations);
+                let args = self.args(seq_id, event);
                 self.builder.push_instant(track, ts, name, cat, b't', args);
             }
-            track_event::Type::Counter => {
+            event::COUNTER => {
                 self.counters += 1;
-                let value = match event.counter_value_field {
-                    Some(track_event::CounterValueField::CounterValue(v)) => v as f64,
-                    Some(track_event::CounterValueField::DoubleCounterValue(v)) => v,
-                    None => 0.0,
-                };
+                let value = event.counter.unwrap_or(0.0);
                 let track = if is_counter {
                     track
                 } else {
@@ -775,26 +865,23 @@ impl<'b> Reader<'b> {
                 };
                 self.builder.push_counter_sample(track, ts, value);
             }
-            track_event::Type::Unspecified => self.state_events += 1,
+            _ => self.state_events += 1,
         }
     }
 
-    fn extra_counters(&mut self, seq_id: u32, ts: i64, event: &pb::TrackEvent) {
-        let ints = event
-            .extra_counter_track_uuids
-            .iter()
-            .copied()
-            .zip(event.extra_counter_values.iter().map(|&v| v as f64));
-        let doubles = event
-            .extra_double_counter_track_uuids
-            .iter()
-            .copied()
-            .zip(event.extra_double_counter_values.iter().copied());
-        let samples: Vec<(u64, f64)> = ints.chain(doubles).collect();
-        if samples.is_empty() {
+    fn extra_counters(&mut self, ts: i64, event: &Event<'_>) {
+        if event.extra_counter_uuids.is_empty() && event.extra_double_uuids.is_empty() {
             return;
         }
-        let _ = seq_id;
+        let ints = event
+            .extra_counter_uuids
+            .iter()
+            .zip(event.extra_counter_values.iter().map(|v| v as i64 as f64));
+        let doubles = event
+            .extra_double_uuids
+            .iter()
+            .zip(event.extra_double_values.iter().map(f64::from_bits));
+        let samples: Vec<(u64, f64)> = ints.chain(doubles).collect();
         for (uuid, value) in samples {
             let (track, is_counter) = self.lane(uuid);
             if is_counter {
@@ -833,19 +920,14 @@ impl<'b> Reader<'b> {
         }
     }
 
-    fn flow_ends_of(&mut self, key: u64, event: &pb::TrackEvent) {
-        let leaving = event.flow_ids.iter().chain(&event.flow_ids_old);
-        let arriving = event
-            .terminating_flow_ids
-            .iter()
-            .chain(&event.terminating_flow_ids_old);
-        let ends: Vec<(u64, bool)> = leaving
-            .map(|&id| (id, false))
-            .chain(arriving.map(|&id| (id, true)))
-            .collect();
-        if !ends.is_empty() {
-            self.flow_keys.insert(key);
+    fn flow_ends_of(&mut self, key: u64, event: &Event<'_>) {
+        if event.flow_ids.is_empty() && event.terminating_flow_ids.is_empty() {
+            return;
         }
+        self.flow_keys.insert(key);
+        let leaving = event.flow_ids.iter().map(|id| (id, false));
+        let arriving = event.terminating_flow_ids.iter().map(|id| (id, true));
+        let ends: Vec<(u64, bool)> = leaving.chain(arriving).collect();
         for (id, terminating) in ends {
             match self.flow_ends.remove(&id) {
                 // The other end came first: link them whichever order the file has them in.
@@ -886,31 +968,38 @@ impl<'b> Reader<'b> {
         }
     }
 
-    fn name_and_cat(&mut self, seq_id: u32, event: &pb::TrackEvent) -> (StrId, CatId) {
-        let name = match &event.name_field {
-            Some(track_event::NameField::Name(n)) => self.builder.intern(n),
-            Some(track_event::NameField::NameIid(iid)) => {
-                match self.sequences.get(&seq_id).and_then(|s| s.names.get(iid)) {
-                    Some(&id) => id,
-                    None => self.builder.intern(""),
-                }
-            }
-            None => self.builder.intern(""),
+    fn name_and_cat(&mut self, seq_id: u32, event: &Event<'_>) -> (StrId, CatId) {
+        let name = match (event.name_iid, event.name) {
+            (Some(iid), _) => match self.sequences.get(&seq_id).and_then(|s| s.names.get(&iid)) {
+                Some(&id) => id,
+                None => self.builder.intern(""),
+            },
+            (None, Some(text)) => self.builder.intern(&String::from_utf8_lossy(text)),
+            (None, None) => self.builder.intern(""),
         };
-        let cat = match (event.category_iids.as_slice(), event.categories.as_slice()) {
-            ([iid], []) => self.category_iid(seq_id, *iid),
-            ([], [one]) => self.builder.intern_cat(one),
-            (iids, names) => {
+        let cat = match (event.category_iids.len(), event.categories.as_slice()) {
+            (1, []) => {
+                let iid = event.category_iids.get(0).unwrap_or(0);
+                self.category_iid(seq_id, iid)
+            }
+            (0, [one]) => self.builder.intern_cat(&String::from_utf8_lossy(one)),
+            _ => {
                 let seq = self.sequences.get(&seq_id);
-                let mut joined: Vec<String> = iids
+                let mut joined: Vec<String> = event
+                    .category_iids
                     .iter()
                     .map(|iid| {
-                        seq.and_then(|s| s.categories.get(iid))
+                        seq.and_then(|s| s.categories.get(&iid))
                             .cloned()
                             .unwrap_or_default()
                     })
                     .collect();
-                joined.extend(names.iter().cloned());
+                joined.extend(
+                    event
+                        .categories
+                        .iter()
+                        .map(|c| String::from_utf8_lossy(c).into_owned()),
+                );
                 self.builder.intern_cat(&joined.join(","))
             }
         };
@@ -931,17 +1020,34 @@ impl<'b> Reader<'b> {
     }
 
     /// Writes the annotations as a JSON object into the args buffer.
-    fn args(&mut self, seq_id: u32, annotations: &[pb::DebugAnnotation]) -> ArgsRef {
-        if annotations.is_empty() {
+    /// Writes the event's annotations as a JSON object into the args buffer.
+    fn args(&mut self, seq_id: u32, event: &Event<'_>) -> ArgsRef {
+        if event.annotations == 0 {
             return ArgsRef::NONE;
         }
         let start = self.args.len();
         let seq = self.sequences.get(&seq_id);
         let mut out = std::mem::take(&mut self.args);
-        write_dict(&mut out, annotations, seq);
+        out.push(b'{');
+        let mut ok = true;
+        for (i, a) in event.annotations().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            ok &= write_annotation(&mut out, a, seq, 0, true).is_some();
+        }
+        out.push(b'}');
         let range = start..out.len();
+        if !ok {
+            // A malformed annotation: no args rather than broken JSON.
+            out.truncate(start);
+        }
         self.args = out;
-        ArgsRef::new(range).unwrap_or(ArgsRef::NONE)
+        if ok {
+            ArgsRef::new(range).unwrap_or(ArgsRef::NONE)
+        } else {
+            ArgsRef::NONE
+        }
     }
 
     fn finish(mut self, path: &str) -> Result<Summary, IngestError> {
@@ -1136,32 +1242,6 @@ impl<'b> Reader<'b> {
     }
 }
 
-fn write_name(out: &mut Vec<u8>, a: &pb::DebugAnnotation, seq: Option<&Sequence>) {
-    match &a.name_field {
-        Some(debug_annotation::NameField::Name(n)) => write_str(out, n),
-        Some(debug_annotation::NameField::NameIid(iid)) => {
-            match seq.and_then(|s| s.annotation_names.get(iid)) {
-                Some(name) => write_str(out, name),
-                None => write_str(out, &format!("arg_{iid}")),
-            }
-        }
-        None => write_str(out, ""),
-    }
-}
-
-fn write_dict(out: &mut Vec<u8>, entries: &[pb::DebugAnnotation], seq: Option<&Sequence>) {
-    out.push(b'{');
-    for (i, a) in entries.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        write_name(out, a, seq);
-        out.push(b':');
-        write_value(out, a, seq, 0);
-    }
-    out.push(b'}');
-}
-
 fn write_str(out: &mut Vec<u8>, s: &str) {
     // Writing into a Vec cannot fail.
     let _ = serde_json::to_writer(&mut *out, s);
@@ -1170,67 +1250,102 @@ fn write_str(out: &mut Vec<u8>, s: &str) {
 /// Nested annotations deeper than this are written as `null` (a guard against hostile input).
 const MAX_ANNOTATION_DEPTH: u32 = 64;
 
-fn write_value(out: &mut Vec<u8>, a: &pb::DebugAnnotation, seq: Option<&Sequence>, depth: u32) {
+/// Writes one `DebugAnnotation` (its wire bytes) as JSON: `"name":value` when `named`, else
+/// the value alone. `None` when the bytes are malformed.
+fn write_annotation(
+    out: &mut Vec<u8>,
+    a: &[u8],
+    seq: Option<&Sequence>,
+    depth: u32,
+    named: bool,
+) -> Option<()> {
+    // First pass: the name, a scalar value, and whether entries follow.
+    let mut name: Option<Field> = None;
+    let mut value: Option<(u32, Field)> = None;
+    let (mut dict, mut array) = (false, false);
+    let mut fields = Fields::new(a);
+    while let Some((number, field)) = fields.next_field()? {
+        match number {
+            1 | 10 => name = Some(field),
+            2..=7 | 9 | 17 => value = Some((number, field)),
+            11 => dict = true,
+            12 => array = true,
+            _ => {}
+        }
+    }
+    if named {
+        match name {
+            Some(Field::Varint(iid)) => match seq.and_then(|s| s.annotation_names.get(&iid)) {
+                Some(n) => write_str(out, n),
+                None => write_str(out, &format!("arg_{iid}")),
+            },
+            Some(Field::Len(r)) => write_str(out, &String::from_utf8_lossy(a.get(r)?)),
+            _ => write_str(out, ""),
+        }
+        out.push(b':');
+    }
     if depth > MAX_ANNOTATION_DEPTH {
         out.extend_from_slice(b"null");
-        return;
+        return Some(());
     }
-    match &a.value {
-        Some(debug_annotation::Value::BoolValue(b)) => {
-            out.extend_from_slice(if *b { b"true" } else { b"false" });
+    match value {
+        Some((2, Field::Varint(v))) => {
+            out.extend_from_slice(if v != 0 { b"true" } else { b"false" });
         }
-        Some(debug_annotation::Value::UintValue(v)) => {
-            let _ = serde_json::to_writer(&mut *out, v);
+        Some((3, Field::Varint(v))) => {
+            let _ = serde_json::to_writer(&mut *out, &v);
         }
-        Some(debug_annotation::Value::IntValue(v)) => {
-            let _ = serde_json::to_writer(&mut *out, v);
+        Some((4, Field::Varint(v))) => {
+            let _ = serde_json::to_writer(&mut *out, &(v as i64));
         }
-        Some(debug_annotation::Value::DoubleValue(v)) => {
+        Some((5, Field::Fixed64(bits))) => {
+            let v = f64::from_bits(bits);
             if v.is_finite() {
-                let _ = serde_json::to_writer(&mut *out, v);
+                let _ = serde_json::to_writer(&mut *out, &v);
             } else {
                 write_str(out, &v.to_string());
             }
         }
-        Some(debug_annotation::Value::StringValue(s)) => write_str(out, s),
-        Some(debug_annotation::Value::PointerValue(p)) => write_str(out, &format!("{p:#x}")),
-        Some(debug_annotation::Value::LegacyJsonValue(json)) => {
-            if serde_json::from_str::<serde::de::IgnoredAny>(json).is_ok() {
-                out.extend_from_slice(json.as_bytes());
+        Some((6, Field::Len(r))) => write_str(out, &String::from_utf8_lossy(a.get(r)?)),
+        Some((7, Field::Varint(p))) => write_str(out, &format!("{p:#x}")),
+        Some((9, Field::Len(r))) => {
+            let json = a.get(r)?;
+            if serde_json::from_slice::<serde::de::IgnoredAny>(json).is_ok() {
+                out.extend_from_slice(json);
             } else {
-                write_str(out, json);
+                write_str(out, &String::from_utf8_lossy(json));
             }
         }
-        Some(debug_annotation::Value::StringValueIid(iid)) => {
-            let s = seq.and_then(|s| s.strings.get(iid));
+        Some((17, Field::Varint(iid))) => {
+            let s = seq.and_then(|s| s.strings.get(&iid));
             write_str(
                 out,
                 &s.map_or_else(String::new, |b| String::from_utf8_lossy(b).into_owned()),
             );
         }
-        None if !a.dict_entries.is_empty() => {
-            out.push(b'{');
-            for (i, e) in a.dict_entries.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
+        Some(_) => return None,
+        None if dict || array => {
+            let (field, open, close) = if dict {
+                (11, b'{', b'}')
+            } else {
+                (12, b'[', b']')
+            };
+            out.push(open);
+            let mut first = true;
+            let mut fields = Fields::new(a);
+            while let Some((number, f)) = fields.next_field()? {
+                if let (true, Field::Len(r)) = (number == field, f) {
+                    if !first {
+                        out.push(b',');
+                    }
+                    first = false;
+                    write_annotation(out, a.get(r)?, seq, depth + 1, dict)?;
                 }
-                write_name(out, e, seq);
-                out.push(b':');
-                write_value(out, e, seq, depth + 1);
             }
-            out.push(b'}');
-        }
-        None if !a.array_values.is_empty() => {
-            out.push(b'[');
-            for (i, e) in a.array_values.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_value(out, e, seq, depth + 1);
-            }
-            out.push(b']');
+            out.push(close);
         }
         // No value and no entries (the writer sends empty objects and arrays as JSON text).
         None => out.extend_from_slice(b"null"),
     }
+    Some(())
 }
