@@ -249,6 +249,9 @@ impl<'b> Reader<'b> {
     /// inflated buffer, the offset of the packet that carried it).
     fn packets(&mut self, mut buf: Bytes, base: u64, depth: u32) -> Result<(), Damage> {
         let total = buf.len();
+        // Packets are addressed as ranges of `whole`; a `Bytes` (a reference count) is made
+        // only for the few packets prost decodes.
+        let whole = buf.clone();
         let inner = depth > 0;
         let at = |remaining: usize| {
             let offset = (total - remaining) as u64;
@@ -292,8 +295,9 @@ impl<'b> Reader<'b> {
                     ),
                 });
             }
-            let body = buf.split_to(len);
-            match self.decode_packet(body, offset, depth) {
+            let start = total - buf.remaining();
+            buf.advance(len);
+            match self.decode_packet(&whole, start..start + len, offset, depth) {
                 Ok(()) => {}
                 Err(e) => {
                     // The framing is intact: only this packet is lost.
@@ -309,11 +313,18 @@ impl<'b> Reader<'b> {
 
     /// Decodes one packet: those carrying a TrackEvent (or no data) from the wire directly,
     /// the others (descriptors, clock snapshots, compressed packets) with prost.
-    fn decode_packet(&mut self, body: Bytes, offset: u64, depth: u32) -> Result<(), String> {
+    fn decode_packet(
+        &mut self,
+        whole: &Bytes,
+        packet: std::ops::Range<usize>,
+        offset: u64,
+        depth: u32,
+    ) -> Result<(), String> {
+        let body = whole.get(packet.clone()).ok_or("packet out of range")?;
         let mut h = Header::default();
         let mut event = None;
         let mut other_data = false;
-        let mut fields = Fields::new(&body);
+        let mut fields = Fields::new(body);
         while let Some((number, field)) = fields.next_field().ok_or("malformed packet")? {
             match (number, field) {
                 (8, Field::Varint(v)) => h.timestamp = Some(v),
@@ -331,18 +342,19 @@ impl<'b> Reader<'b> {
             }
         }
         if other_data {
-            let packet = pb::TracePacket::decode(body).map_err(|e| e.to_string())?;
+            let packet = pb::TracePacket::decode(whole.slice(packet)).map_err(|e| e.to_string())?;
             self.packet(packet, offset, depth);
             return Ok(());
         }
         let interned = match h.interned.take() {
-            Some(r) => Some(pb::InternedData::decode(body.slice(r)).map_err(|e| e.to_string())?),
+            Some(r) => Some(
+                pb::InternedData::decode(whole.slice(packet.start + r.start..packet.start + r.end))
+                    .map_err(|e| e.to_string())?,
+            ),
             None => None,
         };
         let defaults = match h.defaults.take() {
-            Some(r) => {
-                Some(pb::TracePacketDefaults::decode(body.slice(r)).map_err(|e| e.to_string())?)
-            }
+            Some(r) => Some(pb::TracePacketDefaults::decode(&body[r]).map_err(|e| e.to_string())?),
             None => None,
         };
         let has_state = interned.is_some() || defaults.is_some();
