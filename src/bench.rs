@@ -36,6 +36,26 @@ pub(crate) struct BenchArgs {
     /// `text` or `json`.
     #[arg(long, default_value = "text", value_parser = ["text", "json"])]
     format: String,
+    /// Also export the loaded trace as a Perfetto `.pftrace` next to it (`TRACE.pftrace`) and
+    /// measure the export and the decode of that file.
+    #[arg(long)]
+    perfetto: bool,
+}
+
+/// Figures of `--perfetto`: writing the Timeline as `.pftrace` and reading that file back.
+#[derive(Debug, Serialize)]
+struct PerfettoFigures {
+    file: String,
+    pftrace_bytes: u64,
+    slices: usize,
+    export_s: f64,
+    export_mb_s: f64,
+    decode_s: f64,
+    decode_median_s: f64,
+    decode_mb_s: f64,
+    decode_private_bytes: u64,
+    decode_peak_private_bytes: u64,
+    round_trip_slices_equal: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -61,6 +81,8 @@ struct Figures {
     private_ratio: f64,
     model_heap_bytes: usize,
     bytes_per_slice: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    perfetto: Option<PerfettoFigures>,
 }
 
 pub(crate) fn run(args: &BenchArgs) -> Result<()> {
@@ -82,7 +104,10 @@ pub(crate) fn run(args: &BenchArgs) -> Result<()> {
         (None, Some(trace)) => trace.clone(),
         (None, None) => bail!("give a TRACE to measure, or --generate OUT to make one"),
     };
-    let figures = measure(&trace, args.runs.max(1))?;
+    let mut figures = measure(&trace, args.runs.max(1))?;
+    if args.perfetto {
+        figures.perfetto = Some(measure_perfetto(&trace, args.runs.max(1))?);
+    }
     let mut out = io::stdout().lock();
     if args.format == "json" {
         serde_json::to_writer_pretty(&mut out, &figures)?;
@@ -222,6 +247,59 @@ fn measure(trace: &Path, runs: usize) -> Result<Figures> {
         private_ratio: peak_private.max(private_after_load) as f64 / json_bytes.max(1) as f64,
         model_heap_bytes: timeline.model_heap_bytes(),
         bytes_per_slice: Slices::BYTES_PER_SLICE,
+        perfetto: None,
+    })
+}
+
+/// Exports `trace` as `TRACE.pftrace` (best of `runs`), then loads that file `runs` times.
+fn measure_perfetto(trace: &Path, runs: usize) -> Result<PerfettoFigures> {
+    let options = LoadOptions::default();
+    let timeline = steplens_ingest::load(trace, &options, None)?;
+    let mut name = trace.file_name().unwrap_or_default().to_os_string();
+    name.push(".pftrace");
+    let out = trace.with_file_name(name);
+    let mut export = Vec::new();
+    let mut written = 0;
+    for _ in 0..runs {
+        let t0 = Instant::now();
+        let file = File::create(&out).with_context(|| format!("cannot write {}", out.display()))?;
+        let mut w = BufWriter::with_capacity(1 << 20, file);
+        let stats = steplens_ingest::perfetto::write::write_timeline(&timeline, None, &mut w)?;
+        w.flush()?;
+        export.push(t0.elapsed().as_secs_f64());
+        written = stats.bytes;
+    }
+    let slices = timeline.slices.len();
+    let starts = timeline.slices.start.clone();
+    drop(timeline);
+    let sampler = PrivatePeak::start();
+    let mut decode = Vec::new();
+    let mut last = None;
+    let mut private_after_load = 0;
+    for _ in 0..runs {
+        drop(last.take());
+        let t0 = Instant::now();
+        let back = steplens_ingest::load(&out, &options, None)?;
+        decode.push(t0.elapsed().as_secs_f64());
+        private_after_load = status_field("RssAnon:").unwrap_or(0);
+        last = Some(back);
+    }
+    let peak = sampler.finish();
+    let round_trip_slices_equal = last.as_ref().is_some_and(|b| b.slices.start == starts);
+    let best_export = export.iter().copied().fold(f64::INFINITY, f64::min);
+    let best_decode = decode.iter().copied().fold(f64::INFINITY, f64::min);
+    Ok(PerfettoFigures {
+        file: out.display().to_string(),
+        pftrace_bytes: written,
+        slices,
+        export_s: best_export,
+        export_mb_s: written as f64 / 1e6 / best_export,
+        decode_s: best_decode,
+        decode_median_s: median(&mut decode),
+        decode_mb_s: written as f64 / 1e6 / best_decode,
+        decode_private_bytes: private_after_load,
+        decode_peak_private_bytes: peak.max(private_after_load),
+        round_trip_slices_equal,
     })
 }
 
@@ -280,6 +358,37 @@ fn print_figures(out: &mut dyn Write, f: &Figures) -> io::Result<()> {
         human_bytes(f.model_heap_bytes as u64),
         f.bytes_per_slice
     )?;
+    if let Some(p) = &f.perfetto {
+        writeln!(
+            out,
+            "perfetto file    {} ({}, {} slices; round trip {})",
+            p.file,
+            human_bytes(p.pftrace_bytes),
+            thousands(p.slices as u64),
+            if p.round_trip_slices_equal {
+                "equal"
+            } else {
+                "DIFFERS"
+            }
+        )?;
+        writeln!(
+            out,
+            "perfetto export  {:.3} s best  ->  {:.0} MB/s of .pftrace written",
+            p.export_s, p.export_mb_s
+        )?;
+        writeln!(
+            out,
+            "perfetto decode  {:.3} s best, {:.3} s median  ->  {:.0} MB/s of .pftrace",
+            p.decode_s, p.decode_median_s, p.decode_mb_s
+        )?;
+        writeln!(
+            out,
+            "decode memory    {} private after load, {} peak ({:.2} x the .pftrace)",
+            human_bytes(p.decode_private_bytes),
+            human_bytes(p.decode_peak_private_bytes),
+            p.decode_peak_private_bytes as f64 / p.pftrace_bytes.max(1) as f64
+        )?;
+    }
     Ok(())
 }
 

@@ -1,5 +1,6 @@
 //! `steplens export TRACE… --tables DIR`: the slices, steps, ops, findings, engines and idle
-//! tables as Parquet or CSV files for pandas, polars or DuckDB.
+//! tables as Parquet or CSV files for pandas, polars or DuckDB; `--perfetto OUT.pftrace`: the
+//! Timeline with the steps and findings drawn on it, for ui.perfetto.dev.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -27,6 +28,10 @@ pub(crate) struct ExportArgs {
     /// idle.
     #[arg(long, value_name = "DIR")]
     tables: Option<PathBuf>,
+    /// Write a Perfetto protobuf trace (`.pftrace`) with the steps and findings as annotation
+    /// tracks.
+    #[arg(long, value_name = "OUT.pftrace")]
+    perfetto: Option<PathBuf>,
     /// File format of the tables.
     #[arg(long, value_enum, default_value_t = TableFileFormat::Parquet)]
     format: TableFileFormat,
@@ -38,9 +43,9 @@ pub(crate) struct ExportArgs {
 }
 
 pub(crate) fn run(args: &ExportArgs) -> Result<()> {
-    let Some(dir) = &args.tables else {
-        bail!("nothing to export: give --tables DIR");
-    };
+    if args.tables.is_none() && args.perfetto.is_none() {
+        bail!("nothing to export: give --tables DIR or --perfetto OUT.pftrace");
+    }
     let thresholds = match &args.budget {
         Some(path) => read_budget(path)?.thresholds,
         None => steplens_analysis::Thresholds::default(),
@@ -50,6 +55,12 @@ pub(crate) fn run(args: &ExportArgs) -> Result<()> {
     let format = match args.format {
         TableFileFormat::Parquet => TableFormat::Parquet,
         TableFileFormat::Csv => TableFormat::Csv,
+    };
+    if let Some(path) = &args.perfetto {
+        crate::export_perfetto::write(&timeline, &report, path)?;
+    }
+    let Some(dir) = &args.tables else {
+        return Ok(());
     };
     let written = write_tables(&timeline, &report, dir, format)?;
     let mut stderr = std::io::stderr().lock();

@@ -8,6 +8,7 @@ mod bench;
 mod check_cmd;
 mod diff_cmd;
 mod export_cmd;
+mod export_perfetto;
 mod progress;
 mod render;
 mod run_input;
@@ -39,7 +40,7 @@ enum Command {
     Check(check_cmd::CheckArgs),
     /// Two runs side by side: steps, engines, ops and findings.
     Diff(diff_cmd::DiffArgs),
-    /// Write the slices, steps, ops and findings as Parquet or CSV tables.
+    /// Write tables (Parquet/CSV) or a Perfetto trace with the findings drawn on it.
     Export(export_cmd::ExportArgs),
     /// Measure ingest and report speed and memory on a (generated) large trace.
     Bench(bench::BenchArgs),

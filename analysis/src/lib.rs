@@ -17,6 +17,7 @@ pub mod engines;
 pub use steplens_ingest::intervals;
 pub mod idle;
 pub mod ops;
+pub mod perfetto_export;
 pub mod report;
 pub mod steps;
 #[cfg(feature = "tables")]

@@ -91,6 +91,25 @@ pub(crate) struct DeviceHints {
     pub(crate) rocm_properties: bool,
 }
 
+/// What a reader knows for certain about a track (a Perfetto trace written by steplens names
+/// each track's kind and place): [`TimelineBuilder::finish`] uses it instead of inferring the
+/// kind from metadata and categories, the names from lane metadata, and the order from sort
+/// indexes.
+#[derive(Debug, Clone, Default)]
+pub struct TrackDescription {
+    /// The track's kind.
+    pub kind: Option<TrackKind>,
+    /// Display name.
+    pub name: Option<String>,
+    /// Name of the owning process or device.
+    pub process_name: Option<String>,
+    /// [`Track::sort_key`].
+    pub sort_key: Option<(i64, i64)>,
+    /// Display rank among the tracks of the same input: it orders tracks before anything else
+    /// does (undescribed tracks have rank 0).
+    pub rank: u64,
+}
+
 /// Accumulates events, then builds the [`Timeline`].
 #[derive(Debug, Default)]
 pub struct TimelineBuilder {
@@ -107,6 +126,11 @@ pub struct TimelineBuilder {
     flow_points: Vec<FlowPoint>,
     instant_order: Vec<(TrackId, i64, u32)>,
     counter_samples: Vec<(TrackId, i64, f64)>,
+    descriptions: FxHashMap<TrackId, TrackDescription>,
+    /// Flows between slices given by their push index (`slice_count()` before the push).
+    raw_flows: Vec<(CatId, u64, u32, u32)>,
+    /// `raw_flows`, bound to sorted slice ids once the slices are sorted.
+    raw_flows_bound: Vec<Flow>,
     pub(crate) device: DeviceHints,
 }
 
@@ -118,6 +142,18 @@ impl TimelineBuilder {
             raw: Slices::with_capacity(slices),
             ..Self::default()
         }
+    }
+
+    /// Reserves room for `additional` more slices. Capacity that is never written costs
+    /// address space only, so a generous estimate avoids the copies of growing the columns.
+    pub(crate) fn reserve_slices(&mut self, additional: usize) {
+        let raw = &mut self.raw;
+        raw.start.reserve(additional);
+        raw.dur.reserve(additional);
+        raw.track.reserve(additional);
+        raw.name.reserve(additional);
+        raw.cat.reserve(additional);
+        raw.args.reserve(additional);
     }
 
     /// Registers an input and its bytes; returns its source index.
@@ -327,8 +363,15 @@ impl TimelineBuilder {
         instants.args.push(args);
     }
 
-    /// Adds a counter sample to the series `series` of process `pid`.
-    pub fn push_counter(&mut self, source: u16, pid: LaneId, series: &str, ts: i64, value: f64) {
+    /// Adds a counter sample to the series `series` of process `pid`; returns the series' track.
+    pub fn push_counter(
+        &mut self,
+        source: u16,
+        pid: LaneId,
+        series: &str,
+        ts: i64,
+        value: f64,
+    ) -> TrackId {
         let series_id = self.intern(series);
         let key = LaneKey {
             source,
@@ -338,6 +381,45 @@ impl TimelineBuilder {
         };
         let track = self.lane(key, Some(series));
         self.counter_samples.push((track, ts, value));
+        track
+    }
+
+    /// The counter track of series `series` of process `pid`, created on first use.
+    pub fn counter_track(&mut self, source: u16, pid: LaneId, series: &str) -> TrackId {
+        let series_id = self.intern(series);
+        let key = LaneKey {
+            source,
+            pid,
+            tid: LaneId::Str(series_id),
+            counter: true,
+        };
+        self.lane(key, Some(series))
+    }
+
+    /// Adds a sample to a counter track made by [`TimelineBuilder::counter_track`].
+    pub fn push_counter_sample(&mut self, track: TrackId, ts: i64, value: f64) {
+        self.counter_samples.push((track, ts, value));
+    }
+
+    /// Fixes what is known about `track` (see [`TrackDescription`]).
+    pub fn describe_track(&mut self, track: TrackId, description: TrackDescription) {
+        self.descriptions.insert(track, description);
+    }
+
+    /// Adds a flow between two slices given by their push index (the value of
+    /// [`TimelineBuilder::slice_count`] just before each was pushed), for formats that say
+    /// exactly which slices a flow joins.
+    pub fn push_slice_flow(&mut self, cat: CatId, id: u64, from: usize, to: usize) {
+        if let (Ok(from), Ok(to)) = (u32::try_from(from), u32::try_from(to)) {
+            self.raw_flows.push((cat, id, from, to));
+        }
+    }
+
+    /// Replaces the bytes slice args refer to (a reader that re-encodes args as JSON text).
+    pub(crate) fn set_source_data(&mut self, source: u16, data: Arc<SourceData>) {
+        if let Some(slot) = self.timeline.data.get_mut(source as usize) {
+            *slot = data;
+        }
     }
 
     /// Adds a flow endpoint (`s`, `t`, `f`).
@@ -596,7 +678,11 @@ impl TimelineBuilder {
             let thread = self
                 .threads
                 .get(&(raw.key.source, raw.key.pid, raw.key.tid));
-            let kind = classify(raw, process, thread, &self.timeline.strings);
+            let description = self.descriptions.get(&(i as TrackId));
+            let kind = match description.and_then(|d| d.kind.clone()) {
+                Some(kind) => kind,
+                None => classify(raw, process, thread, &self.timeline.strings),
+            };
             let group = match &kind {
                 TrackKind::HostThread => 0,
                 TrackKind::DeviceEngine { .. } => 1,
@@ -615,8 +701,12 @@ impl TimelineBuilder {
                     LaneId::Int(tid) => tid,
                     LaneId::Str(_) => i64::MAX,
                 });
+            let (process_sort, thread_sort) = description
+                .and_then(|d| d.sort_key)
+                .unwrap_or((process_sort, thread_sort));
             let key = SortKey {
                 source: raw.key.source,
+                rank: description.map_or(0, |d| d.rank),
                 group,
                 process_sort,
                 pid: raw.key.pid,
@@ -625,7 +715,11 @@ impl TimelineBuilder {
                 counter: raw.key.counter,
             };
             keyed.push((key, i as TrackId));
-            let (name, process_name) = self.track_names(raw, process, thread, &kind);
+            let (mut name, mut process_name) = self.track_names(raw, process, thread, &kind);
+            if let Some(d) = description {
+                name = d.name.clone().unwrap_or(name);
+                process_name = d.process_name.clone().unwrap_or(process_name);
+            }
             self.timeline.tracks.push(Track {
                 source: raw.key.source,
                 pid: raw.key.pid,
@@ -719,6 +813,26 @@ impl TimelineBuilder {
                 part.sort_unstable_by_key(key);
             }
             self.timeline.tracks[t].slices = bounds[t]..bounds[t + 1];
+        }
+        if !self.raw_flows.is_empty() {
+            let mut position = vec![NO_PARENT; n];
+            for (new, &old) in perm.iter().enumerate() {
+                position[old as usize] = new as SliceId;
+            }
+            let at = |raw: u32| {
+                position
+                    .get(raw as usize)
+                    .copied()
+                    .filter(|&p| p != NO_PARENT)
+            };
+            for (cat, id, from, to) in std::mem::take(&mut self.raw_flows) {
+                match (at(from), at(to)) {
+                    (Some(from), Some(to)) if from != to => {
+                        self.raw_flows_bound.push(Flow { id, cat, from, to });
+                    }
+                    _ => self.timeline.stats.unbound_flow_ends += 1,
+                }
+            }
         }
         let gather_i64 = |col: &[i64]| perm.iter().map(|&i| col[i as usize]).collect::<Vec<_>>();
         let mut slices = Slices {
@@ -867,9 +981,10 @@ impl TimelineBuilder {
             }
             i = j;
         }
+        flows.append(&mut self.raw_flows_bound);
         flows.sort_by_key(|f| (f.from, f.to));
         self.timeline.flows = flows;
-        self.timeline.stats.unbound_flow_ends = unbound;
+        self.timeline.stats.unbound_flow_ends += unbound;
     }
 
     fn bind_point(&self, p: &FlowPoint) -> Option<SliceId> {
@@ -1163,6 +1278,7 @@ impl TimelineBuilder {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct SortKey {
     source: u16,
+    rank: u64,
     group: u8,
     process_sort: i64,
     pid: LaneId,

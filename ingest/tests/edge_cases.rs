@@ -1174,7 +1174,7 @@ fn random_binary_is_not_a_trace() {
 fn other_formats_are_unsupported() {
     // (ZIP archives are read as `.hltv`: see tests/hltv.rs.)
     for (bytes, what) in [
-        // Two `Trace.packet` records (tag 0x0a, length, payload).
+        // Two `Trace.packet` records (tag 0x0a, length, payload) with no TrackEvent data.
         (&b"\x0a\x02\x08\x01\x0a\x02\x10\x02"[..], "Perfetto"),
         (&b"a,b,c\n1,2,3\n"[..], "CSV"),
     ] {

@@ -1,0 +1,181 @@
+//! Exporting a Timeline with its analysis as a Perfetto trace for ui.perfetto.dev: the
+//! Timeline's own tracks (written by `steplens_ingest::perfetto::write`) plus annotation
+//! tracks built from the [`Report`]: a `Steps` track with one slice per step, and one
+//! `finding: KIND` track per finding kind with one slice per finding (title, lost time,
+//! recommendation … as args) and flow arrows from each finding to its evidence slices.
+
+use std::io::Write;
+
+use steplens_ingest::model::{SliceId, Timeline};
+use steplens_ingest::perfetto::write::{Annotation, Overlay, OverlaySlice, OverlayTrack};
+
+use crate::report::{Finding, Report};
+
+/// What [`write_perfetto`] wrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExportStats {
+    /// Bytes written.
+    pub bytes: u64,
+    /// Perfetto tracks (groups and overlap layers included).
+    pub tracks: u64,
+    /// Timeline slices written.
+    pub slices: u64,
+    /// Step slices on the `Steps` track.
+    pub steps: u64,
+    /// Finding slices.
+    pub findings: u64,
+    /// Flow arrows (the Timeline's and those from findings to their evidence).
+    pub flows: u64,
+}
+
+/// Why the export failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PerfettoExportError {
+    /// Writing the output failed.
+    #[error("cannot write the Perfetto trace: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Writes `timeline` as a Perfetto TrackEvent trace (`.pftrace`) to `out`, with the steps and
+/// findings of `report` (built from the same Timeline) as annotation tracks above it.
+///
+/// The file opens in ui.perfetto.dev; `steplens` reads it back as the same Timeline (the
+/// annotation tracks then appear as extra lanes).
+///
+/// # Errors
+/// When writing to `out` fails.
+pub fn write_perfetto(
+    timeline: &Timeline,
+    report: &Report,
+    out: &mut dyn Write,
+) -> Result<ExportStats, PerfettoExportError> {
+    let overlay = overlay(timeline, report);
+    let steps = overlay
+        .tracks
+        .first()
+        .filter(|t| t.name == STEPS_TRACK)
+        .map_or(0, |t| t.slices.len() as u64);
+    let written = steplens_ingest::perfetto::write::write_timeline(timeline, Some(&overlay), out)?;
+    Ok(ExportStats {
+        bytes: written.bytes,
+        tracks: written.tracks,
+        slices: written.slices,
+        steps,
+        findings: written.overlay_slices - steps,
+        flows: written.flows,
+    })
+}
+
+const STEPS_TRACK: &str = "Steps";
+
+/// The annotation tracks for `report`: steps first, then one track per finding kind in the
+/// order kinds first appear in the (ranked) findings.
+#[must_use]
+pub fn overlay(timeline: &Timeline, report: &Report) -> Overlay {
+    let mut tracks = Vec::new();
+    if !report.steps.is_empty() {
+        let slices = report
+            .steps
+            .iter()
+            .map(|s| {
+                let mut annotations = vec![
+                    ("dur_ns".to_owned(), Annotation::Int(s.dur_ns)),
+                    ("host_busy_ns".to_owned(), Annotation::Int(s.host_busy_ns)),
+                    ("dataloader_ns".to_owned(), Annotation::Int(s.dataloader_ns)),
+                ];
+                if let Some(v) = s.device_busy_ns {
+                    annotations.push(("device_busy_ns".to_owned(), Annotation::Int(v)));
+                }
+                if let Some(v) = s.device_idle_ns {
+                    annotations.push(("device_idle_ns".to_owned(), Annotation::Int(v)));
+                }
+                for (engine, ns) in &s.engines {
+                    annotations.push((format!("engine {engine} busy_ns"), Annotation::Int(*ns)));
+                }
+                OverlaySlice {
+                    start: s.start_ns,
+                    dur: s.dur_ns.max(0),
+                    name: s.name.clone(),
+                    annotations,
+                    flows_to: Vec::new(),
+                }
+            })
+            .collect();
+        tracks.push(OverlayTrack {
+            name: STEPS_TRACK.to_owned(),
+            slices,
+        });
+    }
+    let mut kinds: Vec<&str> = Vec::new();
+    for f in &report.findings {
+        if !kinds.contains(&f.kind.as_str()) {
+            kinds.push(&f.kind);
+        }
+    }
+    for kind in kinds {
+        let slices = report
+            .findings
+            .iter()
+            .filter(|f| f.kind == kind)
+            .map(|f| finding_slice(timeline, f))
+            .collect();
+        tracks.push(OverlayTrack {
+            name: format!("finding: {kind}"),
+            slices,
+        });
+    }
+    Overlay { tracks }
+}
+
+fn finding_slice(timeline: &Timeline, f: &Finding) -> OverlaySlice {
+    let text = |s: &str| Annotation::Str(s.to_owned());
+    let mut annotations = vec![
+        ("kind".to_owned(), text(&f.kind)),
+        ("severity".to_owned(), text(&f.severity)),
+        ("title".to_owned(), text(&f.title)),
+        ("lost_ns".to_owned(), Annotation::Int(f.lost_ns)),
+        (
+            "count".to_owned(),
+            Annotation::Int(i64::try_from(f.count).unwrap_or(i64::MAX)),
+        ),
+        ("recommendation".to_owned(), text(&f.recommendation)),
+    ];
+    if let Some(step) = &f.step {
+        annotations.push(("step".to_owned(), text(step)));
+    }
+    if let Some(track) = &f.track {
+        annotations.push(("track".to_owned(), text(track)));
+    }
+    if let Some(site) = &f.call_site {
+        annotations.push(("call_site".to_owned(), text(site)));
+    }
+    if !f.ops.is_empty() {
+        annotations.push(("ops".to_owned(), text(&f.ops.join(", "))));
+    }
+    OverlaySlice {
+        start: f.start_ns,
+        dur: (f.end_ns - f.start_ns).max(0),
+        name: f.title.clone(),
+        annotations,
+        flows_to: evidence_slices(timeline, f),
+    }
+}
+
+/// The Timeline slices a finding's evidence names (`{"slice": id, "name": …}`), checked
+/// against the Timeline so a stale report cannot point at the wrong slice.
+fn evidence_slices(timeline: &Timeline, f: &Finding) -> Vec<SliceId> {
+    let mut out: Vec<SliceId> = f
+        .evidence
+        .iter()
+        .filter_map(|e| {
+            let id = SliceId::try_from(e.get("slice")?.as_u64()?).ok()?;
+            let name = e.get("name").and_then(|n| n.as_str());
+            ((id as usize) < timeline.slices.len()
+                && name.is_none_or(|n| n == timeline.slice_name(id)))
+            .then_some(id)
+        })
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}

@@ -1,0 +1,124 @@
+//! Perfetto TrackEvent protobuf (`.pftrace`): the `perfetto-proto` reader ([`read`]) and the
+//! writer that exports a Timeline, with optional annotation tracks, for ui.perfetto.dev
+//! ([`write`]).
+//!
+//! The prost types in `proto` are generated from `ingest/proto/perfetto_trackevent.proto`, a
+//! trimmed copy of Perfetto's merged trace proto (same names and field numbers), and checked
+//! in; `tests/perfetto_proto_fresh.rs` fails when they are stale.
+//!
+//! A file written by steplens carries, in each track descriptor's `description`, a small JSON
+//! note (`steplens track {…}`) with the Timeline track it came from (kind, engine class, device,
+//! lane ids, names, order), and one `steplens` root track whose description holds the trace's
+//! flow categories and device. The reader uses them to rebuild the Timeline exactly; without
+//! them (traces from other tools) it infers tracks the way it does for JSON traces.
+
+mod event;
+pub(crate) mod read;
+pub mod write;
+
+#[rustfmt::skip]
+#[allow(
+    missing_docs,
+    unreachable_pub,
+    dead_code,
+    clippy::all,
+    clippy::pedantic,
+    clippy::doc_markdown,
+    clippy::derive_partial_eq_without_eq
+)]
+pub(crate) mod proto;
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{EngineClass, LaneId, StringTable, TrackKind};
+
+/// Prefix of the JSON note in a track descriptor's `description`.
+pub(crate) const TRACK_NOTE: &str = "steplens track ";
+/// Name of the root track holding the trace-wide note.
+pub(crate) const META_TRACK: &str = "steplens";
+/// Prefix of the trace-wide note.
+pub(crate) const META_NOTE: &str = "steplens trace ";
+/// Version of the notes.
+pub(crate) const NOTE_VERSION: u32 = 1;
+
+/// The Timeline track a Perfetto track came from.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub(crate) struct TrackNote {
+    /// Index of the track in the exported Timeline (several Perfetto tracks, the overlap
+    /// layers of one lane, share it).
+    pub(crate) id: u32,
+    /// `host`, `device`, `counter` or `async`.
+    pub(crate) kind: String,
+    /// Engine class of a device track.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) engine: Option<String>,
+    /// Device index of a device track.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) device: Option<i64>,
+    /// Process id as written in the original trace (number or string).
+    pub(crate) pid: serde_json::Value,
+    /// Thread id as written in the original trace (number or string).
+    pub(crate) tid: serde_json::Value,
+    /// Track name.
+    pub(crate) name: String,
+    /// Process or device name.
+    pub(crate) process: String,
+    /// The track's sort key.
+    pub(crate) sort: (i64, i64),
+}
+
+/// Trace-wide facts of an exported Timeline.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub(crate) struct TraceNote {
+    /// [`NOTE_VERSION`].
+    pub(crate) version: u32,
+    /// Flow categories: a flow id's top 16 bits index this list.
+    pub(crate) flow_categories: Vec<String>,
+    /// Device kind (`cuda`, `hpu`, …).
+    pub(crate) device_kind: String,
+    /// Device model name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) device_name: Option<String>,
+    /// Added to every time on export (Perfetto times are unsigned); the reader subtracts it.
+    #[serde(default)]
+    pub(crate) time_offset_ns: i64,
+}
+
+/// Bits of an exported flow id below the category index.
+pub(crate) const FLOW_CAT_SHIFT: u32 = 48;
+
+pub(crate) fn kind_from_note(note: &TrackNote) -> Option<TrackKind> {
+    Some(match note.kind.as_str() {
+        "host" => TrackKind::HostThread,
+        "counter" => TrackKind::Counter,
+        "async" => TrackKind::Async,
+        "device" => TrackKind::DeviceEngine {
+            class: engine_class(note.engine.as_deref().unwrap_or("")),
+            device: note.device,
+        },
+        _ => return None,
+    })
+}
+
+/// The engine class named by [`EngineClass::as_str`].
+pub(crate) fn engine_class(name: &str) -> EngineClass {
+    match name {
+        "MME" => EngineClass::Mme,
+        "TPC" => EngineClass::Tpc,
+        "DMA" => EngineClass::Dma,
+        "NIC" => EngineClass::Nic,
+        "ROTATOR" => EngineClass::Rotator,
+        "compute-stream" => EngineClass::ComputeStream,
+        "memcpy" => EngineClass::Memcpy,
+        "sync" => EngineClass::Sync,
+        "annotation" => EngineClass::Annotation,
+        other => EngineClass::Other(other.into()),
+    }
+}
+
+pub(crate) fn lane_to_json(lane: LaneId, strings: &StringTable) -> serde_json::Value {
+    match lane {
+        LaneId::Int(v) => serde_json::Value::from(v),
+        LaneId::Str(s) => serde_json::Value::from(strings.get(s)),
+    }
+}
