@@ -97,6 +97,16 @@ def main():
     write("hltv_zip", "archive.hltv", buf.getvalue())
     write("gzip", "train_clean.json.gz",
           gzip.compress((SEEDS / "kineto_json" / "train_clean.json").read_bytes(), mtime=0))
+    write("perfetto", "synthetic.pftrace", (SAMPLES / "perfetto" / "synthetic.pftrace").read_bytes())
+    # An exported trace (steplens's own writer: interning, flows, overlay tracks), if the binary
+    # is built: target/debug/steplens export fuzz/seeds/kineto_json/train_clean.json --perfetto …
+    exported = ROOT / "target" / "fuzz-seed-train_clean.pftrace"
+    steplens = ROOT / "target" / "debug" / "steplens"
+    if steplens.exists():
+        import subprocess
+        subprocess.run([str(steplens), "export", str(SEEDS / "kineto_json" / "train_clean.json"),
+                        "--perfetto", str(exported)], check=True, capture_output=True)
+        write("perfetto", "train_clean.pftrace", exported.read_bytes())
     write("budget", "steplens.toml", (SAMPLES / "ci" / "steplens.toml").read_bytes())
     write("budget", "small.toml", b"[check]\nwarmup_steps = 2\nallow_new = [\"sync_point\"]\n"
           b"[check.lost_time.sync_point]\nmax_increase_ms = 0.5\n[thresholds]\n")
