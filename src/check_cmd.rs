@@ -181,31 +181,14 @@ fn text(
     )?;
     writeln!(out, "  current   {}", side_line(current, &outcome.current))?;
     writeln!(out)?;
-    let mut table = Table::new(&[
-        ("", false),
-        ("rule", false),
-        ("baseline", true),
-        ("current", true),
-        ("change", true),
-        ("limit", false),
-    ]);
-    // Failures first so they are on screen; then the rest in rule order.
-    let ordered = outcome
-        .rules
-        .iter()
-        .filter(|r| r.status == Status::Fail)
-        .chain(outcome.rules.iter().filter(|r| r.status != Status::Fail));
-    for rule in ordered {
-        table.row(vec![
-            status_word(rule.status).to_owned(),
+    let table = rules_table(
+        outcome,
+        |s| status_word(s).to_owned(),
+        |rule| {
             // Kernel names run to hundreds of characters; the JSON and JUnit keep them whole.
-            truncate(&rule.rule, 72),
-            rule.baseline.clone(),
-            rule.current.clone(),
-            rule.change.clone(),
-            rule.limit.clone(),
-        ]);
-    }
+            truncate(rule, 72)
+        },
+    );
     table.text(out, style)?;
     let failures: Vec<&RuleResult> = outcome.failures().collect();
     if !failures.is_empty() {
@@ -302,34 +285,12 @@ fn markdown(outcome: &CheckOutcome, baseline: &Run, current: &Run) -> String {
         "- **current** `{}`\n",
         side_line(current, &outcome.current)
     );
-    let mut table = Table::new(&[
-        ("", false),
-        ("rule", false),
-        ("baseline", true),
-        ("current", true),
-        ("change", true),
-        ("limit", false),
-    ]);
     let icon = |s: Status| match s {
         Status::Pass => "✅",
         Status::Fail => "❌",
         Status::Skipped => "➖",
     };
-    let ordered = outcome
-        .rules
-        .iter()
-        .filter(|r| r.status == Status::Fail)
-        .chain(outcome.rules.iter().filter(|r| r.status != Status::Fail));
-    for rule in ordered {
-        table.row(vec![
-            icon(rule.status).to_owned(),
-            format!("`{}`", rule.rule),
-            rule.baseline.clone(),
-            rule.current.clone(),
-            rule.change.clone(),
-            rule.limit.clone(),
-        ]);
-    }
+    let table = rules_table(outcome, |s| icon(s).to_owned(), |rule| format!("`{rule}`"));
     let mut bytes = Vec::new();
     let _ = table.markdown(&mut bytes);
     md.push_str(&String::from_utf8_lossy(&bytes));
@@ -344,6 +305,38 @@ fn markdown(outcome: &CheckOutcome, baseline: &Run, current: &Run) -> String {
         }
     }
     md
+}
+
+/// The rules as a table, failures first (so they are on screen), then the rest in rule order.
+fn rules_table(
+    outcome: &CheckOutcome,
+    status_cell: impl Fn(Status) -> String,
+    rule_cell: impl Fn(&str) -> String,
+) -> Table {
+    let mut table = Table::new(&[
+        ("", false),
+        ("rule", false),
+        ("baseline", true),
+        ("current", true),
+        ("change", true),
+        ("limit", false),
+    ]);
+    let ordered = outcome
+        .rules
+        .iter()
+        .filter(|r| r.status == Status::Fail)
+        .chain(outcome.rules.iter().filter(|r| r.status != Status::Fail));
+    for rule in ordered {
+        table.row(vec![
+            status_cell(rule.status),
+            rule_cell(&rule.rule),
+            rule.baseline.clone(),
+            rule.current.clone(),
+            rule.change.clone(),
+            rule.limit.clone(),
+        ]);
+    }
+    table
 }
 
 fn xml_escape(s: &str) -> String {

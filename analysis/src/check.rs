@@ -144,41 +144,44 @@ impl Default for CheckBudget {
     }
 }
 
+/// A limit that can fill the fields it leaves unset from another.
+trait Layered: Copy {
+    fn over(self, base: Self) -> Self;
+}
+
+impl Layered for TimeLimit {
+    fn over(self, base: Self) -> Self {
+        TimeLimit::over(self, base)
+    }
+}
+
+impl Layered for PctLimit {
+    fn over(self, base: Self) -> Self {
+        PctLimit::over(self, base)
+    }
+}
+
+/// The limit for `name`: its own entry over the table's `default` entry over `builtin`.
+fn layered<L: Layered>(table: &BTreeMap<String, L>, name: &str, builtin: L) -> L {
+    let default = table.get(DEFAULT_KEY).map_or(builtin, |l| l.over(builtin));
+    table.get(name).map_or(default, |l| l.over(default))
+}
+
 impl CheckBudget {
     fn engine_limit(&self, class: &str) -> PctLimit {
-        let base = PctLimit {
+        let builtin = PctLimit {
             max_drop_points: Some(10.0),
             min_pct: None,
         };
-        let default = self
-            .engine_utilization
-            .get(DEFAULT_KEY)
-            .map_or(base, |l| l.over(base));
-        self.engine_utilization
-            .get(class)
-            .map_or(default, |l| l.over(default))
+        layered(&self.engine_utilization, class, builtin)
     }
 
     fn lost_limit(&self, kind: &str) -> TimeLimit {
-        let base = TimeLimit::new(10.0, 0.5);
-        let default = self
-            .lost_time
-            .get(DEFAULT_KEY)
-            .map_or(base, |l| l.over(base));
-        self.lost_time
-            .get(kind)
-            .map_or(default, |l| l.over(default))
+        layered(&self.lost_time, kind, TimeLimit::new(10.0, 0.5))
     }
 
     fn op_limit(&self, op: &str) -> TimeLimit {
-        let base = TimeLimit::new(20.0, 0.2);
-        let default = self
-            .op_self_time
-            .get(DEFAULT_KEY)
-            .map_or(base, |l| l.over(base));
-        self.op_self_time
-            .get(op)
-            .map_or(default, |l| l.over(default))
+        layered(&self.op_self_time, op, TimeLimit::new(20.0, 0.2))
     }
 }
 

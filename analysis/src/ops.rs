@@ -60,18 +60,25 @@ pub fn percentile(sorted: &[i64], q: f64) -> Option<i64> {
     sorted.get(rank.clamp(1, sorted.len()) - 1).copied()
 }
 
+/// Per slice, the summed duration of its direct children.
+#[must_use]
+pub fn child_time(timeline: &Timeline) -> Vec<i64> {
+    let slices = &timeline.slices;
+    let mut child_ns = vec![0i64; slices.len()];
+    for (i, &parent) in slices.parent.iter().enumerate() {
+        if parent != NO_PARENT {
+            child_ns[parent as usize] += slices.dur[i];
+        }
+    }
+    child_ns
+}
+
 /// The op summary, by total time (longest first), then name.
 #[must_use]
 pub fn op_summary(timeline: &Timeline) -> Vec<OpStats> {
     let slices = &timeline.slices;
     let n = slices.len();
-    let mut child_ns = vec![0i64; n];
-    for i in 0..n {
-        let parent = slices.parent[i];
-        if parent != NO_PARENT {
-            child_ns[parent as usize] += slices.dur[i];
-        }
-    }
+    let child_ns = child_time(timeline);
     // Group key: (name, device?, category). Groups get dense ids so durations can be bucketed.
     let mut group_of: FxHashMap<(StrId, bool, u16), u32> = FxHashMap::default();
     let mut keys: Vec<(StrId, bool, u16)> = Vec::new();

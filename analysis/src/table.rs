@@ -163,13 +163,7 @@ pub fn tables(timeline: &Timeline, report: &Report) -> Result<Vec<Table>, TableE
 fn slices_frame(timeline: &Timeline) -> PolarsResult<DataFrame> {
     let slices = &timeline.slices;
     let n = slices.len();
-    let mut child_ns = vec![0i64; n];
-    for i in 0..n {
-        let parent = slices.parent[i];
-        if parent != NO_PARENT {
-            child_ns[parent as usize] += slices.dur[i];
-        }
-    }
+    let child_ns = crate::ops::child_time(timeline);
     // Steps of each clock, sorted by start, to name the step a slice starts in.
     let mut steps_by_source: FxHashMap<u16, Vec<(i64, i64, &str)>> = FxHashMap::default();
     for step in &timeline.steps {
