@@ -1,0 +1,569 @@
+//! Level of detail: turning the slices of the visible rows into a bounded list of rectangles.
+//!
+//! [`LaneIndex`] keeps, for each track and nesting depth (a *lane*), the ids of its slices in
+//! start order (4 bytes a slice, built once after loading in O(slices)). Slices of one lane are
+//! siblings, which never overlap (the Timeline's nesting guarantees it; the rare partial overlap
+//! it keeps as a sibling only makes a run a little shorter or longer).
+//!
+//! [`build_frame`] walks each visible lane **by pixel column, not by slice**:
+//! - the first visible slice is found by binary search on the sorted starts;
+//! - a slice at least [`MIN_SLICE_PX`] wide becomes its own rectangle;
+//! - a narrower one starts a *density run*: the walk jumps, by another binary search, to the
+//!   first slice starting after the current pixel column; consecutive columns with work merge
+//!   into one run rectangle. Because siblings do not overlap, only the last slice skipped can
+//!   reach past the column, so it is checked and drawn on its own when wide.
+//!
+//! **Per-frame bound**: each step of the walk either emits a rectangle at least one pixel wide
+//! or advances one pixel column, so a lane costs at most `2 × width_px + 2` steps of
+//! O(log slices) each, whatever the zoom and the number of slices. A frame costs
+//! O(visible lanes × width_px × log n). Counters cost O(visible counter rows × width_px ×
+//! [`MAX_COUNTER_SAMPLES_PER_PX`]). Labels are drawn only on rectangles wider than
+//! [`LABEL_MIN_PX`], so their number is bounded by `width_px / LABEL_MIN_PX` per lane.
+
+use std::ops::Range;
+
+use steplens_ingest::model::{SliceId, Timeline, TrackId, TrackKind};
+
+use super::layout::{Layout, RowKind};
+
+/// Slices narrower than this (pixels) merge into density runs.
+pub const MIN_SLICE_PX: f32 = 1.0;
+/// Runs closer than this (pixels) merge into one.
+pub const RUN_MERGE_GAP_PX: f32 = 1.0;
+/// Rectangles narrower than this (pixels) get no label.
+pub const LABEL_MIN_PX: f32 = 36.0;
+/// At most this many counter samples are read per pixel column (evenly strided beyond).
+pub const MAX_COUNTER_SAMPLES_PER_PX: usize = 64;
+
+/// Slice ids per lane (track × depth), in start order; counter sample ranges per track.
+#[derive(Debug, Default, Clone)]
+pub struct LaneIndex {
+    /// Slice ids of every lane, lanes one after another.
+    ids: Vec<SliceId>,
+    /// For lane `l`, its ids are `ids[lane_start[l]..lane_start[l + 1]]`.
+    lane_start: Vec<usize>,
+    /// First lane of each track (`track_lane[t]..track_lane[t + 1]`).
+    track_lane: Vec<usize>,
+    /// For each track, its range in [`Timeline::counters`].
+    counters: Vec<Range<usize>>,
+    /// For each track, the smallest and largest counter value (0, 0 when none).
+    counter_bounds: Vec<(f64, f64)>,
+}
+
+impl LaneIndex {
+    /// Builds the index: one pass over the slices and one over the counter samples.
+    #[must_use]
+    pub fn new(timeline: &Timeline) -> Self {
+        let slices = &timeline.slices;
+        let mut track_lane = Vec::with_capacity(timeline.tracks.len() + 1);
+        let mut lanes = 0usize;
+        for track in &timeline.tracks {
+            track_lane.push(lanes);
+            lanes += track.max_depth as usize + 1;
+        }
+        track_lane.push(lanes);
+        // Count per lane, then place (a counting sort keeps start order inside each lane
+        // because the Timeline's slices are sorted by (track, start)).
+        let mut counts = vec![0usize; lanes + 1];
+        for (t, track) in timeline.tracks.iter().enumerate() {
+            for i in track.slices.clone() {
+                let depth = slices.depth.get(i as usize).copied().unwrap_or(0) as usize;
+                if let Some(c) = counts.get_mut(track_lane[t] + depth) {
+                    *c += 1;
+                }
+            }
+        }
+        let mut lane_start = Vec::with_capacity(lanes + 1);
+        let mut acc = 0;
+        for c in &counts[..lanes] {
+            lane_start.push(acc);
+            acc += c;
+        }
+        lane_start.push(acc);
+        let mut fill = lane_start.clone();
+        let mut ids = vec![0; acc];
+        for (t, track) in timeline.tracks.iter().enumerate() {
+            for i in track.slices.clone() {
+                let depth = slices.depth.get(i as usize).copied().unwrap_or(0) as usize;
+                let lane = track_lane[t] + depth;
+                if let Some(slot) = fill.get_mut(lane)
+                    && let Some(id) = ids.get_mut(*slot)
+                {
+                    *id = i;
+                    *slot += 1;
+                }
+            }
+        }
+        let counter_tracks = &timeline.counters.track;
+        let mut counters = Vec::with_capacity(timeline.tracks.len());
+        let mut counter_bounds = Vec::with_capacity(timeline.tracks.len());
+        for t in 0..timeline.tracks.len() as TrackId {
+            let a = counter_tracks.partition_point(|&x| x < t);
+            let b = counter_tracks.partition_point(|&x| x <= t);
+            let values = timeline.counters.value.get(a..b).unwrap_or(&[]);
+            let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            counter_bounds.push(if lo.is_finite() && hi.is_finite() {
+                (lo.min(0.0), hi)
+            } else {
+                (0.0, 0.0)
+            });
+            counters.push(a..b);
+        }
+        Self {
+            ids,
+            lane_start,
+            track_lane,
+            counters,
+            counter_bounds,
+        }
+    }
+
+    /// The slice ids of `track` at `depth`, in start order.
+    #[must_use]
+    pub fn lane(&self, track: TrackId, depth: u16) -> &[SliceId] {
+        let Some(&first) = self.track_lane.get(track as usize) else {
+            return &[];
+        };
+        let Some(&next_track) = self.track_lane.get(track as usize + 1) else {
+            return &[];
+        };
+        let lane = first + depth as usize;
+        if lane >= next_track {
+            return &[];
+        }
+        match (self.lane_start.get(lane), self.lane_start.get(lane + 1)) {
+            (Some(&a), Some(&b)) => self.ids.get(a..b).unwrap_or(&[]),
+            _ => &[],
+        }
+    }
+
+    /// Counter samples of `track` (a range of [`Timeline::counters`]).
+    #[must_use]
+    pub fn counter_range(&self, track: TrackId) -> Range<usize> {
+        self.counters.get(track as usize).cloned().unwrap_or(0..0)
+    }
+
+    /// Smallest (at most 0) and largest counter value of `track`.
+    #[must_use]
+    pub fn counter_bounds(&self, track: TrackId) -> (f64, f64) {
+        self.counter_bounds
+            .get(track as usize)
+            .copied()
+            .unwrap_or((0.0, 0.0))
+    }
+
+    /// Bytes used by the index.
+    #[must_use]
+    pub fn heap_bytes(&self) -> usize {
+        self.ids.capacity() * 4 + (self.lane_start.capacity() + self.track_lane.capacity()) * 8
+    }
+}
+
+/// The mapping between time and horizontal pixels for one frame.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Viewport {
+    /// Absolute ns of relative 0.
+    pub origin: i64,
+    /// Visible start, relative ns.
+    pub start: f64,
+    /// Visible end, relative ns.
+    pub end: f64,
+    /// Left edge of the track area, points.
+    pub x0: f32,
+    /// Width of the track area, points.
+    pub width: f32,
+}
+
+impl Viewport {
+    /// Points per relative ns.
+    #[must_use]
+    pub fn scale(&self) -> f64 {
+        f64::from(self.width) / (self.end - self.start).max(1e-9)
+    }
+
+    /// Screen x of an absolute time.
+    #[must_use]
+    pub fn x(&self, abs_ns: i64) -> f32 {
+        self.x_rel((abs_ns - self.origin) as f64)
+    }
+
+    /// Screen x of a relative time.
+    #[must_use]
+    pub fn x_rel(&self, rel_ns: f64) -> f32 {
+        (f64::from(self.x0) + (rel_ns - self.start) * self.scale()) as f32
+    }
+
+    /// Relative time at screen x.
+    #[must_use]
+    pub fn t_rel(&self, x: f32) -> f64 {
+        self.start + f64::from(x - self.x0) / self.scale()
+    }
+
+    /// Absolute time at screen x, rounded up (the first ns at or right of x).
+    #[must_use]
+    pub fn t_abs_ceil(&self, x: f32) -> i64 {
+        self.origin.saturating_add(self.t_rel(x).ceil() as i64)
+    }
+}
+
+/// What a rectangle stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RectKind {
+    /// One slice.
+    Slice(SliceId),
+    /// Several sub-pixel slices merged; `first` is the first of them.
+    Run {
+        /// Slices merged.
+        count: u32,
+        /// First slice of the run.
+        first: SliceId,
+    },
+}
+
+/// One rectangle of the paint list.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FrameRect {
+    /// Left, points (clipped to the viewport ± 1).
+    pub x0: f32,
+    /// Right, points.
+    pub x1: f32,
+    /// Row index in the [`Layout`].
+    pub row: u32,
+    /// Slice or run.
+    pub kind: RectKind,
+}
+
+/// One counter row: per pixel column the (min, max) of the values, each scaled to 0..=1.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CounterStrip {
+    /// Row index in the [`Layout`].
+    pub row: u32,
+    /// One entry per pixel column; `None` before the first sample.
+    pub columns: Vec<Option<(f32, f32)>>,
+}
+
+/// The paint list of one frame (reused between frames to avoid allocating).
+#[derive(Debug, Clone, Default)]
+pub struct Frame {
+    /// Slice and run rectangles.
+    pub rects: Vec<FrameRect>,
+    /// Counter area charts.
+    pub counters: Vec<CounterStrip>,
+    /// Walk steps taken (for the benchmark and tests of the bound).
+    pub steps: usize,
+}
+
+/// Builds the paint list for `rows` of the layout (see the module docs for the bound).
+pub fn build_frame(
+    timeline: &Timeline,
+    index: &LaneIndex,
+    layout: &Layout,
+    rows: Range<usize>,
+    vp: &Viewport,
+    out: &mut Frame,
+) {
+    out.rects.clear();
+    out.counters.clear();
+    out.steps = 0;
+    if vp.width <= 0.0 || vp.end <= vp.start {
+        return;
+    }
+    for r in rows {
+        let Some(row) = layout.rows.get(r) else {
+            continue;
+        };
+        match row.kind {
+            RowKind::Header { .. } => {}
+            RowKind::Lane { track, depth } => {
+                out.steps += walk_lane(timeline, index.lane(track, depth), r as u32, vp, out);
+            }
+            RowKind::Counter { track } => {
+                let is_counter = timeline
+                    .tracks
+                    .get(track as usize)
+                    .is_some_and(|t| t.kind == TrackKind::Counter);
+                if is_counter {
+                    let strip = counter_strip(timeline, index, track, r as u32, vp);
+                    out.steps += strip.columns.len();
+                    out.counters.push(strip);
+                }
+            }
+        }
+    }
+}
+
+/// Walks one lane by pixel column; returns the steps taken.
+fn walk_lane(
+    timeline: &Timeline,
+    ids: &[SliceId],
+    row: u32,
+    vp: &Viewport,
+    out: &mut Frame,
+) -> usize {
+    let starts = &timeline.slices.start;
+    let durs = &timeline.slices.dur;
+    let start_of = |id: SliceId| starts.get(id as usize).copied().unwrap_or(i64::MAX);
+    let end_of =
+        |id: SliceId| start_of(id).saturating_add(durs.get(id as usize).copied().unwrap_or(0));
+    let t0 = vp.origin.saturating_add(vp.start.floor() as i64);
+    let t1 = vp.origin.saturating_add(vp.end.ceil() as i64);
+    let left = vp.x0 - 1.0;
+    let right = vp.x0 + vp.width + 1.0;
+
+    let mut i = ids.partition_point(|&id| start_of(id) < t0);
+    // Siblings do not overlap, so at most the one slice before can reach into the view.
+    if i > 0 && end_of(ids[i - 1]) > t0 {
+        i -= 1;
+    }
+    let mut run: Option<(f32, f32, u32, SliceId)> = None;
+    let mut steps = 0;
+    let flush = |run: &mut Option<(f32, f32, u32, SliceId)>, out: &mut Frame| {
+        if let Some((x0, x1, count, first)) = run.take() {
+            out.rects.push(FrameRect {
+                x0: x0.max(left),
+                x1: x1.max(x0 + MIN_SLICE_PX).min(right),
+                row,
+                kind: if count == 1 {
+                    RectKind::Slice(first)
+                } else {
+                    RectKind::Run { count, first }
+                },
+            });
+        }
+    };
+    while let Some(&id) = ids.get(i) {
+        steps += 1;
+        let s = start_of(id);
+        if s >= t1 {
+            break;
+        }
+        let xs = vp.x(s);
+        let xe = vp.x(end_of(id));
+        if xe - xs >= MIN_SLICE_PX {
+            flush(&mut run, out);
+            out.rects.push(FrameRect {
+                x0: xs.max(left),
+                x1: xe.min(right),
+                row,
+                kind: RectKind::Slice(id),
+            });
+            i += 1;
+            continue;
+        }
+        // A sub-pixel slice: skip every slice starting in the same pixel column.
+        let col_end_x = xs.floor() + 1.0;
+        let t_col_end = vp.t_abs_ceil(col_end_x);
+        let rest = ids.get(i + 1..).unwrap_or(&[]);
+        let j = i + 1 + rest.partition_point(|&k| start_of(k) < t_col_end);
+        let mut jump = j;
+        let mut x_end = xe;
+        if j - 1 > i {
+            let last = ids[j - 1];
+            let last_xe = vp.x(end_of(last));
+            if last_xe - vp.x(start_of(last)) >= MIN_SLICE_PX {
+                // The last slice of the column is wide: draw it on its own next.
+                jump = j - 1;
+                x_end = x_end.max(vp.x(end_of(ids[jump - 1])));
+            } else {
+                x_end = x_end.max(last_xe);
+            }
+        }
+        let count = (jump - i) as u32;
+        match &mut run {
+            Some((_, rx1, rc, _)) if xs <= *rx1 + RUN_MERGE_GAP_PX => {
+                *rx1 = rx1.max(x_end);
+                *rc += count;
+            }
+            _ => {
+                flush(&mut run, out);
+                run = Some((xs, x_end, count, id));
+            }
+        }
+        i = jump;
+    }
+    flush(&mut run, out);
+    steps
+}
+
+/// Per pixel column min/max of a counter track (values held until the next sample).
+fn counter_strip(
+    timeline: &Timeline,
+    index: &LaneIndex,
+    track: TrackId,
+    row: u32,
+    vp: &Viewport,
+) -> CounterStrip {
+    let range = index.counter_range(track);
+    let ts = timeline.counters.ts.get(range.clone()).unwrap_or(&[]);
+    let values = timeline.counters.value.get(range).unwrap_or(&[]);
+    let (lo, hi) = index.counter_bounds(track);
+    let scale = if hi > lo { 1.0 / (hi - lo) } else { 0.0 };
+    let norm = |v: f64| ((v - lo) * scale).clamp(0.0, 1.0) as f32;
+    let width = vp.width.max(0.0).ceil() as usize;
+    let mut columns = Vec::with_capacity(width);
+    let mut k = ts.partition_point(|&t| t < vp.t_abs_ceil(vp.x0));
+    for c in 0..width {
+        let col_end = vp.t_abs_ceil(vp.x0 + c as f32 + 1.0);
+        let end = k + ts.get(k..).unwrap_or(&[]).partition_point(|&t| t < col_end);
+        // The value held at the column's start is the previous sample's.
+        let held = k.checked_sub(1).and_then(|p| values.get(p)).copied();
+        let mut lo_v = held;
+        let mut hi_v = held;
+        let n = end - k;
+        let stride = n.div_ceil(MAX_COUNTER_SAMPLES_PER_PX).max(1);
+        let mut p = k;
+        while p < end {
+            if let Some(&v) = values.get(p) {
+                lo_v = Some(lo_v.map_or(v, |x| x.min(v)));
+                hi_v = Some(hi_v.map_or(v, |x| x.max(v)));
+            }
+            p += stride;
+        }
+        // Keep the last sample of the column exact: it is the value held afterwards.
+        if end > k
+            && let Some(&v) = values.get(end - 1)
+        {
+            lo_v = Some(lo_v.map_or(v, |x| x.min(v)));
+            hi_v = Some(hi_v.map_or(v, |x| x.max(v)));
+        }
+        columns.push(match (lo_v, hi_v) {
+            (Some(a), Some(b)) => Some((norm(a), norm(b))),
+            _ => None,
+        });
+        k = end;
+    }
+    CounterStrip { row, columns }
+}
+
+/// The slice of a lane under `[t_lo, t_hi]` (absolute ns), preferring one containing the
+/// middle; looks at a bounded number of neighbours.
+#[must_use]
+pub fn hit(timeline: &Timeline, ids: &[SliceId], t_lo: i64, t_hi: i64) -> Option<SliceId> {
+    let starts = &timeline.slices.start;
+    let mid = t_lo + (t_hi - t_lo) / 2;
+    let after = ids.partition_point(|&id| starts.get(id as usize).is_some_and(|&s| s <= t_hi));
+    let mut best: Option<(i64, SliceId)> = None;
+    for &id in ids.get(..after)?.iter().rev().take(64) {
+        let s = *starts.get(id as usize)?;
+        let e = timeline.slices.end(id);
+        if e < t_lo {
+            break;
+        }
+        let distance = if s <= mid && mid <= e {
+            0
+        } else {
+            (s - mid).abs().min((e - mid).abs())
+        };
+        if best.is_none_or(|(d, _)| distance < d) {
+            best = Some((distance, id));
+        }
+    }
+    best.map(|(_, id)| id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use steplens_ingest::TimelineBuilder;
+    use steplens_ingest::model::{ArgsRef, LaneId};
+
+    /// One host track: 1,000 slices of 10 ns every 100 ns, then one wide slice.
+    fn timeline() -> Timeline {
+        let mut b = TimelineBuilder::default();
+        let track = b.track(0, LaneId::Int(1), LaneId::Int(1));
+        let name = b.intern("op");
+        let cat = b.intern_cat("cpu_op");
+        for k in 0..1000 {
+            b.push_slice(track, k * 100, 10, name, cat, ArgsRef::NONE);
+        }
+        b.push_slice(track, 100_000, 50_000, name, cat, ArgsRef::NONE);
+        b.finish()
+    }
+
+    fn viewport(start: f64, end: f64, width: f32) -> Viewport {
+        Viewport {
+            origin: 0,
+            start,
+            end,
+            x0: 0.0,
+            width,
+        }
+    }
+
+    fn frame(t: &Timeline, vp: &Viewport) -> Frame {
+        let index = LaneIndex::new(t);
+        let layout = Layout::new(t);
+        let mut f = Frame::default();
+        build_frame(t, &index, &layout, 0..layout.rows.len(), vp, &mut f);
+        f
+    }
+
+    #[test]
+    fn index_lists_every_slice_once_in_start_order() {
+        let t = timeline();
+        let index = LaneIndex::new(&t);
+        let lane = index.lane(0, 0);
+        assert_eq!(lane.len(), 1001);
+        assert!(lane.windows(2).all(|w| t.slices.start[w[0] as usize]
+            <= t.slices.start[w[1] as usize]));
+        assert!(index.lane(0, 1).is_empty());
+        assert!(index.lane(7, 0).is_empty());
+    }
+
+    #[test]
+    fn zoomed_out_slices_merge_into_one_run_and_the_wide_one_stays() {
+        let t = timeline();
+        // 150 µs on 150 px: 1 ns… each small slice is 0.01 px.
+        let f = frame(&t, &viewport(0.0, 150_000.0, 150.0));
+        let runs: Vec<_> = f
+            .rects
+            .iter()
+            .filter(|r| matches!(r.kind, RectKind::Run { .. }))
+            .collect();
+        assert_eq!(runs.len(), 1, "{:?}", f.rects);
+        let RectKind::Run { count, .. } = runs[0].kind else {
+            unreachable!()
+        };
+        assert_eq!(count, 1000);
+        assert!(
+            f.rects
+                .iter()
+                .any(|r| r.kind == RectKind::Slice(1000) && (r.x1 - r.x0 - 50.0).abs() < 0.5)
+        );
+        assert!(f.steps <= 2 * 150 + 2, "steps {}", f.steps);
+    }
+
+    #[test]
+    fn zoomed_in_slices_are_their_own_rectangles_and_offscreen_ones_are_culled() {
+        let t = timeline();
+        let f = frame(&t, &viewport(1_000.0, 2_000.0, 1000.0));
+        let ids: Vec<SliceId> = f
+            .rects
+            .iter()
+            .map(|r| match r.kind {
+                RectKind::Slice(id) => id,
+                RectKind::Run { .. } => panic!("no run expected"),
+            })
+            .collect();
+        assert_eq!(ids, (10..20).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_slice_reaching_into_the_view_from_the_left_is_drawn() {
+        let t = timeline();
+        let f = frame(&t, &viewport(120_000.0, 121_000.0, 100.0));
+        assert_eq!(f.rects.len(), 1);
+        assert_eq!(f.rects[0].kind, RectKind::Slice(1000));
+        assert!(f.rects[0].x0 <= 0.0 && f.rects[0].x1 >= 100.0);
+    }
+
+    #[test]
+    fn hit_finds_the_slice_under_the_pointer() {
+        let t = timeline();
+        let index = LaneIndex::new(&t);
+        assert_eq!(hit(&t, index.lane(0, 0), 503, 507), Some(5));
+        assert_eq!(hit(&t, index.lane(0, 0), 120_000, 120_001), Some(1000));
+        assert_eq!(hit(&t, index.lane(0, 0), 50, 60), None);
+    }
+}
