@@ -135,13 +135,8 @@ impl Session {
         } else if let Some(name) = &f.track
             && let Some(track) = t.tracks.iter().position(|tr| &tr.name == name)
         {
-            self.timeline.reveal_row(
-                t,
-                &mut self.view,
-                track as u32,
-                0,
-                self.track_height,
-            );
+            self.timeline
+                .reveal_row(t, &mut self.view, track as u32, 0, self.track_height);
         }
         self.tab = Tab::Details;
     }
@@ -300,10 +295,10 @@ impl Session {
         if rerun {
             self.run_search();
         }
-        if ui.button("◀").on_hover_text("previous match").clicked() {
+        if ui.button("Prev").on_hover_text("previous match").clicked() {
             self.next_match(false);
         }
-        if ui.button("▶").on_hover_text("next match").clicked() || enter {
+        if ui.button("Next").on_hover_text("next match").clicked() || enter {
             self.next_match(true);
         }
         if let Some(e) = &self.search.error {
@@ -337,38 +332,43 @@ impl Session {
             ui.label("No findings: nothing in this trace crossed a detector threshold.");
         }
         let mut clicked = None;
-        egui::ScrollArea::vertical().id_salt("findings-list").show(ui, |ui| {
-            // The report ranks findings by lost time already.
-            for (i, f) in findings.iter().enumerate() {
-                if self.finding_filter.as_ref().is_some_and(|k| k != &f.kind) {
-                    continue;
-                }
-                let color = match f.severity.as_str() {
-                    "critical" => Color32::from_rgb(240, 90, 90),
-                    "warning" => Color32::from_rgb(240, 180, 80),
-                    _ => ui.visuals().text_color(),
-                };
-                let text = format!("{}. {} — {} lost", i + 1, f.title, human_ns(f.lost_ns));
-                let selected = self.active_finding == Some(i);
-                let r = ui.selectable_label(selected, RichText::new(text).color(color));
-                let r = r.on_hover_text(format!(
-                    "{} ({}){}\n{}",
-                    f.kind,
-                    f.severity,
-                    f.step.as_ref().map(|s| format!(", {s}")).unwrap_or_default(),
-                    f.recommendation
-                ));
-                if r.clicked() {
-                    clicked = Some(i);
-                }
-                if selected {
-                    ui.label(RichText::new(&f.recommendation).small());
-                    if let Some(site) = &f.call_site {
-                        ui.label(RichText::new(format!("at {site}")).small().monospace());
+        egui::ScrollArea::vertical()
+            .id_salt("findings-list")
+            .show(ui, |ui| {
+                // The report ranks findings by lost time already.
+                for (i, f) in findings.iter().enumerate() {
+                    if self.finding_filter.as_ref().is_some_and(|k| k != &f.kind) {
+                        continue;
+                    }
+                    let color = match f.severity.as_str() {
+                        "critical" => Color32::from_rgb(240, 90, 90),
+                        "warning" => Color32::from_rgb(240, 180, 80),
+                        _ => ui.visuals().text_color(),
+                    };
+                    let text = format!("{}. {} - {} lost", i + 1, f.title, human_ns(f.lost_ns));
+                    let selected = self.active_finding == Some(i);
+                    let r = ui.selectable_label(selected, RichText::new(text).color(color));
+                    let r = r.on_hover_text(format!(
+                        "{} ({}){}\n{}",
+                        f.kind,
+                        f.severity,
+                        f.step
+                            .as_ref()
+                            .map(|s| format!(", {s}"))
+                            .unwrap_or_default(),
+                        f.recommendation
+                    ));
+                    if r.clicked() {
+                        clicked = Some(i);
+                    }
+                    if selected {
+                        ui.label(RichText::new(&f.recommendation).small());
+                        if let Some(site) = &f.call_site {
+                            ui.label(RichText::new(format!("at {site}")).small().monospace());
+                        }
                     }
                 }
-            }
-        });
+            });
         if let Some(i) = clicked {
             self.select_finding(i);
         }
@@ -413,52 +413,59 @@ impl Session {
         };
         let t = &self.data.timeline;
         let mut go = None;
-        egui::ScrollArea::vertical().id_salt("details").show(ui, |ui| {
-            ui.label(RichText::new(&d.name).strong());
-            egui::Grid::new("details-grid").num_columns(2).show(ui, |ui| {
-                let rows = [
-                    ("category", d.category.clone()),
-                    ("track", d.track.clone()),
-                    ("start", human_ns(d.start - self.view.origin)),
-                    ("duration", human_ns(d.dur)),
-                    ("self time", human_ns(d.self_ns)),
-                ];
-                for (k, v) in rows {
-                    ui.label(k);
-                    ui.label(v);
-                    ui.end_row();
+        egui::ScrollArea::vertical()
+            .id_salt("details")
+            .show(ui, |ui| {
+                ui.label(RichText::new(&d.name).strong());
+                egui::Grid::new("details-grid")
+                    .num_columns(2)
+                    .show(ui, |ui| {
+                        let rows = [
+                            ("category", d.category.clone()),
+                            ("track", d.track.clone()),
+                            ("start", human_ns(d.start - self.view.origin)),
+                            ("duration", human_ns(d.dur)),
+                            ("self time", human_ns(d.self_ns)),
+                        ];
+                        for (k, v) in rows {
+                            ui.label(k);
+                            ui.label(v);
+                            ui.end_row();
+                        }
+                    });
+                if !d.parents.is_empty() {
+                    ui.label(RichText::new("parents").strong());
+                    for &p in &d.parents {
+                        if ui.link(t.slice_name(p)).clicked() {
+                            go = Some(p);
+                        }
+                    }
+                }
+                if !d.flows.is_empty() {
+                    ui.label(RichText::new("flows").strong());
+                    for f in &d.flows {
+                        let arrow = if f.outgoing { "to" } else { "from" };
+                        let other = t.slice_name(f.other);
+                        let track = t.slice_track(f.other).map_or("", |tr| tr.name.as_str());
+                        if ui
+                            .link(format!("{arrow} {other} ({track}, {})", f.cat))
+                            .clicked()
+                        {
+                            go = Some(f.other);
+                        }
+                    }
+                }
+                if !d.args.is_empty() {
+                    ui.label(RichText::new("args").strong());
+                    egui::Grid::new("args-grid").num_columns(2).show(ui, |ui| {
+                        for (k, v) in &d.args {
+                            ui.label(k);
+                            ui.label(truncate(v, 300));
+                            ui.end_row();
+                        }
+                    });
                 }
             });
-            if !d.parents.is_empty() {
-                ui.label(RichText::new("parents").strong());
-                for &p in &d.parents {
-                    if ui.link(t.slice_name(p)).clicked() {
-                        go = Some(p);
-                    }
-                }
-            }
-            if !d.flows.is_empty() {
-                ui.label(RichText::new("flows").strong());
-                for f in &d.flows {
-                    let arrow = if f.outgoing { "→" } else { "←" };
-                    let other = t.slice_name(f.other);
-                    let track = t.slice_track(f.other).map_or("", |tr| tr.name.as_str());
-                    if ui.link(format!("{arrow} {other} ({track}, {})", f.cat)).clicked() {
-                        go = Some(f.other);
-                    }
-                }
-            }
-            if !d.args.is_empty() {
-                ui.label(RichText::new("args").strong());
-                egui::Grid::new("args-grid").num_columns(2).show(ui, |ui| {
-                    for (k, v) in &d.args {
-                        ui.label(k);
-                        ui.label(truncate(v, 300));
-                        ui.end_row();
-                    }
-                });
-            }
-        });
         if let Some(id) = go {
             self.go_to(id);
         }
@@ -628,8 +635,13 @@ impl ViewerApp {
                     Phase::Reading => format!("reading {:.0} %", share * 100.0),
                     Phase::Analysing => "analysing…".to_owned(),
                 };
-                ui.add(egui::ProgressBar::new(share).desired_width(160.0).text(text));
-                ui.ctx().request_repaint_after(std::time::Duration::from_millis(100));
+                ui.add(
+                    egui::ProgressBar::new(share)
+                        .desired_width(160.0)
+                        .text(text),
+                );
+                ui.ctx()
+                    .request_repaint_after(std::time::Duration::from_millis(100));
             }
             if let Some(session) = &mut self.session {
                 ui.separator();

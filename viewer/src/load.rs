@@ -87,10 +87,7 @@ impl Loader {
     ///
     /// # Errors
     /// [`LoadError::Thread`] when the thread cannot be spawned.
-    pub fn start(
-        paths: Vec<PathBuf>,
-        wake: impl Fn() + Send + 'static,
-    ) -> Result<Self, LoadError> {
+    pub fn start(paths: Vec<PathBuf>, wake: impl Fn() + Send + 'static) -> Result<Self, LoadError> {
         let done = Arc::new(AtomicU64::new(0));
         let total = Arc::new(AtomicU64::new(0));
         let (tx, rx) = channel();

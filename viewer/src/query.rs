@@ -19,7 +19,11 @@ pub fn search(timeline: &Timeline, query: &str, regex: bool) -> Result<Vec<Slice
     }
     let matched: Vec<bool> = if regex {
         let re = RegexBuilder::new(query).case_insensitive(true).build()?;
-        timeline.strings.iter().map(|(_, s)| re.is_match(s)).collect()
+        timeline
+            .strings
+            .iter()
+            .map(|(_, s)| re.is_match(s))
+            .collect()
     } else {
         let needle = query.to_lowercase();
         timeline
@@ -154,7 +158,11 @@ pub fn aggregate(timeline: &Timeline, start: i64, end: i64) -> RangeAggregate {
             total_ns,
         })
         .collect();
-    rows.sort_by(|x, y| y.total_ns.cmp(&x.total_ns).then_with(|| x.name.cmp(&y.name)));
+    rows.sort_by(|x, y| {
+        y.total_ns
+            .cmp(&x.total_ns)
+            .then_with(|| x.name.cmp(&y.name))
+    });
     tracks.sort_by(|x, y| y.busy_ns.cmp(&x.busy_ns).then_with(|| x.name.cmp(&y.name)));
     RangeAggregate {
         start,

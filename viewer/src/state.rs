@@ -177,7 +177,10 @@ impl ViewState {
 
     /// Pans by `ns` relative nanoseconds.
     pub fn pan_ns(&mut self, ns: f64) {
-        self.set_visible(TimeRange::new(self.visible.start + ns, self.visible.end + ns));
+        self.set_visible(TimeRange::new(
+            self.visible.start + ns,
+            self.visible.end + ns,
+        ));
     }
 
     /// Applies W/S/A/D held down for `keys.dt` seconds. Returns whether the view changed.

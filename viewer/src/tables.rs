@@ -69,8 +69,8 @@ fn header(ui: &mut egui::Ui, cols: &[(&str, f32)], sort: &mut Sort) {
     ui.horizontal(|ui| {
         for (i, &(name, w)) in cols.iter().enumerate() {
             let mark = match (sort.column == i, sort.descending) {
-                (true, true) => " ⏷",
-                (true, false) => " ⏶",
+                (true, true) => " v",
+                (true, false) => " ^",
                 _ => "",
             };
             let b = egui::Button::new(RichText::new(format!("{name}{mark}")).strong()).frame(false);
@@ -172,7 +172,11 @@ pub fn engines_ui(ui: &mut egui::Ui, engines: &[EngineStats], state: &mut TableS
             cell(ui, cols[1].1, e.engines.to_string());
             cell(ui, cols[2].1, human_ns(e.busy_ns));
             cell(ui, cols[3].1, format!("{:.1}", e.busy_pct));
-            cell(ui, cols[4].1, format!("{:.1}", e.mean_engine_utilization_pct));
+            cell(
+                ui,
+                cols[4].1,
+                format!("{:.1}", e.mean_engine_utilization_pct),
+            );
         });
     }
 }
@@ -210,9 +214,11 @@ pub fn ops_ui(ui: &mut egui::Ui, ops: &[OpStats], state: &mut TableState) -> Opt
         }
     });
     let mut clicked = None;
-    egui::ScrollArea::vertical()
-        .id_salt("ops-table")
-        .show_rows(ui, ROW_H, idx.len(), |ui, range| {
+    egui::ScrollArea::vertical().id_salt("ops-table").show_rows(
+        ui,
+        ROW_H,
+        idx.len(),
+        |ui, range| {
             for &i in &idx[range] {
                 let o = &ops[i];
                 ui.horizontal(|ui| {
@@ -234,7 +240,8 @@ pub fn ops_ui(ui: &mut egui::Ui, ops: &[OpStats], state: &mut TableState) -> Opt
                     cell(ui, cols[8].1, human_ns(o.p99_ns));
                 });
             }
-        });
+        },
+    );
     clicked
 }
 
@@ -249,9 +256,11 @@ pub fn aggregate_ui(ui: &mut egui::Ui, agg: &RangeAggregate) {
         let [left, right] = cols else {
             return;
         };
-        egui::ScrollArea::vertical()
-            .id_salt("agg-names")
-            .show_rows(left, ROW_H, agg.rows.len(), |ui, range| {
+        egui::ScrollArea::vertical().id_salt("agg-names").show_rows(
+            left,
+            ROW_H,
+            agg.rows.len(),
+            |ui, range| {
                 for r in &agg.rows[range] {
                     ui.horizontal(|ui| {
                         cell(ui, 230.0, &r.name);
@@ -260,7 +269,8 @@ pub fn aggregate_ui(ui: &mut egui::Ui, agg: &RangeAggregate) {
                         cell(ui, 80.0, human_ns(r.total_ns));
                     });
                 }
-            });
+            },
+        );
         egui::ScrollArea::vertical()
             .id_salt("agg-tracks")
             .show_rows(right, ROW_H, agg.tracks.len(), |ui, range| {
@@ -288,7 +298,13 @@ mod tests {
         s.click(2);
         assert_eq!(s, Sort::by(2, true));
         let v = [3, 1, 2];
-        assert_eq!(order(3, Sort::by(0, true), |a, b, _| v[a].cmp(&v[b])), vec![0, 2, 1]);
-        assert_eq!(order(3, Sort::by(0, false), |a, b, _| v[a].cmp(&v[b])), vec![1, 2, 0]);
+        assert_eq!(
+            order(3, Sort::by(0, true), |a, b, _| v[a].cmp(&v[b])),
+            vec![0, 2, 1]
+        );
+        assert_eq!(
+            order(3, Sort::by(0, false), |a, b, _| v[a].cmp(&v[b])),
+            vec![1, 2, 0]
+        );
     }
 }

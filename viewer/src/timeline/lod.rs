@@ -505,8 +505,10 @@ mod tests {
         let index = LaneIndex::new(&t);
         let lane = index.lane(0, 0);
         assert_eq!(lane.len(), 1001);
-        assert!(lane.windows(2).all(|w| t.slices.start[w[0] as usize]
-            <= t.slices.start[w[1] as usize]));
+        assert!(
+            lane.windows(2)
+                .all(|w| t.slices.start[w[0] as usize] <= t.slices.start[w[1] as usize])
+        );
         assert!(index.lane(0, 1).is_empty());
         assert!(index.lane(7, 0).is_empty());
     }

@@ -109,12 +109,14 @@ pub struct TimelineInput<'a> {
 }
 
 /// State of the timeline widget kept between frames.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct TimelineWidget {
     /// Vertical layout.
     pub layout: Layout,
     frame: Frame,
     drag: Option<Drag>,
+    /// Where the track area was in the last frame (screen points).
+    pub tracks_rect: Rect,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -131,6 +133,7 @@ impl TimelineWidget {
             layout: Layout::new(timeline),
             frame: Frame::default(),
             drag: None,
+            tracks_rect: Rect::NOTHING,
         }
     }
 
@@ -181,12 +184,15 @@ impl TimelineWidget {
             Pos2::new(full.left(), full.top() + RULER_H),
             Pos2::new(full.left() + GUTTER_W, full.bottom()),
         );
+        self.tracks_rect = tracks;
         self.handle_input(ui, &response, input, view, ruler, tracks, gutter);
 
         let max_scroll = (self.layout.height - tracks.height() + 20.0).max(0.0);
         view.scroll_y = view.scroll_y.clamp(0.0, max_scroll);
         let vp = viewport(view, tracks);
-        let rows = self.layout.rows_in(view.scroll_y, view.scroll_y + tracks.height());
+        let rows = self
+            .layout
+            .rows_in(view.scroll_y, view.scroll_y + tracks.height());
         lod::build_frame(
             input.timeline,
             input.index,
@@ -218,7 +224,15 @@ impl TimelineWidget {
                 );
             }
         }
-        paint_steps(&track_painter, &painter, input.timeline, view, &vp, tracks, ruler);
+        paint_steps(
+            &track_painter,
+            &painter,
+            input.timeline,
+            view,
+            &vp,
+            tracks,
+            ruler,
+        );
         self.paint_slices(&track_painter, input, view, &row_y);
         self.paint_counters(&track_painter, &vp, &row_y, &visuals);
         self.paint_marks(&track_painter, &painter, input, &vp, &row_y, tracks, ruler);
@@ -356,7 +370,10 @@ impl TimelineWidget {
         }
 
         // Clicks.
-        if let Some(p) = response.interact_pointer_pos().filter(|_| response.clicked()) {
+        if let Some(p) = response
+            .interact_pointer_pos()
+            .filter(|_| response.clicked())
+        {
             if gutter.contains(p) {
                 let y = p.y - tracks.top() + view.scroll_y;
                 if let Some(r) = self.layout.row_at(y)
@@ -489,7 +506,11 @@ impl TimelineWidget {
                     fill,
                 );
             }
-            painter.hline(vp.x0..=vp.x0 + vp.width, base, visuals.widgets.noninteractive.bg_stroke);
+            painter.hline(
+                vp.x0..=vp.x0 + vp.width,
+                base,
+                visuals.widgets.noninteractive.bg_stroke,
+            );
         }
         painter.add(Shape::mesh(mesh));
     }
@@ -512,7 +533,12 @@ impl TimelineWidget {
                 continue;
             }
             let active = input.active_finding == Some(m.finding);
-            let Some(first) = self.layout.track_row.get(m.track as usize).copied().flatten()
+            let Some(first) = self
+                .layout
+                .track_row
+                .get(m.track as usize)
+                .copied()
+                .flatten()
             else {
                 continue;
             };
@@ -531,19 +557,26 @@ impl TimelineWidget {
                 x0 = mid - 1.5;
                 x1 = mid + 1.5;
             }
-            let rect = Rect::from_min_max(Pos2::new(x0, y0), Pos2::new(x1, y1));
-            let (alpha, width) = if active { (70, 2.0) } else { (35, 1.0) };
-            painter.rect_filled(
-                rect,
-                CornerRadius::ZERO,
-                Color32::from_rgba_unmultiplied(230, 60, 60, alpha),
-            );
-            painter.rect_stroke(
-                rect,
-                CornerRadius::ZERO,
-                Stroke::new(width, Color32::from_rgb(230, 60, 60)),
-                StrokeKind::Inside,
-            );
+            let red = Color32::from_rgb(230, 60, 60);
+            if active {
+                // The clicked finding: a band over the whole track.
+                let rect = Rect::from_min_max(Pos2::new(x0, y0), Pos2::new(x1, y1));
+                painter.rect_filled(
+                    rect,
+                    CornerRadius::ZERO,
+                    Color32::from_rgba_unmultiplied(230, 60, 60, 50),
+                );
+                painter.rect_stroke(
+                    rect,
+                    CornerRadius::ZERO,
+                    Stroke::new(2.0, red),
+                    StrokeKind::Inside,
+                );
+            } else {
+                // Other findings: a bar along the top of the track, so slices stay readable.
+                let bar = Rect::from_min_max(Pos2::new(x0, y0), Pos2::new(x1, y0 + 3.0));
+                painter.rect_filled(bar, CornerRadius::ZERO, red);
+            }
             // A tick in the ruler so findings on scrolled-away tracks are still seen.
             let tick = Rect::from_min_max(
                 Pos2::new(x0.max(ruler.left()), ruler.top()),
@@ -626,7 +659,7 @@ impl TimelineWidget {
                         CornerRadius::ZERO,
                         visuals.faint_bg_color,
                     );
-                    let arrow = if g.collapsed { "▶" } else { "▼" };
+                    let arrow = if g.collapsed { "+" } else { "-" };
                     let text = fit_label(&format!("{arrow} {}", g.name), GUTTER_W - 8.0)
                         .unwrap_or_default();
                     painter.text(
@@ -718,7 +751,10 @@ fn paint_steps(
         last_x = x0;
         if k % 2 == 1 {
             track_painter.rect_filled(
-                Rect::from_x_y_ranges(x0.max(tracks.left())..=x1.min(tracks.right()), tracks.y_range()),
+                Rect::from_x_y_ranges(
+                    x0.max(tracks.left())..=x1.min(tracks.right()),
+                    tracks.y_range(),
+                ),
                 CornerRadius::ZERO,
                 Color32::from_white_alpha(6),
             );
@@ -726,7 +762,9 @@ fn paint_steps(
         track_painter.vline(x0, tracks.y_range(), line);
         track_painter.vline(x1, tracks.y_range(), line);
         if x1 - x0 > 60.0 {
-            let label = s.number.map_or_else(|| s.name.clone(), |n| format!("step {n}"));
+            let label = s
+                .number
+                .map_or_else(|| s.name.clone(), |n| format!("step {n}"));
             painter.with_clip_rect(ruler).text(
                 Pos2::new(x0.max(ruler.left()) + 3.0, ruler.bottom() - 2.0),
                 Align2::LEFT_BOTTOM,
@@ -747,14 +785,22 @@ fn paint_ruler(
     visuals: &egui::Visuals,
 ) {
     let painter = painter.with_clip_rect(ruler);
-    painter.hline(ruler.x_range(), ruler.bottom() - 0.5, visuals.widgets.noninteractive.bg_stroke);
+    painter.hline(
+        ruler.x_range(),
+        ruler.bottom() - 0.5,
+        visuals.widgets.noninteractive.bg_stroke,
+    );
     let step = tick_step(view.visible.span(), f64::from(vp.width));
     let first = (view.visible.start / step).ceil() as i64;
     let last = (view.visible.end / step).floor() as i64;
     for k in first..=last.min(first + 200) {
         let t = k as f64 * step;
         let x = vp.x_rel(t);
-        painter.vline(x, ruler.top() + 8.0..=ruler.bottom(), visuals.widgets.noninteractive.fg_stroke);
+        painter.vline(
+            x,
+            ruler.top() + 8.0..=ruler.bottom(),
+            visuals.widgets.noninteractive.fg_stroke,
+        );
         painter.text(
             Pos2::new(x + 3.0, ruler.top() + 3.0),
             Align2::LEFT_TOP,
@@ -858,7 +904,10 @@ mod tests {
     #[test]
     fn labels_are_cut_to_fit() {
         assert_eq!(fit_label("aten::mm", 200.0).as_deref(), Some("aten::mm"));
-        assert_eq!(fit_label("aten::convolution", 50.0).as_deref(), Some("aten::…"));
+        assert_eq!(
+            fit_label("aten::convolution", 50.0).as_deref(),
+            Some("aten::…")
+        );
         assert_eq!(fit_label("aten::mm", 20.0), None);
     }
 }
