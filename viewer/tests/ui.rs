@@ -2,6 +2,8 @@
 //! loading and errors drive the real app; two PNG snapshots (rendered by wgpu on Mesa lavapipe
 //! in CI) pin down the main view. Nothing here depends on time.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::PathBuf;
 
 use eframe::egui::{Event, Key, Modifiers, PointerButton, Pos2};
