@@ -5,7 +5,11 @@
 //!
 //! ```text
 //! cargo run --release -p steplens-viewer --example frame_bench [-- SLICES_MILLIONS [FRAMES]]
+//! cargo run --release -p steplens-viewer --example frame_bench -- --trace FILE [FRAMES]
 //! ```
+//!
+//! With `--trace`, the frames are built on a real trace loaded the way the viewer loads it
+//! (ingest, report and lane index, timed).
 
 #![allow(clippy::print_stdout)]
 
@@ -92,24 +96,49 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
 }
 
 fn main() {
-    let mut args = std::env::args().skip(1);
-    let millions: f64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(10.0);
-    let frames: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(200);
-    let t = Instant::now();
-    let timeline = synthesize((millions * 1e6) as i64);
-    println!(
-        "synthesized {} slices on {} tracks in {:.2} s",
-        timeline.slices.len(),
-        timeline.tracks.len(),
-        t.elapsed().as_secs_f64()
-    );
-    let t = Instant::now();
-    let index = LaneIndex::new(&timeline);
-    println!(
-        "lane index: {:.0} ms, {:.0} MiB",
-        t.elapsed().as_secs_f64() * 1e3,
-        index.heap_bytes() as f64 / f64::from(1 << 20)
-    );
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (timeline, index, frames) = if args.first().map(String::as_str) == Some("--trace") {
+        let Some(path) = args.get(1) else {
+            println!("usage: frame_bench --trace FILE [FRAMES]");
+            return;
+        };
+        let frames = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(200);
+        let t = Instant::now();
+        let loaded = match steplens_viewer::load_now(&[path.into()], None) {
+            Ok(l) => l,
+            Err(e) => {
+                println!("{path}: {e}");
+                return;
+            }
+        };
+        println!(
+            "loaded {path}: {} slices on {} tracks, {} findings, in {:.2} s (ingest + report + lane index)",
+            loaded.timeline.slices.len(),
+            loaded.timeline.tracks.len(),
+            loaded.report.findings.len(),
+            t.elapsed().as_secs_f64()
+        );
+        (loaded.timeline, loaded.index, frames)
+    } else {
+        let millions: f64 = args.first().and_then(|a| a.parse().ok()).unwrap_or(10.0);
+        let frames = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(200);
+        let t = Instant::now();
+        let timeline = synthesize((millions * 1e6) as i64);
+        println!(
+            "synthesized {} slices on {} tracks in {:.2} s",
+            timeline.slices.len(),
+            timeline.tracks.len(),
+            t.elapsed().as_secs_f64()
+        );
+        let t = Instant::now();
+        let index = LaneIndex::new(&timeline);
+        println!(
+            "lane index: {:.0} ms, {:.0} MiB",
+            t.elapsed().as_secs_f64() * 1e3,
+            index.heap_bytes() as f64 / f64::from(1 << 20)
+        );
+        (timeline, index, frames)
+    };
     let layout = Layout::new(&timeline);
     let rows = layout.rows_in(0.0, HEIGHT_PX);
     let (first, last) = timeline.time_range().unwrap_or((0, 1));

@@ -252,7 +252,7 @@ impl Session {
             .default_size(230.0)
             .show(ui, |ui| self.bottom_ui(ui));
         egui::CentralPanel::default().show(ui, |ui| {
-            let before = (self.view.selected, self.view.range);
+            let before = self.view.selected;
             self.track_height = (ui.available_height() - timeline::RULER_H).max(60.0);
             let data = Arc::clone(&self.data);
             let input = TimelineInput {
@@ -263,17 +263,22 @@ impl Session {
                 active_finding: self.active_finding,
             };
             self.timeline.ui(ui, &input, &mut self.view);
-            if self.view.selected != before.0 {
+            if self.view.selected != before {
                 self.refresh_selection();
                 if self.view.selected.is_some() {
                     self.tab = Tab::Details;
                 }
             }
-            if self.view.range != before.1 {
-                self.aggregate = self.view.range.map(|r| {
-                    query::aggregate(&data.timeline, self.view.abs(r.start), self.view.abs(r.end))
-                });
-                if self.view.range.is_some() {
+            // The aggregate costs O(slices in the range): computed once the drag that draws
+            // the range ends, not on every frame of it.
+            let current = self.aggregate.as_ref().map(|a| (a.start, a.end));
+            let wanted = self
+                .view
+                .range
+                .map(|r| (self.view.abs(r.start), self.view.abs(r.end)));
+            if !self.timeline.is_dragging() && current != wanted {
+                self.aggregate = wanted.map(|(a, b)| query::aggregate(&data.timeline, a, b));
+                if wanted.is_some() {
                     self.tab = Tab::Range;
                 }
             }

@@ -74,15 +74,28 @@ fn header(ui: &mut egui::Ui, cols: &[(&str, f32)], sort: &mut Sort) {
                 _ => "",
             };
             let b = egui::Button::new(RichText::new(format!("{name}{mark}")).strong()).frame(false);
-            if ui.add_sized([w, ROW_H], b).clicked() {
+            if fixed(ui, w, |ui| ui.add(b)).clicked() {
                 sort.click(i);
             }
         }
     });
 }
 
+/// A left-aligned, truncated cell of fixed width.
 fn cell(ui: &mut egui::Ui, w: f32, text: impl Into<egui::WidgetText>) {
-    ui.add_sized([w, ROW_H], egui::Label::new(text).truncate());
+    fixed(ui, w, |ui| {
+        ui.add(egui::Label::new(text).truncate());
+    });
+}
+
+/// Runs `add` in a left-to-right box exactly `w` wide.
+fn fixed<R>(ui: &mut egui::Ui, w: f32, add: impl FnOnce(&mut egui::Ui) -> R) -> R {
+    let layout = egui::Layout::left_to_right(egui::Align::Center);
+    ui.allocate_ui_with_layout(egui::vec2(w, ROW_H), layout, |ui| {
+        ui.set_width(w);
+        add(ui)
+    })
+    .inner
 }
 
 /// Sorted row order for `n` rows compared by `cmp(a, b, column)`.
@@ -223,8 +236,7 @@ pub fn ops_ui(ui: &mut egui::Ui, ops: &[OpStats], state: &mut TableState) -> Opt
                 let o = &ops[i];
                 ui.horizontal(|ui| {
                     let link = egui::Button::new(o.name.as_str()).frame(false).truncate();
-                    if ui
-                        .add_sized([cols[0].1, ROW_H], link)
+                    if fixed(ui, cols[0].1, |ui| ui.add(link))
                         .on_hover_text("highlight its slices")
                         .clicked()
                     {

@@ -6,7 +6,9 @@
 
 use std::path::PathBuf;
 
-use eframe::egui::{Event, Key, Modifiers, PointerButton, Pos2};
+use eframe::egui::{
+    Event, Key, Modifiers, MouseWheelSource, MouseWheelUnit, PointerButton, Pos2, TouchPhase, vec2,
+};
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 use steplens_viewer::state::Highlight;
@@ -19,6 +21,7 @@ use steplens_viewer::{ViewerApp, load_now};
 /// on every machine.
 const TORCH_SYNC: &str = "../samples/torch-cpu/train_sync.json.gz";
 const GAUDI: &str = "../samples/gaudi/train_hpu.bridge.json.gz";
+const CUDA: &str = "../samples/hta/cuda_event_sync.json.gz";
 
 fn app(path: &str) -> ViewerApp {
     ViewerApp::with_loaded(load_now(&[PathBuf::from(path)], None).expect("sample loads"))
@@ -290,4 +293,110 @@ fn the_app_draws_without_a_trace() {
     let mut harness = harness(ViewerApp::new(), 800.0, 400.0);
     harness.get_by_label("Open");
     harness.run_steps(1);
+}
+
+#[test]
+fn ctrl_wheel_zooms_around_the_pointer_and_the_wheel_scrolls_tracks() {
+    let mut harness = harness(app(GAUDI), 1200.0, 700.0);
+    let tracks = harness.state().session().unwrap().timeline.tracks_rect;
+    let pos = Pos2::new(tracks.left() + tracks.width() * 0.25, tracks.top() + 40.0);
+    let (s0, e0) = visible(&harness);
+    let t_at = |s: f64, e: f64| s + (e - s) * 0.25;
+    harness.hover_at(pos);
+    harness.step();
+    // What eframe makes of ctrl+wheel (and of a pinch).
+    harness.event(Event::Zoom(2.0));
+    harness.step();
+    let (s1, e1) = visible(&harness);
+    assert!((e1 - s1) < (e0 - s0) * 0.6, "zoomed in");
+    assert!(
+        (t_at(s1, e1) - t_at(s0, e0)).abs() < (e1 - s1) * 0.01,
+        "around the pointer"
+    );
+    harness.event(Event::MouseWheel {
+        unit: MouseWheelUnit::Point,
+        delta: vec2(0.0, -200.0),
+        phase: TouchPhase::Move,
+        source: MouseWheelSource::Wheel,
+        modifiers: Modifiers::NONE,
+    });
+    harness.run_steps(8);
+    assert!(
+        harness.state().session().unwrap().view.scroll_y > 0.0,
+        "scrolled down"
+    );
+}
+
+#[test]
+fn double_clicking_a_slice_zooms_to_it() {
+    let mut harness = harness(app(TORCH_SYNC), 1200.0, 800.0);
+    let (pos, id) = {
+        let session = harness.state().session().unwrap();
+        let w = &session.timeline;
+        let r = *w
+            .last_frame()
+            .rects
+            .iter()
+            .find(|r| matches!(r.kind, RectKind::Slice(_)) && r.x1 - r.x0 > 40.0)
+            .unwrap();
+        let row = w.layout.rows[r.row as usize];
+        let RectKind::Slice(id) = r.kind else {
+            unreachable!()
+        };
+        let y = w.tracks_rect.top() + row.y - session.view.scroll_y + row.h / 2.0;
+        (Pos2::new((r.x0 + r.x1) / 2.0, y), id)
+    };
+    harness.hover_at(pos);
+    harness.step();
+    for _ in 0..2 {
+        for pressed in [true, false] {
+            harness.event(Event::PointerButton {
+                pos,
+                button: PointerButton::Primary,
+                pressed,
+                modifiers: Modifiers::NONE,
+            });
+        }
+        harness.step();
+    }
+    harness.run_steps(2);
+    let s = harness.state().session().unwrap();
+    let t = &s.data.timeline;
+    let (a, b) = (
+        s.view.rel(t.slices.start[id as usize]),
+        s.view.rel(t.slices.end(id)),
+    );
+    assert_eq!(s.view.selected, Some(id));
+    assert!(s.view.visible.contains_range(a, b));
+    assert!(
+        s.view.visible.span() <= (b - a) * 1.3,
+        "fitted with a 10 % margin"
+    );
+}
+
+#[test]
+fn a_launch_shows_its_flow_to_the_device_work() {
+    let mut harness = harness(app(CUDA), 1200.0, 700.0);
+    let session = harness.state_mut().session_mut().unwrap();
+    let t = &session.data.timeline;
+    let flow = *t
+        .flows
+        .iter()
+        .find(|f| t.slice_track(f.to).is_some_and(|tr| tr.kind.is_device()))
+        .expect("a host to device flow");
+    session.go_to(flow.from);
+    let d = session.details().unwrap();
+    assert!(d.flows.iter().any(|f| f.outgoing && f.other == flow.to));
+    // Following the flow selects the kernel on its stream.
+    session.go_to(flow.to);
+    assert_eq!(session.view.selected, Some(flow.to));
+    assert!(
+        session
+            .details()
+            .unwrap()
+            .flows
+            .iter()
+            .any(|f| !f.outgoing && f.other == flow.from)
+    );
+    harness.run_steps(2);
 }

@@ -137,6 +137,12 @@ impl TimelineWidget {
         }
     }
 
+    /// Whether a drag (pan or range selection) is in progress.
+    #[must_use]
+    pub fn is_dragging(&self) -> bool {
+        self.drag.is_some()
+    }
+
     /// The paint list built for the last frame.
     #[must_use]
     pub fn last_frame(&self) -> &Frame {
