@@ -48,6 +48,8 @@ pub struct LaneIndex {
     counters: Vec<Range<usize>>,
     /// For each track, the smallest and largest counter value (0, 0 when none).
     counter_bounds: Vec<(f64, f64)>,
+    /// For each track, its range in [`Timeline::instants`].
+    instants: Vec<Range<usize>>,
 }
 
 impl LaneIndex {
@@ -110,12 +112,20 @@ impl LaneIndex {
             });
             counters.push(a..b);
         }
+        let instant_tracks = &timeline.instants.track;
+        let instants = (0..timeline.tracks.len() as TrackId)
+            .map(|t| {
+                instant_tracks.partition_point(|&x| x < t)
+                    ..instant_tracks.partition_point(|&x| x <= t)
+            })
+            .collect();
         Self {
             ids,
             lane_start,
             track_lane,
             counters,
             counter_bounds,
+            instants,
         }
     }
 
@@ -151,6 +161,12 @@ impl LaneIndex {
             .get(track as usize)
             .copied()
             .unwrap_or((0.0, 0.0))
+    }
+
+    /// Instants of `track` (a range of [`Timeline::instants`]).
+    #[must_use]
+    pub fn instant_range(&self, track: TrackId) -> Range<usize> {
+        self.instants.get(track as usize).cloned().unwrap_or(0..0)
     }
 
     /// Bytes used by the index.
@@ -250,6 +266,8 @@ pub struct Frame {
     pub rects: Vec<FrameRect>,
     /// Counter area charts.
     pub counters: Vec<CounterStrip>,
+    /// Instant markers: row and x (at most one per pixel column and track).
+    pub instants: Vec<(u32, f32)>,
     /// Walk steps taken (for the benchmark and tests of the bound).
     pub steps: usize,
 }
@@ -265,6 +283,7 @@ pub fn build_frame(
 ) {
     out.rects.clear();
     out.counters.clear();
+    out.instants.clear();
     out.steps = 0;
     if vp.width <= 0.0 || vp.end <= vp.start {
         return;
@@ -277,6 +296,10 @@ pub fn build_frame(
             RowKind::Header { .. } => {}
             RowKind::Lane { track, depth } => {
                 out.steps += walk_lane(timeline, index.lane(track, depth), r as u32, vp, out);
+                if depth == 0 {
+                    out.steps +=
+                        walk_instants(timeline, index.instant_range(track), r as u32, vp, out);
+                }
             }
             RowKind::Counter { track } => {
                 let is_counter = timeline
@@ -383,6 +406,35 @@ fn walk_lane(
         i = jump;
     }
     flush(&mut run, out);
+    steps
+}
+
+/// Instants of one track, at most one per pixel column; returns the steps taken.
+fn walk_instants(
+    timeline: &Timeline,
+    range: Range<usize>,
+    row: u32,
+    vp: &Viewport,
+    out: &mut Frame,
+) -> usize {
+    let ts = timeline.instants.ts.get(range).unwrap_or(&[]);
+    let t0 = vp.t_abs_ceil(vp.x0);
+    let t1 = vp.t_abs_ceil(vp.x0 + vp.width);
+    let mut k = ts.partition_point(|&t| t < t0);
+    let mut steps = 0;
+    while let Some(&t) = ts.get(k) {
+        if t > t1 {
+            break;
+        }
+        steps += 1;
+        let x = vp.x(t);
+        out.instants.push((row, x));
+        let next = vp.t_abs_ceil(x.floor() + 1.0);
+        k += 1 + ts
+            .get(k + 1..)
+            .unwrap_or(&[])
+            .partition_point(|&u| u < next);
+    }
     steps
 }
 
@@ -558,6 +610,24 @@ mod tests {
         assert_eq!(f.rects.len(), 1);
         assert_eq!(f.rects[0].kind, RectKind::Slice(1000));
         assert!(f.rects[0].x0 <= 0.0 && f.rects[0].x1 >= 100.0);
+    }
+
+    #[test]
+    fn instants_are_drawn_at_most_once_per_pixel_column() {
+        let mut b = TimelineBuilder::default();
+        let track = b.track(0, LaneId::Int(1), LaneId::Int(1));
+        let name = b.intern("mark");
+        let cat = b.intern_cat("cpu_op");
+        b.push_slice(track, 0, 10_000, name, cat, ArgsRef::NONE);
+        for k in 0..10_000 {
+            b.push_instant(track, k, name, cat, b't', ArgsRef::NONE);
+        }
+        let t = b.finish();
+        let f = frame(&t, &viewport(0.0, 10_000.0, 100.0));
+        assert!(f.instants.len() <= 101, "{}", f.instants.len());
+        assert!(f.instants.len() >= 99, "{}", f.instants.len());
+        let zoomed = frame(&t, &viewport(0.0, 50.0, 100.0));
+        assert_eq!(zoomed.instants.len(), 51);
     }
 
     #[test]

@@ -461,6 +461,16 @@ impl TimelineWidget {
                 }
             }
         }
+        // Instants: a thin tick over the track's first row.
+        let tick = Color32::from_rgb(255, 220, 120);
+        for &(row, x) in &self.frame.instants {
+            if let Some((y0, y1)) = row_y(row as usize) {
+                mesh.add_colored_rect(
+                    Rect::from_min_max(Pos2::new(x - 0.5, y0 + 1.0), Pos2::new(x + 1.0, y1 - 1.0)),
+                    tick,
+                );
+            }
+        }
         painter.add(Shape::mesh(mesh));
         for (rect, id) in labels {
             let visible = rect.intersect(painter.clip_rect());
