@@ -127,7 +127,7 @@ impl Session {
         }
         self.view.fit(self.view.rel(start), self.view.rel(end));
         self.active_finding = Some(i);
-        self.view.highlight = Highlight::Slices(evidence.clone());
+        self.view.highlight = Highlight::slices(evidence.clone());
         self.view.range = None;
         if let Some(&first) = evidence.first() {
             self.select_slice(Some(first));

@@ -52,19 +52,27 @@ pub enum Highlight {
     /// Nothing.
     #[default]
     None,
-    /// The evidence slices of a finding.
+    /// The evidence slices of a finding, sorted (looked up by binary search per painted slice).
     Slices(Vec<SliceId>),
     /// Every slice with this name (an op clicked in the op table).
     Name(StrId),
 }
 
 impl Highlight {
+    /// Highlights `ids` (sorted here).
+    #[must_use]
+    pub fn slices(mut ids: Vec<SliceId>) -> Self {
+        ids.sort_unstable();
+        ids.dedup();
+        Self::Slices(ids)
+    }
+
     /// Whether slice `id` with name `name` is highlighted.
     #[must_use]
     pub fn contains(&self, id: SliceId, name: StrId) -> bool {
         match self {
             Self::None => false,
-            Self::Slices(ids) => ids.contains(&id),
+            Self::Slices(ids) => ids.binary_search(&id).is_ok(),
             Self::Name(n) => *n == name,
         }
     }

@@ -81,7 +81,7 @@ fn clicking_the_worst_finding_zooms_to_its_evidence_and_selects_it() {
         );
     }
     assert!(v.span() < end0 - start0, "the view zoomed in");
-    assert_eq!(session.view.highlight, Highlight::Slices(evidence.clone()));
+    assert_eq!(session.view.highlight, Highlight::slices(evidence.clone()));
     assert_eq!(session.view.selected, Some(evidence[0]));
     let details = session
         .details()

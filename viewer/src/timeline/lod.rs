@@ -34,12 +34,19 @@ pub const RUN_MERGE_GAP_PX: f32 = 1.0;
 pub const LABEL_MIN_PX: f32 = 36.0;
 /// At most this many counter samples are read per pixel column (evenly strided beyond).
 pub const MAX_COUNTER_SAMPLES_PER_PX: usize = 64;
+/// One coarse start is kept per this many slices of a lane (8 bytes per 32 slices).
+pub const COARSE_EVERY: usize = 32;
 
 /// Slice ids per lane (track × depth), in start order; counter sample ranges per track.
 #[derive(Debug, Default, Clone)]
 pub struct LaneIndex {
     /// Slice ids of every lane, lanes one after another.
     ids: Vec<SliceId>,
+    /// The start of each slice of `ids`, alongside: searches read this contiguous copy instead
+    /// of the Timeline's column, where a lane's starts are scattered among other lanes'.
+    starts: Vec<i64>,
+    /// The end of each slice of `ids`, alongside (same reason).
+    ends: Vec<i64>,
     /// For lane `l`, its ids are `ids[lane_start[l]..lane_start[l + 1]]`.
     lane_start: Vec<usize>,
     /// First lane of each track (`track_lane[t]..track_lane[t + 1]`).
@@ -50,6 +57,54 @@ pub struct LaneIndex {
     counter_bounds: Vec<(f64, f64)>,
     /// For each track, its range in [`Timeline::instants`].
     instants: Vec<Range<usize>>,
+    /// Every [`COARSE_EVERY`]th start of every lane, lanes one after another: a small,
+    /// contiguous array searched before the ids (whose starts are scattered in the Timeline).
+    coarse: Vec<i64>,
+    /// For lane `l`, its coarse starts are `coarse[coarse_start[l]..coarse_start[l + 1]]`.
+    coarse_start: Vec<usize>,
+}
+
+/// One lane's slice ids, their starts and its coarse start index.
+#[derive(Debug, Clone, Copy)]
+pub struct LaneRef<'a> {
+    /// Slice ids in start order.
+    pub ids: &'a [SliceId],
+    /// `starts[k]` is the start of `ids[k]`.
+    pub starts: &'a [i64],
+    /// `ends[k]` is the end of `ids[k]`.
+    pub ends: &'a [i64],
+    /// Start of every [`COARSE_EVERY`]th slice of `ids`.
+    pub coarse: &'a [i64],
+}
+
+impl LaneRef<'_> {
+    /// The first position `j >= from` whose slice starts at or after `t` (`ids.len()` if none),
+    /// searched by galloping over the coarse starts, then by binary search inside one block:
+    /// O(log distance) probes, nearly all in contiguous memory.
+    #[must_use]
+    pub fn first_at_or_after(&self, from: usize, t: i64) -> usize {
+        let block = from / COARSE_EVERY;
+        let rest = self.coarse.get(block + 1..).unwrap_or(&[]);
+        let next_block = block + 1 + gallop(rest, t);
+        let lo = from.max((next_block - 1) * COARSE_EVERY);
+        let hi = (next_block * COARSE_EVERY).min(self.starts.len());
+        if lo >= hi {
+            return lo.min(self.starts.len());
+        }
+        lo + self.starts[lo..hi].partition_point(|&s| s < t)
+    }
+}
+
+/// `s.partition_point(|x| x < t)` by exponential search from the front.
+fn gallop(s: &[i64], t: i64) -> usize {
+    let mut lo = 0;
+    let mut step = 1;
+    while lo + step <= s.len() && s[lo + step - 1] < t {
+        lo += step;
+        step *= 2;
+    }
+    let hi = (lo + step).min(s.len());
+    lo + s[lo..hi].partition_point(|&x| x < t)
 }
 
 impl LaneIndex {
@@ -112,6 +167,23 @@ impl LaneIndex {
             });
             counters.push(a..b);
         }
+        let starts: Vec<i64> = ids
+            .iter()
+            .map(|&id| slices.start.get(id as usize).copied().unwrap_or(i64::MAX))
+            .collect();
+        let ends: Vec<i64> = ids
+            .iter()
+            .zip(&starts)
+            .map(|(&id, &s)| s.saturating_add(slices.dur.get(id as usize).copied().unwrap_or(0)))
+            .collect();
+        let mut coarse = Vec::with_capacity(acc / COARSE_EVERY + lanes);
+        let mut coarse_start = Vec::with_capacity(lanes + 1);
+        for l in 0..lanes {
+            coarse_start.push(coarse.len());
+            let lane = starts.get(lane_start[l]..lane_start[l + 1]).unwrap_or(&[]);
+            coarse.extend(lane.iter().step_by(COARSE_EVERY));
+        }
+        coarse_start.push(coarse.len());
         let instant_tracks = &timeline.instants.track;
         let instants = (0..timeline.tracks.len() as TrackId)
             .map(|t| {
@@ -121,30 +193,63 @@ impl LaneIndex {
             .collect();
         Self {
             ids,
+            starts,
+            ends,
             lane_start,
             track_lane,
             counters,
             counter_bounds,
             instants,
+            coarse,
+            coarse_start,
         }
     }
 
     /// The slice ids of `track` at `depth`, in start order.
     #[must_use]
     pub fn lane(&self, track: TrackId, depth: u16) -> &[SliceId] {
-        let Some(&first) = self.track_lane.get(track as usize) else {
-            return &[];
-        };
-        let Some(&next_track) = self.track_lane.get(track as usize + 1) else {
-            return &[];
-        };
+        self.lane_range(track, depth)
+            .and_then(|r| self.ids.get(r))
+            .unwrap_or(&[])
+    }
+
+    fn lane_column<'a>(&self, column: &'a [i64], track: TrackId, depth: u16) -> &'a [i64] {
+        self.lane_range(track, depth)
+            .and_then(|r| column.get(r))
+            .unwrap_or(&[])
+    }
+
+    fn lane_range(&self, track: TrackId, depth: u16) -> Option<Range<usize>> {
+        let first = *self.track_lane.get(track as usize)?;
+        let next_track = *self.track_lane.get(track as usize + 1)?;
         let lane = first + depth as usize;
         if lane >= next_track {
-            return &[];
+            return None;
         }
-        match (self.lane_start.get(lane), self.lane_start.get(lane + 1)) {
-            (Some(&a), Some(&b)) => self.ids.get(a..b).unwrap_or(&[]),
-            _ => &[],
+        Some(*self.lane_start.get(lane)?..*self.lane_start.get(lane + 1)?)
+    }
+
+    /// The slice ids of `track` at `depth` with their coarse starts.
+    #[must_use]
+    pub fn lane_ref(&self, track: TrackId, depth: u16) -> LaneRef<'_> {
+        let ids = self.lane(track, depth);
+        let starts = self.lane_column(&self.starts, track, depth);
+        let ends = self.lane_column(&self.ends, track, depth);
+        let lane = self
+            .track_lane
+            .get(track as usize)
+            .map(|&first| first + depth as usize);
+        let coarse = lane
+            .and_then(|l| Some((*self.coarse_start.get(l)?, *self.coarse_start.get(l + 1)?)))
+            .and_then(|(a, b)| self.coarse.get(a..b))
+            .unwrap_or(&[]);
+        // An unknown lane has no ids; keep the pair consistent.
+        let coarse = if ids.is_empty() { &[] } else { coarse };
+        LaneRef {
+            ids,
+            starts,
+            ends,
+            coarse,
         }
     }
 
@@ -172,7 +277,14 @@ impl LaneIndex {
     /// Bytes used by the index.
     #[must_use]
     pub fn heap_bytes(&self) -> usize {
-        self.ids.capacity() * 4 + (self.lane_start.capacity() + self.track_lane.capacity()) * 8
+        self.ids.capacity() * 4
+            + self.starts.capacity() * 8
+            + self.ends.capacity() * 8
+            + self.coarse.capacity() * 8
+            + (self.lane_start.capacity()
+                + self.track_lane.capacity()
+                + self.coarse_start.capacity())
+                * 8
     }
 }
 
@@ -295,7 +407,7 @@ pub fn build_frame(
         match row.kind {
             RowKind::Header { .. } => {}
             RowKind::Lane { track, depth } => {
-                out.steps += walk_lane(timeline, index.lane(track, depth), r as u32, vp, out);
+                out.steps += walk_lane(index.lane_ref(track, depth), r as u32, vp, out);
                 if depth == 0 {
                     out.steps +=
                         walk_instants(timeline, index.instant_range(track), r as u32, vp, out);
@@ -317,26 +429,17 @@ pub fn build_frame(
 }
 
 /// Walks one lane by pixel column; returns the steps taken.
-fn walk_lane(
-    timeline: &Timeline,
-    ids: &[SliceId],
-    row: u32,
-    vp: &Viewport,
-    out: &mut Frame,
-) -> usize {
-    let starts = &timeline.slices.start;
-    let durs = &timeline.slices.dur;
-    let start_of = |id: SliceId| starts.get(id as usize).copied().unwrap_or(i64::MAX);
-    let end_of =
-        |id: SliceId| start_of(id).saturating_add(durs.get(id as usize).copied().unwrap_or(0));
+fn walk_lane(lane: LaneRef<'_>, row: u32, vp: &Viewport, out: &mut Frame) -> usize {
+    let end_at = |k: usize| lane.ends.get(k).copied().unwrap_or(i64::MIN);
     let t0 = vp.origin.saturating_add(vp.start.floor() as i64);
     let t1 = vp.origin.saturating_add(vp.end.ceil() as i64);
     let left = vp.x0 - 1.0;
     let right = vp.x0 + vp.width + 1.0;
 
-    let mut i = ids.partition_point(|&id| start_of(id) < t0);
+    let ids = lane.ids;
+    let mut i = lane.first_at_or_after(0, t0);
     // Siblings do not overlap, so at most the one slice before can reach into the view.
-    if i > 0 && end_of(ids[i - 1]) > t0 {
+    if i > 0 && end_at(i - 1) > t0 {
         i -= 1;
     }
     let mut run: Option<(f32, f32, u32, SliceId)> = None;
@@ -357,12 +460,12 @@ fn walk_lane(
     };
     while let Some(&id) = ids.get(i) {
         steps += 1;
-        let s = start_of(id);
+        let s = lane.starts.get(i).copied().unwrap_or(i64::MAX);
         if s >= t1 {
             break;
         }
         let xs = vp.x(s);
-        let xe = vp.x(end_of(id));
+        let xe = vp.x(end_at(i));
         if xe - xs >= MIN_SLICE_PX {
             flush(&mut run, out);
             out.rects.push(FrameRect {
@@ -377,17 +480,16 @@ fn walk_lane(
         // A sub-pixel slice: skip every slice starting in the same pixel column.
         let col_end_x = xs.floor() + 1.0;
         let t_col_end = vp.t_abs_ceil(col_end_x);
-        let rest = ids.get(i + 1..).unwrap_or(&[]);
-        let j = i + 1 + rest.partition_point(|&k| start_of(k) < t_col_end);
+        let j = lane.first_at_or_after(i + 1, t_col_end);
         let mut jump = j;
         let mut x_end = xe;
         if j - 1 > i {
-            let last = ids[j - 1];
-            let last_xe = vp.x(end_of(last));
-            if last_xe - vp.x(start_of(last)) >= MIN_SLICE_PX {
+            let last_start = lane.starts[j - 1];
+            let last_xe = vp.x(end_at(j - 1));
+            if last_xe - vp.x(last_start) >= MIN_SLICE_PX {
                 // The last slice of the column is wide: draw it on its own next.
                 jump = j - 1;
-                x_end = x_end.max(vp.x(end_of(ids[jump - 1])));
+                x_end = x_end.max(vp.x(end_at(jump - 1)));
             } else {
                 x_end = x_end.max(last_xe);
             }
@@ -610,6 +712,41 @@ mod tests {
         assert_eq!(f.rects.len(), 1);
         assert_eq!(f.rects[0].kind, RectKind::Slice(1000));
         assert!(f.rects[0].x0 <= 0.0 && f.rects[0].x1 >= 100.0);
+    }
+
+    #[test]
+    fn the_coarse_search_agrees_with_a_plain_binary_search() {
+        let t = timeline();
+        let index = LaneIndex::new(&t);
+        let lane = index.lane_ref(0, 0);
+        let starts = &t.slices.start;
+        for from in [0, 1, 31, 32, 33, 500, 999, 1000, 1001] {
+            for target in [
+                -5,
+                0,
+                1,
+                99,
+                100,
+                3_150,
+                50_000,
+                99_901,
+                100_000,
+                100_001,
+                1 << 40,
+            ] {
+                let want = from
+                    + lane.ids[from.min(lane.ids.len())..]
+                        .partition_point(|&id| starts[id as usize] < target);
+                assert_eq!(
+                    lane.first_at_or_after(from, target),
+                    want,
+                    "{from} {target}"
+                );
+            }
+        }
+        assert_eq!(gallop(&[], 3), 0);
+        assert_eq!(gallop(&[1, 2, 3, 4, 5], 4), 3);
+        assert_eq!(gallop(&[1, 2, 3, 4, 5], 9), 5);
     }
 
     #[test]

@@ -295,8 +295,9 @@ impl TimelineWidget {
             .filter(|p| p.x >= tracks.left())
             .map(|p| vp.t_rel(p.x));
 
-        // Keyboard, unless a text field has focus.
-        if !ui.ctx().egui_wants_keyboard_input() {
+        // Keyboard, unless a text field has focus (a clicked button may keep focus: keys must
+        // still navigate then).
+        if !ui.ctx().text_edit_focused() {
             let (keys, fit, escape) = ui.input(|i| {
                 (
                     KeyInput {
