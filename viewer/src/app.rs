@@ -250,6 +250,7 @@ impl Session {
         egui::Panel::bottom("tables")
             .resizable(true)
             .default_size(230.0)
+            .min_size(180.0)
             .show(ui, |ui| self.bottom_ui(ui));
         egui::CentralPanel::default().show(ui, |ui| {
             let before = self.view.selected;
@@ -336,15 +337,44 @@ impl Session {
         if findings.is_empty() {
             ui.label("No findings: nothing in this trace crossed a detector threshold.");
         }
+        if let Some(f) = self.active_finding.and_then(|i| findings.get(i)) {
+            // The clicked finding in full; the list below stays one line per finding.
+            egui::Frame::group(ui.style()).show(ui, |ui| {
+                ui.label(RichText::new(&f.title).strong());
+                ui.label(format!(
+                    "{} · {} · {} lost{}",
+                    f.kind,
+                    f.severity,
+                    human_ns(f.lost_ns),
+                    f.step
+                        .as_ref()
+                        .map(|s| format!(" · {s}"))
+                        .unwrap_or_default()
+                ));
+                ui.label(RichText::new(&f.recommendation).small());
+                if let Some(site) = &f.call_site {
+                    ui.label(RichText::new(format!("at {site}")).small().monospace());
+                }
+            });
+        }
+        let shown: Vec<usize> = findings
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| self.finding_filter.as_ref().is_none_or(|k| k == &f.kind))
+            .map(|(i, _)| i)
+            .collect();
         let mut clicked = None;
+        let row_h = ui.spacing().interact_size.y;
+        // Only the rows on screen are laid out: a report may hold hundreds of findings.
         egui::ScrollArea::vertical()
             .id_salt("findings-list")
-            .show(ui, |ui| {
+            .auto_shrink([false, false])
+            .show_rows(ui, row_h, shown.len(), |ui, range| {
                 // The report ranks findings by lost time already.
-                for (i, f) in findings.iter().enumerate() {
-                    if self.finding_filter.as_ref().is_some_and(|k| k != &f.kind) {
+                for &i in &shown[range] {
+                    let Some(f) = findings.get(i) else {
                         continue;
-                    }
+                    };
                     let color = match f.severity.as_str() {
                         "critical" => Color32::from_rgb(240, 90, 90),
                         "warning" => Color32::from_rgb(240, 180, 80),
@@ -352,9 +382,12 @@ impl Session {
                     };
                     let text = format!("{}. {} - {} lost", i + 1, f.title, human_ns(f.lost_ns));
                     let selected = self.active_finding == Some(i);
-                    let r = ui.selectable_label(selected, RichText::new(text).color(color));
-                    let r = r.on_hover_text(format!(
-                        "{} ({}){}\n{}",
+                    let button =
+                        egui::Button::selectable(selected, RichText::new(text).color(color))
+                            .truncate();
+                    let r = ui.add(button).on_hover_text(format!(
+                        "{}\n{} ({}){}\n{}",
+                        f.title,
                         f.kind,
                         f.severity,
                         f.step
@@ -365,12 +398,6 @@ impl Session {
                     ));
                     if r.clicked() {
                         clicked = Some(i);
-                    }
-                    if selected {
-                        ui.label(RichText::new(&f.recommendation).small());
-                        if let Some(site) = &f.call_site {
-                            ui.label(RichText::new(format!("at {site}")).small().monospace());
-                        }
                     }
                 }
             });
