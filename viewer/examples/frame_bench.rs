@@ -27,8 +27,9 @@ const DEVICE_TRACKS: i64 = 8;
 const WIDTH_PX: f32 = 1920.0;
 const HEIGHT_PX: f32 = 1000.0;
 
-/// 60 % of the slices on host threads (3 levels: op, two children), 40 % as kernels on
-/// device streams, one counter with 100 k samples; about 1 s of trace.
+/// 60 % of the slices on host threads (3 levels: op, two children, evenly packed over 1 s),
+/// 40 % as kernels on device streams (in bursts, gaps at every scale), one counter with 100 k
+/// samples.
 fn synthesize(total: i64) -> Timeline {
     let mut b = TimelineBuilder::with_capacity(total as usize);
     let names: Vec<u32> = (0..64)
@@ -67,15 +68,22 @@ fn synthesize(total: i64) -> Timeline {
     for d in 0..DEVICE_TRACKS {
         let track = b.track(0, LaneId::Int(2), LaneId::Int(d));
         let period = span / kernels_per_device;
+        // Kernels in bursts: the gap after kernel k grows with the trailing zeros of k, so there
+        // are gaps at every scale and density runs break at every zoom (the hard case for the
+        // level of detail, unlike the evenly packed host threads).
+        let mut t = 0;
         for k in 0..kernels_per_device {
+            let dur = period * 3 / 4;
             b.push_slice(
                 track,
-                k * period,
-                period * 3 / 4,
+                t,
+                dur,
                 names[(k % 64) as usize],
                 kernel,
                 ArgsRef::NONE,
             );
+            let gap = (period / 8) << i64::from(k.trailing_zeros().min(16));
+            t += dur + gap;
         }
     }
     for k in 0..100_000i64 {
