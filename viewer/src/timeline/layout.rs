@@ -7,7 +7,7 @@
 
 use std::ops::Range;
 
-use steplens_ingest::model::{Timeline, TrackId, TrackKind};
+use steplens_ingest::model::{LaneId, Timeline, TrackId, TrackKind};
 
 /// Height of a slice row, points.
 pub const ROW_H: f32 = 18.0;
@@ -87,7 +87,10 @@ impl Layout {
             let key = (track.source, track.process_name.as_str(), track.pid);
             if last_key != Some(key) {
                 let mut name = if track.process_name.is_empty() {
-                    format!("{:?}", track.pid)
+                    match track.pid {
+                        LaneId::Int(pid) => format!("pid {pid}"),
+                        LaneId::Str(id) => timeline.strings.get(id).to_owned(),
+                    }
                 } else {
                     track.process_name.clone()
                 };

@@ -754,7 +754,8 @@ fn paint_steps(
     let steps = &timeline.steps;
     let first = steps.partition_point(|s| s.end() < t0);
     let line = Stroke::new(1.0, Color32::from_rgba_unmultiplied(200, 200, 120, 110));
-    // Step boundaries are drawn only while they are at least 3 px apart (bounded by width / 3).
+    // Step boundaries are drawn only while they are at least 8 px apart (bounded by width / 8;
+    // denser, they would hatch over the slices).
     let mut last_x = f32::NEG_INFINITY;
     for (k, s) in steps.iter().enumerate().skip(first) {
         if s.start > t1 {
@@ -762,7 +763,7 @@ fn paint_steps(
         }
         let x0 = vp.x(s.start);
         let x1 = vp.x(s.end());
-        if x0 - last_x < 3.0 {
+        if x0 - last_x < 8.0 || x1 - x0 < 8.0 {
             continue;
         }
         last_x = x0;
