@@ -44,6 +44,11 @@ enum Command {
     Export(export_cmd::ExportArgs),
     /// Measure ingest and report speed and memory on a (generated) large trace.
     Bench(bench::BenchArgs),
+    /// Open the desktop timeline viewer (traces load in the background; none opens an empty window).
+    View {
+        /// Trace files to open.
+        traces: Vec<PathBuf>,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -137,7 +142,7 @@ fn main() -> ExitCode {
         Command::Info(args) => args.json,
         Command::Check(args) => args.json_output(),
         Command::Diff(args) => args.json_output(),
-        Command::Export(_) | Command::Bench(_) => false,
+        Command::Export(_) | Command::Bench(_) | Command::View { .. } => false,
     };
     let result = match cli.command {
         Command::Report(args) => report(&args).map(|()| true),
@@ -146,6 +151,9 @@ fn main() -> ExitCode {
         Command::Diff(args) => diff_cmd::run(&args).map(|()| true),
         Command::Export(args) => export_cmd::run(&args).map(|()| true),
         Command::Bench(args) => bench::run(&args).map(|()| true),
+        Command::View { traces } => steplens_viewer::run(traces)
+            .map_err(|e| anyhow::anyhow!("cannot open the viewer window: {e}"))
+            .map(|()| true),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

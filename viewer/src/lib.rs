@@ -1,58 +1,53 @@
-//! steplens viewer: the eframe desktop app.
+//! steplens viewer: the eframe desktop app — the timeline with the findings on it.
 //!
-//! This crate owns everything on screen. It receives a loaded
-//! [`steplens_ingest::model::Timeline`] (and later the analysis report) and never parses
-//! formats itself. The timeline, findings panel and tables land with the viewer issue; for now
-//! the app shows the loaded trace's summary so the crate, its dependencies and the layering are
-//! exercised by the build.
+//! This crate owns everything on screen. It loads traces through
+//! [`steplens_ingest::load_many`] and analyses them with
+//! [`steplens_analysis::report::build_report`] on a background thread ([`load`]); it never
+//! parses a format itself.
+//!
+//! - [`state`]: the view state (visible range, selections, highlight) and navigation maths,
+//!   free of painting so tests can drive it;
+//! - [`timeline`]: the timeline widget; [`timeline::layout`] places groups, tracks and rows,
+//!   [`timeline::lod`] turns the visible lanes into a bounded paint list (the per-frame bound
+//!   is documented there);
+//! - [`query`]: search, range aggregates and slice details, computed once per change;
+//! - [`tables`]: the sortable step, engine, op and aggregate tables;
+//! - [`app`]: the window: loading, panels, findings.
 
-use std::sync::Arc;
+pub mod app;
+pub mod load;
+pub mod query;
+pub mod state;
+pub mod tables;
+pub mod timeline;
 
-use eframe::egui;
-use steplens_ingest::model::Timeline;
+use std::path::PathBuf;
 
-/// The desktop application state.
-pub struct ViewerApp {
-    timelines: Vec<Arc<Timeline>>,
-}
+pub use app::{Session, ViewerApp};
+pub use load::{LoadError, Loaded, load_now};
 
-impl ViewerApp {
-    /// An app showing the given, already loaded, timelines.
-    #[must_use]
-    pub fn new(timelines: Vec<Arc<Timeline>>) -> Self {
-        Self { timelines }
-    }
-}
-
-impl eframe::App for ViewerApp {
-    fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
-        egui::CentralPanel::default().show(ui, |ui| {
-            ui.heading("steplens");
-            for timeline in &self.timelines {
-                for source in &timeline.sources {
-                    ui.label(format!(
-                        "{} ({}): {} events, {} slices, {} tracks",
-                        source.path,
-                        source.format,
-                        source.events,
-                        timeline.slices.len(),
-                        timeline.tracks.len()
-                    ));
-                }
-            }
-        });
-    }
-}
-
-/// Opens the viewer window and blocks until it is closed.
+/// Opens the viewer window, starts loading `paths` (if any) in the background, and blocks
+/// until the window is closed.
 ///
 /// # Errors
 /// When the windowing system or the renderer cannot start.
-pub fn run(timelines: Vec<Arc<Timeline>>) -> Result<(), eframe::Error> {
-    let options = eframe::NativeOptions::default();
+pub fn run(paths: Vec<PathBuf>) -> Result<(), eframe::Error> {
+    let options = eframe::NativeOptions {
+        viewport: eframe::egui::ViewportBuilder::default()
+            .with_inner_size([1400.0, 850.0])
+            .with_title("steplens")
+            .with_drag_and_drop(true),
+        ..eframe::NativeOptions::default()
+    };
     eframe::run_native(
         "steplens",
         options,
-        Box::new(move |_cc| Ok(Box::new(ViewerApp::new(timelines)))),
+        Box::new(move |cc| {
+            let mut app = ViewerApp::new();
+            if !paths.is_empty() {
+                app.open(paths, &cc.egui_ctx);
+            }
+            Ok(Box::new(app))
+        }),
     )
 }

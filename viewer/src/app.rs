@@ -1,0 +1,731 @@
+//! The application: loading (path field, drag and drop, background thread with progress), and
+//! the panels around the timeline — findings, details, range aggregate, tables and search.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use eframe::egui::{self, Color32, RichText};
+use steplens_analysis::units::human_ns;
+use steplens_ingest::model::SliceId;
+
+use crate::load::{LoadError, Loaded, Loader, Phase};
+use crate::query::{self, RangeAggregate, SliceDetails};
+use crate::state::{Highlight, TimeRange, ViewState};
+use crate::tables::{self, TableState};
+use crate::timeline::{self, Mark, TimelineInput, TimelineWidget};
+
+/// Tabs of the bottom panel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tab {
+    /// The selected slice.
+    Details,
+    /// The selected time range's aggregate.
+    Range,
+    /// The step table.
+    Steps,
+    /// Per-engine utilization.
+    Engines,
+    /// The op summary.
+    Ops,
+}
+
+/// Search box state.
+#[derive(Debug, Clone, Default)]
+pub struct SearchState {
+    /// Text typed.
+    pub query: String,
+    /// Whether the query is a regular expression.
+    pub regex: bool,
+    /// Matching slices in time order.
+    pub matches: Vec<SliceId>,
+    /// Index of the current match.
+    pub current: Option<usize>,
+    /// Why the query is invalid.
+    pub error: Option<String>,
+}
+
+/// A loaded trace on screen: the data and everything about how it is shown.
+pub struct Session {
+    /// The data.
+    pub data: Arc<Loaded>,
+    /// Visible range, selection, highlight.
+    pub view: ViewState,
+    /// The timeline widget (layout and paint list).
+    pub timeline: TimelineWidget,
+    /// Findings drawn on tracks.
+    pub marks: Vec<Mark>,
+    /// Shown finding kinds (`None` = all).
+    pub finding_filter: Option<String>,
+    /// The finding last clicked.
+    pub active_finding: Option<usize>,
+    /// Bottom panel tab.
+    pub tab: Tab,
+    /// Search.
+    pub search: SearchState,
+    /// Table sorting.
+    pub tables: TableState,
+    details: Option<SliceDetails>,
+    aggregate: Option<RangeAggregate>,
+    flows: Vec<(SliceId, bool)>,
+    /// Height of the track area in the last frame (to scroll rows into view).
+    track_height: f32,
+}
+
+impl Session {
+    /// A session showing `data` fully zoomed out.
+    #[must_use]
+    pub fn new(data: Arc<Loaded>) -> Self {
+        let (first, last) = data.timeline.time_range().unwrap_or((0, 1));
+        let view = ViewState::new(first, last);
+        let marks = timeline::finding_marks(&data.timeline, &data.report.findings);
+        let widget = TimelineWidget::new(&data.timeline);
+        Self {
+            data,
+            view,
+            timeline: widget,
+            marks,
+            finding_filter: None,
+            active_finding: None,
+            tab: Tab::Details,
+            search: SearchState::default(),
+            tables: TableState::default(),
+            details: None,
+            aggregate: None,
+            flows: Vec::new(),
+            track_height: 400.0,
+        }
+    }
+
+    /// The details of the selected slice (decoded when it was selected).
+    #[must_use]
+    pub fn details(&self) -> Option<&SliceDetails> {
+        self.details.as_ref()
+    }
+
+    /// The aggregate of the selected time range.
+    #[must_use]
+    pub fn aggregate(&self) -> Option<&RangeAggregate> {
+        self.aggregate.as_ref()
+    }
+
+    /// Selects finding `i` of the report: zooms to it and its evidence, highlights the evidence,
+    /// selects the first evidence slice and scrolls its track into view.
+    pub fn select_finding(&mut self, i: usize) {
+        let data = Arc::clone(&self.data);
+        let Some(f) = data.report.findings.get(i) else {
+            return;
+        };
+        let t = &data.timeline;
+        let evidence = timeline::evidence_slices(f);
+        let mut start = f.start_ns;
+        let mut end = f.end_ns.max(f.start_ns);
+        for &id in &evidence {
+            if let Some(&s) = t.slices.start.get(id as usize) {
+                start = start.min(s);
+                end = end.max(t.slices.end(id));
+            }
+        }
+        self.view.fit(self.view.rel(start), self.view.rel(end));
+        self.active_finding = Some(i);
+        self.view.highlight = Highlight::slices(evidence.clone());
+        self.view.range = None;
+        if let Some(&first) = evidence.first() {
+            self.select_slice(Some(first));
+            self.reveal(first);
+        } else if let Some(name) = &f.track
+            && let Some(track) = t.tracks.iter().position(|tr| &tr.name == name)
+        {
+            self.timeline
+                .reveal_row(t, &mut self.view, track as u32, 0, self.track_height);
+        }
+        self.tab = Tab::Details;
+    }
+
+    /// Selects a slice (or clears the selection) and decodes its details.
+    pub fn select_slice(&mut self, id: Option<SliceId>) {
+        self.view.selected = id;
+        self.refresh_selection();
+    }
+
+    /// Scrolls the slice's track into view and zooms to it unless it is already visible and at
+    /// least a few pixels wide.
+    pub fn go_to(&mut self, id: SliceId) {
+        let t = &self.data.timeline;
+        let Some(&s) = t.slices.start.get(id as usize) else {
+            return;
+        };
+        let (a, b) = (self.view.rel(s), self.view.rel(t.slices.end(id)));
+        let v = self.view.visible;
+        if !v.contains_range(a, b) || (b - a) < v.span() / 2000.0 {
+            if (b - a) < v.span() / 2000.0 || (b - a) > v.span() {
+                self.view.fit(a, b);
+            } else {
+                self.view.set_visible(TimeRange::new(
+                    (a + b) / 2.0 - v.span() / 2.0,
+                    (a + b) / 2.0 + v.span() / 2.0,
+                ));
+            }
+        }
+        self.select_slice(Some(id));
+        self.reveal(id);
+        self.tab = Tab::Details;
+    }
+
+    fn reveal(&mut self, id: SliceId) {
+        let data = Arc::clone(&self.data);
+        let t = &data.timeline;
+        if let (Some(&track), Some(&depth)) = (
+            t.slices.track.get(id as usize),
+            t.slices.depth.get(id as usize),
+        ) {
+            self.timeline
+                .reveal_row(t, &mut self.view, track, depth, self.track_height);
+        }
+    }
+
+    fn refresh_selection(&mut self) {
+        let t = &self.data.timeline;
+        self.details = self.view.selected.and_then(|id| query::details(t, id));
+        self.flows = self
+            .details
+            .as_ref()
+            .map(|d| d.flows.iter().map(|f| (f.other, f.outgoing)).collect())
+            .unwrap_or_default();
+    }
+
+    /// Runs the search box's query.
+    pub fn run_search(&mut self) {
+        let t = &self.data.timeline;
+        match query::search(t, &self.search.query, self.search.regex) {
+            Ok(m) => {
+                self.search.matches = m;
+                self.search.error = None;
+            }
+            Err(e) => {
+                self.search.matches.clear();
+                self.search.error = Some(e.to_string());
+            }
+        }
+        self.search.current = None;
+    }
+
+    /// Goes to the next (or previous) search match.
+    pub fn next_match(&mut self, forward: bool) {
+        let n = self.search.matches.len();
+        if n == 0 {
+            return;
+        }
+        let i = match (self.search.current, forward) {
+            (None, true) => 0,
+            (None, false) => n - 1,
+            (Some(c), true) => (c + 1) % n,
+            (Some(c), false) => (c + n - 1) % n,
+        };
+        self.search.current = Some(i);
+        if let Some(&id) = self.search.matches.get(i) {
+            self.go_to(id);
+        }
+    }
+
+    /// Highlights every slice of op `name` and makes them the search matches.
+    pub fn highlight_op(&mut self, name: &str) {
+        let t = &self.data.timeline;
+        let Some(id) = t.strings.lookup(name) else {
+            return;
+        };
+        self.view.highlight = Highlight::Name(id);
+        self.search.query = regex::escape(name);
+        self.search.regex = true;
+        self.search.matches = query::slices_named(t, |n| n == id);
+        self.search.current = None;
+        self.search.error = None;
+        self.next_match(true);
+    }
+
+    /// Draws the whole session (panels and timeline).
+    pub fn ui(&mut self, ui: &mut egui::Ui) {
+        egui::Panel::right("findings")
+            .default_size(340.0)
+            .show(ui, |ui| self.findings_ui(ui));
+        egui::Panel::bottom("tables")
+            .resizable(true)
+            .default_size(230.0)
+            .min_size(180.0)
+            .show(ui, |ui| self.bottom_ui(ui));
+        egui::CentralPanel::default().show(ui, |ui| {
+            let before = self.view.selected;
+            self.track_height = (ui.available_height() - timeline::RULER_H).max(60.0);
+            let data = Arc::clone(&self.data);
+            let input = TimelineInput {
+                timeline: &data.timeline,
+                index: &data.index,
+                marks: &self.marks,
+                flows: &self.flows,
+                active_finding: self.active_finding,
+            };
+            self.timeline.ui(ui, &input, &mut self.view);
+            if self.view.selected != before {
+                self.refresh_selection();
+                if self.view.selected.is_some() {
+                    self.tab = Tab::Details;
+                }
+            }
+            // The aggregate costs O(slices in the range): computed once the drag that draws
+            // the range ends, not on every frame of it.
+            let current = self.aggregate.as_ref().map(|a| (a.start, a.end));
+            let wanted = self
+                .view
+                .range
+                .map(|r| (self.view.abs(r.start), self.view.abs(r.end)));
+            if !self.timeline.is_dragging() && current != wanted {
+                self.aggregate = wanted.map(|(a, b)| query::aggregate(&data.timeline, a, b));
+                if wanted.is_some() {
+                    self.tab = Tab::Range;
+                }
+            }
+        });
+    }
+
+    /// The search box, in the top bar.
+    pub fn search_ui(&mut self, ui: &mut egui::Ui) {
+        let edit = ui.add(
+            egui::TextEdit::singleline(&mut self.search.query)
+                .hint_text("search names")
+                .desired_width(180.0),
+        );
+        let enter = edit.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
+        let mut rerun = edit.changed();
+        if ui.checkbox(&mut self.search.regex, "regex").changed() {
+            rerun = true;
+        }
+        if rerun {
+            self.run_search();
+        }
+        if ui.button("Prev").on_hover_text("previous match").clicked() {
+            self.next_match(false);
+        }
+        if ui.button("Next").on_hover_text("next match").clicked() || enter {
+            self.next_match(true);
+        }
+        if let Some(e) = &self.search.error {
+            ui.colored_label(Color32::LIGHT_RED, first_line(e));
+        } else if !self.search.query.is_empty() {
+            let n = self.search.matches.len();
+            match self.search.current {
+                Some(c) => ui.label(format!("{}/{n}", c + 1)),
+                None => ui.label(format!("{n} matches")),
+            };
+        }
+    }
+
+    fn findings_ui(&mut self, ui: &mut egui::Ui) {
+        let data = Arc::clone(&self.data);
+        let findings = &data.report.findings;
+        ui.heading(format!("Findings ({})", findings.len()));
+        let mut kinds: Vec<&str> = findings.iter().map(|f| f.kind.as_str()).collect();
+        kinds.sort_unstable();
+        kinds.dedup();
+        egui::ComboBox::from_label("kind")
+            .selected_text(self.finding_filter.as_deref().unwrap_or("all"))
+            .show_ui(ui, |ui| {
+                ui.selectable_value(&mut self.finding_filter, None, "all");
+                for k in kinds {
+                    ui.selectable_value(&mut self.finding_filter, Some(k.to_owned()), k);
+                }
+            });
+        ui.separator();
+        if findings.is_empty() {
+            ui.label("No findings: nothing in this trace crossed a detector threshold.");
+        }
+        if let Some(f) = self.active_finding.and_then(|i| findings.get(i)) {
+            // The clicked finding in full; the list below stays one line per finding.
+            egui::Frame::group(ui.style()).show(ui, |ui| {
+                ui.label(RichText::new(&f.title).strong());
+                ui.label(format!(
+                    "{} · {} · {} lost{}",
+                    f.kind,
+                    f.severity,
+                    human_ns(f.lost_ns),
+                    f.step
+                        .as_ref()
+                        .map(|s| format!(" · {s}"))
+                        .unwrap_or_default()
+                ));
+                ui.label(RichText::new(&f.recommendation).small());
+                if let Some(site) = &f.call_site {
+                    ui.label(RichText::new(format!("at {site}")).small().monospace());
+                }
+            });
+        }
+        let shown: Vec<usize> = findings
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| self.finding_filter.as_ref().is_none_or(|k| k == &f.kind))
+            .map(|(i, _)| i)
+            .collect();
+        let mut clicked = None;
+        let row_h = ui.spacing().interact_size.y;
+        // Only the rows on screen are laid out: a report may hold hundreds of findings.
+        egui::ScrollArea::vertical()
+            .id_salt("findings-list")
+            .auto_shrink([false, false])
+            .show_rows(ui, row_h, shown.len(), |ui, range| {
+                // The report ranks findings by lost time already.
+                for &i in &shown[range] {
+                    let Some(f) = findings.get(i) else {
+                        continue;
+                    };
+                    let color = match f.severity.as_str() {
+                        "critical" => Color32::from_rgb(240, 90, 90),
+                        "warning" => Color32::from_rgb(240, 180, 80),
+                        _ => ui.visuals().text_color(),
+                    };
+                    let text = format!("{}. {} - {} lost", i + 1, f.title, human_ns(f.lost_ns));
+                    let selected = self.active_finding == Some(i);
+                    let button =
+                        egui::Button::selectable(selected, RichText::new(text).color(color))
+                            .truncate();
+                    let r = ui.add(button).on_hover_text(format!(
+                        "{}\n{} ({}){}\n{}",
+                        f.title,
+                        f.kind,
+                        f.severity,
+                        f.step
+                            .as_ref()
+                            .map(|s| format!(", {s}"))
+                            .unwrap_or_default(),
+                        f.recommendation
+                    ));
+                    if r.clicked() {
+                        clicked = Some(i);
+                    }
+                }
+            });
+        if let Some(i) = clicked {
+            self.select_finding(i);
+        }
+    }
+
+    fn bottom_ui(&mut self, ui: &mut egui::Ui) {
+        ui.horizontal(|ui| {
+            for (tab, name) in [
+                (Tab::Details, "Details"),
+                (Tab::Range, "Range"),
+                (Tab::Steps, "Steps"),
+                (Tab::Engines, "Engines"),
+                (Tab::Ops, "Ops"),
+            ] {
+                ui.selectable_value(&mut self.tab, tab, name);
+            }
+        });
+        ui.separator();
+        let data = Arc::clone(&self.data);
+        match self.tab {
+            Tab::Details => self.details_ui(ui),
+            Tab::Range => match &self.aggregate {
+                Some(agg) => tables::aggregate_ui(ui, agg),
+                None => {
+                    ui.label("Drag on the ruler (or shift-drag on the tracks) to select a range.");
+                }
+            },
+            Tab::Steps => tables::steps_ui(ui, &data.report.steps, &mut self.tables),
+            Tab::Engines => tables::engines_ui(ui, &data.report.engines, &mut self.tables),
+            Tab::Ops => {
+                if let Some(name) = tables::ops_ui(ui, &data.report.ops, &mut self.tables) {
+                    self.highlight_op(&name);
+                }
+            }
+        }
+    }
+
+    fn details_ui(&mut self, ui: &mut egui::Ui) {
+        let Some(d) = self.details.clone() else {
+            ui.label("Click a slice to see its details.");
+            return;
+        };
+        let t = &self.data.timeline;
+        let mut go = None;
+        egui::ScrollArea::vertical()
+            .id_salt("details")
+            .show(ui, |ui| {
+                ui.label(RichText::new(&d.name).strong());
+                egui::Grid::new("details-grid")
+                    .num_columns(2)
+                    .show(ui, |ui| {
+                        let rows = [
+                            ("category", d.category.clone()),
+                            ("track", d.track.clone()),
+                            ("start", human_ns(d.start - self.view.origin)),
+                            ("duration", human_ns(d.dur)),
+                            ("self time", human_ns(d.self_ns)),
+                        ];
+                        for (k, v) in rows {
+                            ui.label(k);
+                            ui.label(v);
+                            ui.end_row();
+                        }
+                    });
+                if !d.parents.is_empty() {
+                    ui.label(RichText::new("parents").strong());
+                    for &p in &d.parents {
+                        if ui.link(t.slice_name(p)).clicked() {
+                            go = Some(p);
+                        }
+                    }
+                }
+                if !d.flows.is_empty() {
+                    ui.label(RichText::new("flows").strong());
+                    for f in &d.flows {
+                        let arrow = if f.outgoing { "to" } else { "from" };
+                        let other = t.slice_name(f.other);
+                        let track = t.slice_track(f.other).map_or("", |tr| tr.name.as_str());
+                        if ui
+                            .link(format!("{arrow} {other} ({track}, {})", f.cat))
+                            .clicked()
+                        {
+                            go = Some(f.other);
+                        }
+                    }
+                }
+                if !d.args.is_empty() {
+                    ui.label(RichText::new("args").strong());
+                    egui::Grid::new("args-grid").num_columns(2).show(ui, |ui| {
+                        for (k, v) in &d.args {
+                            ui.label(k);
+                            ui.label(truncate(v, 300));
+                            ui.end_row();
+                        }
+                    });
+                }
+            });
+        if let Some(id) = go {
+            self.go_to(id);
+        }
+    }
+}
+
+/// What the app shows.
+enum Screen {
+    /// Nothing loaded yet.
+    Empty,
+    /// A load in progress (the previous session stays until it finishes).
+    Loading(Loader),
+}
+
+/// The desktop application state.
+pub struct ViewerApp {
+    session: Option<Session>,
+    screen: Screen,
+    error: Option<String>,
+    path: String,
+}
+
+impl Default for ViewerApp {
+    fn default() -> Self {
+        Self {
+            session: None,
+            screen: Screen::Empty,
+            error: None,
+            path: String::new(),
+        }
+    }
+}
+
+impl ViewerApp {
+    /// An app with nothing loaded.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An app showing an already loaded trace.
+    #[must_use]
+    pub fn with_loaded(data: Loaded) -> Self {
+        let path = paths_text(&data.paths);
+        Self {
+            session: Some(Session::new(Arc::new(data))),
+            path,
+            ..Self::default()
+        }
+    }
+
+    /// Starts loading `paths` in the background; `ctx` is woken on progress.
+    pub fn open(&mut self, paths: Vec<PathBuf>, ctx: &egui::Context) {
+        if paths.is_empty() {
+            self.error = Some(LoadError::NoInput.to_string());
+            return;
+        }
+        self.path = paths_text(&paths);
+        let ctx = ctx.clone();
+        match Loader::start(paths, move || ctx.request_repaint()) {
+            Ok(loader) => {
+                self.error = None;
+                self.screen = Screen::Loading(loader);
+            }
+            Err(e) => self.error = Some(e.to_string()),
+        }
+    }
+
+    /// The session on screen.
+    #[must_use]
+    pub fn session(&self) -> Option<&Session> {
+        self.session.as_ref()
+    }
+
+    /// The session on screen, mutable (for tests and embedding).
+    pub fn session_mut(&mut self) -> Option<&mut Session> {
+        self.session.as_mut()
+    }
+
+    /// The error shown in the window, if any.
+    #[must_use]
+    pub fn error(&self) -> Option<&str> {
+        self.error.as_deref()
+    }
+
+    /// Whether a load is running.
+    #[must_use]
+    pub fn is_loading(&self) -> bool {
+        matches!(self.screen, Screen::Loading(_))
+    }
+
+    /// Draws the app into `ui` (the eframe entry point and kittest tests both call this).
+    pub fn ui(&mut self, ui: &mut egui::Ui) {
+        self.poll_loader();
+        let dropped: Vec<PathBuf> = ui.input(|i| {
+            i.raw
+                .dropped_files
+                .iter()
+                .map(|f| f.path().to_path_buf())
+                .filter(|p| !p.as_os_str().is_empty())
+                .collect()
+        });
+        if !dropped.is_empty() {
+            self.open(dropped, ui.ctx());
+        }
+        egui::Panel::top("top").show(ui, |ui| self.top_ui(ui));
+        match &mut self.session {
+            Some(session) => session.ui(ui),
+            None => {
+                egui::CentralPanel::default().show(ui, |ui| {
+                    ui.vertical_centered(|ui| {
+                        ui.add_space(60.0);
+                        ui.heading("steplens");
+                        ui.label(
+                            "Open a trace: type its path above and press Open, drop files on \
+                             this window, or run `steplens view TRACE…`.",
+                        );
+                        ui.label(
+                            "PyTorch profiler (Kineto) JSON, .json.gz, Gaudi bridge / TEF \
+                             traces, HW-trace CSV, .hltv archives.",
+                        );
+                    });
+                });
+            }
+        }
+    }
+
+    fn poll_loader(&mut self) {
+        let Screen::Loading(loader) = &self.screen else {
+            return;
+        };
+        let Some(result) = loader.poll() else {
+            return;
+        };
+        let paths = loader.paths.clone();
+        self.screen = Screen::Empty;
+        match result {
+            Ok(data) => {
+                self.session = Some(Session::new(Arc::new(data)));
+                self.error = None;
+            }
+            Err(e) => self.error = Some(format!("{}: {e}", paths_text(&paths))),
+        }
+    }
+
+    fn top_ui(&mut self, ui: &mut egui::Ui) {
+        ui.horizontal(|ui| {
+            ui.strong("steplens");
+            ui.separator();
+            let edit = ui.add(
+                egui::TextEdit::singleline(&mut self.path)
+                    .hint_text("trace path(s), space separated")
+                    .desired_width(260.0),
+            );
+            let enter = edit.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
+            if (ui.button("Open").clicked() || enter) && !self.is_loading() {
+                let paths = self
+                    .path
+                    .split_whitespace()
+                    .map(PathBuf::from)
+                    .collect::<Vec<_>>();
+                self.open(paths, ui.ctx());
+            }
+            if let Screen::Loading(loader) = &self.screen {
+                let (share, phase) = loader.progress();
+                let text = match phase {
+                    Phase::Reading => format!("reading {:.0} %", share * 100.0),
+                    Phase::Analysing => "analysing…".to_owned(),
+                };
+                ui.add(
+                    egui::ProgressBar::new(share)
+                        .desired_width(160.0)
+                        .text(text),
+                );
+                ui.ctx()
+                    .request_repaint_after(std::time::Duration::from_millis(100));
+            }
+            if let Some(session) = &mut self.session {
+                ui.separator();
+                session.search_ui(ui);
+                ui.separator();
+                if ui.button("Fit all").clicked() {
+                    session.view.fit_all();
+                }
+                let t = &session.data.timeline;
+                ui.label(format!(
+                    "{} slices · {} tracks · {} steps",
+                    t.slices.len(),
+                    t.tracks.len(),
+                    t.steps.len()
+                ));
+            }
+        });
+        if let Some(e) = self.error.clone() {
+            ui.horizontal(|ui| {
+                ui.colored_label(Color32::LIGHT_RED, format!("error: {e}"));
+                if ui.small_button("dismiss").clicked() {
+                    self.error = None;
+                }
+            });
+        }
+    }
+}
+
+impl eframe::App for ViewerApp {
+    fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
+        ViewerApp::ui(self, ui);
+    }
+}
+
+fn paths_text(paths: &[PathBuf]) -> String {
+    paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().last().unwrap_or(s)
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_owned()
+    } else {
+        let mut t: String = s.chars().take(max).collect();
+        t.push('…');
+        t
+    }
+}

@@ -1,0 +1,150 @@
+//! Loading traces off the UI thread: ingest, the report and the viewer's indexes are built on a
+//! background thread that reports progress through atomics; the UI polls it each frame and never
+//! blocks.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, TryRecvError, channel};
+
+use steplens_analysis::report::{Report, build_report};
+use steplens_ingest::{IngestError, LoadOptions, Timeline};
+
+use crate::timeline::lod::LaneIndex;
+
+/// Why a load failed.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// No file was given.
+    #[error("no trace file given")]
+    NoInput,
+    /// Ingest failed (unreadable file, not a trace, damaged before the first event).
+    #[error(transparent)]
+    Ingest(#[from] IngestError),
+    /// The loading thread could not start or stopped without an answer.
+    #[error("the loading thread failed: {0}")]
+    Thread(String),
+}
+
+/// A loaded trace with everything the viewer derives from it once.
+#[derive(Debug)]
+pub struct Loaded {
+    /// The files, as given.
+    pub paths: Vec<PathBuf>,
+    /// The Timeline.
+    pub timeline: Timeline,
+    /// The analysis report (steps, findings, ops, engines).
+    pub report: Report,
+    /// Slice ids per lane for level of detail.
+    pub index: LaneIndex,
+}
+
+/// Loads, analyses and indexes `paths` on the calling thread; `progress` gets
+/// `(bytes done, bytes total)` while ingesting.
+///
+/// # Errors
+/// [`LoadError`] when no path is given or ingest fails.
+pub fn load_now(
+    paths: &[PathBuf],
+    progress: Option<&mut dyn FnMut(u64, u64)>,
+) -> Result<Loaded, LoadError> {
+    if paths.is_empty() {
+        return Err(LoadError::NoInput);
+    }
+    let refs: Vec<&std::path::Path> = paths.iter().map(PathBuf::as_path).collect();
+    let timeline = steplens_ingest::load_many(&refs, &LoadOptions::default(), progress)?;
+    let report = build_report(&timeline);
+    let index = LaneIndex::new(&timeline);
+    Ok(Loaded {
+        paths: paths.to_vec(),
+        timeline,
+        report,
+        index,
+    })
+}
+
+/// What the loading thread is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Reading and parsing.
+    Reading,
+    /// Building the report and indexes.
+    Analysing,
+}
+
+/// A load running on a background thread.
+#[derive(Debug)]
+pub struct Loader {
+    /// What is being loaded.
+    pub paths: Vec<PathBuf>,
+    done: Arc<AtomicU64>,
+    total: Arc<AtomicU64>,
+    rx: Receiver<Result<Loaded, LoadError>>,
+}
+
+impl Loader {
+    /// Starts loading `paths`; `wake` is called on progress and when done (to repaint).
+    ///
+    /// # Errors
+    /// [`LoadError::Thread`] when the thread cannot be spawned.
+    pub fn start(paths: Vec<PathBuf>, wake: impl Fn() + Send + 'static) -> Result<Self, LoadError> {
+        let done = Arc::new(AtomicU64::new(0));
+        let total = Arc::new(AtomicU64::new(0));
+        let (tx, rx) = channel();
+        let (d, t, p) = (Arc::clone(&done), Arc::clone(&total), paths.clone());
+        std::thread::Builder::new()
+            .name("steplens-load".into())
+            .spawn(move || {
+                let mut last_wake = 0u64;
+                let mut progress = |a: u64, b: u64| {
+                    d.store(a, Ordering::Relaxed);
+                    t.store(b.max(1), Ordering::Relaxed);
+                    // Wake the UI about every 1 % so the bar moves without flooding repaints.
+                    if b == 0 || a.saturating_sub(last_wake) > b / 100 {
+                        last_wake = a;
+                        wake();
+                    }
+                };
+                let result = load_now(&p, Some(&mut progress));
+                // The receiver may be gone (a newer load replaced this one): nothing to do.
+                let _ = tx.send(result);
+                wake();
+            })
+            .map_err(|e| LoadError::Thread(e.to_string()))?;
+        Ok(Self {
+            paths,
+            done,
+            total,
+            rx,
+        })
+    }
+
+    /// Share read so far (0..=1) and the phase.
+    #[must_use]
+    pub fn progress(&self) -> (f32, Phase) {
+        let done = self.done.load(Ordering::Relaxed);
+        let total = self.total.load(Ordering::Relaxed);
+        if total == 0 {
+            return (0.0, Phase::Reading);
+        }
+        let share = (done as f64 / total as f64).clamp(0.0, 1.0) as f32;
+        let phase = if done >= total {
+            Phase::Analysing
+        } else {
+            Phase::Reading
+        };
+        (share, phase)
+    }
+
+    /// The result once the thread is done.
+    #[must_use]
+    pub fn poll(&self) -> Option<Result<Loaded, LoadError>> {
+        match self.rx.try_recv() {
+            Ok(result) => Some(result),
+            Err(TryRecvError::Empty) => None,
+            Err(TryRecvError::Disconnected) => Some(Err(LoadError::Thread(
+                "stopped without a result".to_owned(),
+            ))),
+        }
+    }
+}
