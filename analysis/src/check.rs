@@ -220,6 +220,22 @@ pub struct RuleResult {
     pub new_findings: Vec<NewFinding>,
 }
 
+impl RuleResult {
+    /// A passing rule with its figures shown; the caller fills in the change and message.
+    fn passing(rule: &str, baseline: String, current: String, limit: String) -> Self {
+        Self {
+            rule: rule.to_owned(),
+            status: Status::Pass,
+            baseline,
+            current,
+            change: String::new(),
+            limit,
+            message: String::new(),
+            new_findings: Vec::new(),
+        }
+    }
+}
+
 /// A finding in the current run whose key the baseline does not have.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct NewFinding {
@@ -361,16 +377,7 @@ fn time_rule(
     limit: TimeLimit,
 ) -> RuleResult {
     let shown = |v: Option<i64>| v.map_or_else(|| "-".to_owned(), human_ns);
-    let mut result = RuleResult {
-        rule: rule.to_owned(),
-        status: Status::Pass,
-        baseline: shown(baseline),
-        current: shown(current),
-        change: String::new(),
-        limit: limit.describe(),
-        message: String::new(),
-        new_findings: Vec::new(),
-    };
+    let mut result = RuleResult::passing(rule, shown(baseline), shown(current), limit.describe());
     let Some(cur) = current else {
         result.status = Status::Skipped;
         result.message = format!("{what}: the current run has no figure");
@@ -443,16 +450,7 @@ fn pct_rule(
     limit: PctLimit,
 ) -> RuleResult {
     let shown = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.1}%"));
-    let mut result = RuleResult {
-        rule: rule.to_owned(),
-        status: Status::Pass,
-        baseline: shown(baseline),
-        current: shown(current),
-        change: String::new(),
-        limit: limit.describe(),
-        message: String::new(),
-        new_findings: Vec::new(),
-    };
+    let mut result = RuleResult::passing(rule, shown(baseline), shown(current), limit.describe());
     let (Some(base), Some(cur)) = (baseline, current) else {
         result.status = Status::Skipped;
         result.message = match (baseline, current) {
