@@ -15,7 +15,7 @@ use steplens_analysis::Report;
 
 mod support;
 
-use support::{read_json, repo, report, sample_traces, torch_cpu_trace};
+use support::{read_json, repo, report, torch_cpu_trace};
 
 const KIND: &str = "non_logical_transpose";
 
@@ -140,26 +140,17 @@ fn corpus_transposes_five_per_step_with_the_copies_time() {
 
 #[test]
 fn corpus_traces_without_non_logical_copies_have_none() {
-    for name in [
+    let scenarios = [
         "clean_baseline",
         "sync_points",
         "dataloader_stall",
         "recompile_shapes_static",
-    ] {
-        let Some((r, truth)) = corpus(name) else {
-            continue;
-        };
+    ];
+    support::assert_corpus_has_none(KIND, &scenarios, |name, truth| {
         for s in truth["observed_summary_per_step"].as_array().unwrap() {
             assert_eq!(s["nonlogical_with_copy"].as_u64(), Some(0), "{name} truth");
         }
-        let fired: Vec<&str> = r
-            .findings
-            .iter()
-            .filter(|f| f.kind == KIND)
-            .map(|f| f.title.as_str())
-            .collect();
-        assert!(fired.is_empty(), "{name}: {fired:#?}");
-    }
+    });
 }
 
 #[test]
@@ -210,21 +201,7 @@ fn sample_train_transpose_flags_the_nchw_to_nhwc_copy_only() {
 
 #[test]
 fn other_samples_have_none() {
-    let traces = sample_traces();
-    assert!(traces.len() >= 9, "{traces:?}");
-    for path in traces {
-        if path.ends_with("train_transpose.json.gz") {
-            continue;
-        }
-        let r = report(&path);
-        let fired: Vec<&str> = r
-            .findings
-            .iter()
-            .filter(|f| f.kind == KIND)
-            .map(|f| f.title.as_str())
-            .collect();
-        // train_clean: the (8, 32, 256) -> (8, 256, 32) token transpose is made contiguous
-        // inside aten::native_layer_norm, an unrelated op: not a user copy.
-        assert!(fired.is_empty(), "{}: {fired:#?}", path.display());
-    }
+    // train_clean: the (8, 32, 256) -> (8, 256, 32) token transpose is made contiguous inside
+    // aten::native_layer_norm, an unrelated op: not a user copy.
+    support::assert_no_other_sample_has(KIND, "train_transpose.json.gz");
 }

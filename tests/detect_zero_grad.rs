@@ -18,7 +18,7 @@ use steplens_analysis::Report;
 
 mod support;
 
-use support::{read_json, repo, report, sample_traces, torch_cpu_trace};
+use support::{read_json, repo, report};
 
 const KIND: &str = "slow_zero_grad";
 
@@ -93,36 +93,21 @@ fn sample_train_zero_grad_once_per_step_per_parameter() {
 
 #[test]
 fn other_samples_have_none() {
-    let traces = sample_traces();
-    assert!(traces.len() >= 9, "{traces:?}");
-    for path in traces {
-        if path.ends_with("train_zero_grad.json.gz") {
-            continue;
-        }
-        let r = report(&path);
-        let fired: Vec<&str> = findings(&r).iter().map(|f| f.title.as_str()).collect();
-        assert!(fired.is_empty(), "{}: {fired:#?}", path.display());
-    }
+    support::assert_no_other_sample_has(KIND, "train_zero_grad.json.gz");
 }
 
 #[test]
 fn corpus_has_none() {
-    for name in [
+    let scenarios = [
         "clean_baseline",
         "sync_points",
         "transposes",
         "dataloader_stall",
         "recompile_shapes_static",
-    ] {
-        let Some(path) = torch_cpu_trace(name) else {
-            continue;
-        };
-        let truth = read_json(&path.with_file_name(format!("{name}.truth.json")));
+    ];
+    support::assert_corpus_has_none(KIND, &scenarios, |name, truth| {
         assert_eq!(truth["expected"]["slow_zero_grad"], false, "{name} truth");
-        let r = report(&path);
-        let fired: Vec<&str> = findings(&r).iter().map(|f| f.title.as_str()).collect();
-        assert!(fired.is_empty(), "{name}: {fired:#?}");
-    }
+    });
 }
 
 /// `AccumulateGrad` adding into a gradient of `shape`, at `ts`.

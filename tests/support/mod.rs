@@ -91,6 +91,44 @@ pub(crate) fn torch_cpu_trace(name: &str) -> Option<PathBuf> {
     corpus_path(&format!("torch-cpu/{name}.json.gz"))
 }
 
+/// Asserts that no sample other than `only_in` (a file name) gets a finding of `kind`.
+pub(crate) fn assert_no_other_sample_has(kind: &str, only_in: &str) {
+    let traces = sample_traces();
+    assert!(traces.len() >= 9, "{traces:?}");
+    for path in traces.iter().filter(|p| !p.ends_with(only_in)) {
+        let r = report(path);
+        let fired: Vec<&str> = findings_of(&r, kind)
+            .iter()
+            .map(|f| f.title.as_str())
+            .collect();
+        assert!(fired.is_empty(), "{}: {fired:#?}", path.display());
+    }
+}
+
+/// Asserts that the corpus torch-cpu scenarios `names` get no finding of `kind`, after
+/// `truth_agrees` checked that each scenario's truth file expects none.
+pub(crate) fn assert_corpus_has_none(
+    kind: &str,
+    names: &[&str],
+    truth_agrees: impl Fn(&str, &Value),
+) {
+    for name in names {
+        let Some(path) = torch_cpu_trace(name) else {
+            continue;
+        };
+        truth_agrees(
+            name,
+            &read_json(&path.with_file_name(format!("{name}.truth.json"))),
+        );
+        let r = report(&path);
+        let fired: Vec<&str> = findings_of(&r, kind)
+            .iter()
+            .map(|f| f.title.as_str())
+            .collect();
+        assert!(fired.is_empty(), "{name}: {fired:#?}");
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Running the binary
 
