@@ -590,6 +590,26 @@ fn walk_lane(lane: LaneRef<'_>, row: u32, vp: &Viewport, out: &mut Frame) -> usi
     }
 }
 
+/// A rectangle being extended while a lane is walked: x0, x1, slices merged, first slice.
+type PendingRun = (f32, f32, u32, SliceId);
+
+/// Ends the pending run: one slice is its own rectangle, several are a density run. Both lane
+/// walks (merged level and slice by slice) end their runs here.
+fn flush_run(run: &mut Option<PendingRun>, out: &mut Frame, row: u32, left: f32, right: f32) {
+    if let Some((x0, x1, count, first)) = run.take() {
+        out.rects.push(FrameRect {
+            x0: x0.max(left),
+            x1: x1.max(x0 + MIN_SLICE_PX).min(right),
+            row,
+            kind: if count == 1 {
+                RectKind::Slice(first)
+            } else {
+                RectKind::Run { count, first }
+            },
+        });
+    }
+}
+
 /// Walks a merged level's entries in the view (see [`Level`] for why this draws the same).
 fn walk_level(lane: LaneRef<'_>, level: &Level, row: u32, vp: &Viewport, out: &mut Frame) -> usize {
     let t0 = vp.origin.saturating_add(vp.start.floor() as i64);
@@ -600,21 +620,10 @@ fn walk_level(lane: LaneRef<'_>, level: &Level, row: u32, vp: &Viewport, out: &m
     if e > 0 && level.end.get(e - 1).is_some_and(|&end| end > t0) {
         e -= 1;
     }
-    let mut run: Option<(f32, f32, u32, SliceId)> = None;
+    let mut run: Option<PendingRun> = None;
     let mut steps = 0;
-    let flush = |run: &mut Option<(f32, f32, u32, SliceId)>, out: &mut Frame| {
-        if let Some((x0, x1, count, first)) = run.take() {
-            out.rects.push(FrameRect {
-                x0: x0.max(left),
-                x1: x1.max(x0 + MIN_SLICE_PX).min(right),
-                row,
-                kind: if count == 1 {
-                    RectKind::Slice(first)
-                } else {
-                    RectKind::Run { count, first }
-                },
-            });
-        }
+    let flush = |run: &mut Option<PendingRun>, out: &mut Frame| {
+        flush_run(run, out, row, left, right);
     };
     while e < level.len() {
         let (s, end, f, c) = (level.start[e], level.end[e], level.first[e], level.count[e]);
@@ -664,21 +673,10 @@ fn walk_slices(lane: LaneRef<'_>, row: u32, vp: &Viewport, out: &mut Frame) -> u
     if i > 0 && end_at(i - 1) > t0 {
         i -= 1;
     }
-    let mut run: Option<(f32, f32, u32, SliceId)> = None;
+    let mut run: Option<PendingRun> = None;
     let mut steps = 0;
-    let flush = |run: &mut Option<(f32, f32, u32, SliceId)>, out: &mut Frame| {
-        if let Some((x0, x1, count, first)) = run.take() {
-            out.rects.push(FrameRect {
-                x0: x0.max(left),
-                x1: x1.max(x0 + MIN_SLICE_PX).min(right),
-                row,
-                kind: if count == 1 {
-                    RectKind::Slice(first)
-                } else {
-                    RectKind::Run { count, first }
-                },
-            });
-        }
+    let flush = |run: &mut Option<PendingRun>, out: &mut Frame| {
+        flush_run(run, out, row, left, right);
     };
     while let Some(&id) = ids.get(i) {
         steps += 1;
