@@ -203,16 +203,25 @@ fn bridge_trace_planted_problems_are_found() {
     );
 
     // One loss.item() per step, blocked exactly as long as its synStreamSynchronize (logged on
-    // two lanes, counted once); step #3 also syncs inside the CPU-fallback op.
+    // two lanes, counted once), less what the MME-idle stretch of step #3 owns: the host waited
+    // through it, and one nanosecond has one owner. Step #3 also syncs inside the CPU-fallback
+    // op, for 83 µs of a step whose non-compile time is ~20 ms: under 1 %, not a finding.
+    let mme_step = want["step"].as_str().unwrap();
+    let mme_ns = want["tpc_busy_ns"].as_i64().unwrap();
     for want in planted["sync_point"]["per_step"].as_array().unwrap() {
         let step = want["step"].as_str().unwrap();
         let item = of("sync_point")
             .into_iter()
             .find(|f| f.step.as_deref() == Some(step) && f.ops == ["aten::item"])
             .unwrap_or_else(|| panic!("no loss.item() sync in {step}"));
-        assert_eq!(item.lost_ns, want["blocked_ns"].as_i64().unwrap(), "{step}");
+        let owned_elsewhere = if step == mme_step { mme_ns } else { 0 };
+        assert_eq!(
+            item.lost_ns,
+            want["blocked_ns"].as_i64().unwrap() - owned_elsewhere,
+            "{step}"
+        );
     }
-    assert_eq!(of("sync_point").len(), 6);
+    assert_eq!(of("sync_point").len(), 5);
 
     let fallback = of("cpu_fallback");
     assert_eq!(fallback.len(), 1);
@@ -329,8 +338,9 @@ fn synapse_trace_aligns_to_the_torch_trace_and_csv_finds_the_planted_stretch() {
         .iter()
         .filter(|f| f.kind == "mme_idle_behind_tpc")
         .collect();
-    // One per input (the run is loaded twice, in two formats), both in step #3, same window.
-    assert_eq!(stretches.len(), 2);
+    // The run is loaded twice, in two formats, on one clock: the same stretch in step #3 is
+    // one loss, owned once.
+    assert_eq!(stretches.len(), 1);
     for f in stretches {
         assert_eq!(f.step.as_deref(), planted["step"].as_str());
         assert_eq!(f.lost_ns, planted["tpc_busy_ns"].as_i64().unwrap());

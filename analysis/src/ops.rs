@@ -10,6 +10,8 @@ use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use steplens_ingest::model::{CategoryClass, NO_PARENT, StrId, Timeline};
 
+use crate::nodes::NodeIndex;
+
 /// One row of the op summary.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct OpStats {
@@ -31,6 +33,13 @@ pub struct OpStats {
     pub p50_ns: i64,
     /// 99th percentile duration, ns.
     pub p99_ns: i64,
+    /// Gaudi device nodes: the sum of the node's slices over the engines that ran it, ns
+    /// (`total_ns` is wall time). Absent for other ops.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine_ns: Option<i64>,
+    /// Gaudi device nodes: the most engines one occurrence ran on. Absent for other ops.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_engines: Option<u32>,
 }
 
 /// Whether slices of this class belong in the op summary.
@@ -73,9 +82,16 @@ pub fn child_time(timeline: &Timeline) -> Vec<i64> {
     child_ns
 }
 
-/// The op summary, by total time (longest first), then name.
+/// The op summary, by total time (longest first), then name. A Gaudi device node counts once
+/// per occurrence with its wall time, however many engines ran it (`crate::nodes`).
 #[must_use]
 pub fn op_summary(timeline: &Timeline) -> Vec<OpStats> {
+    op_summary_with(timeline, &crate::nodes::node_index(timeline))
+}
+
+/// [`op_summary`] with the node index already built.
+#[must_use]
+pub fn op_summary_with(timeline: &Timeline, nodes: &NodeIndex) -> Vec<OpStats> {
     let slices = &timeline.slices;
     let n = slices.len();
     let child_ns = child_time(timeline);
@@ -88,6 +104,12 @@ pub fn op_summary(timeline: &Timeline) -> Vec<OpStats> {
     for i in 0..n {
         let cat = slices.cat[i];
         if !is_op(timeline.categories.class(cat)) {
+            continue;
+        }
+        // A node's other engine slices are folded into its first one.
+        if let Some(&k) = nodes.node_of.get(&(i as u32))
+            && nodes.nodes[k as usize].first != i as u32
+        {
             continue;
         }
         let key = (slices.name[i], device_track[slices.track[i] as usize], cat);
@@ -110,11 +132,20 @@ pub fn op_summary(timeline: &Timeline) -> Vec<OpStats> {
     let mut fill = offsets.clone();
     let mut durs = vec![0i64; members.len()];
     let mut selfs = vec![0i64; groups];
+    // Per group: engine time and widest occurrence, for node groups only.
+    let mut node_figures: Vec<Option<(i64, u32)>> = vec![None; groups];
     for (&g, &i) in member_group.iter().zip(&members) {
+        let node = nodes.node_of.get(&i).map(|&k| &nodes.nodes[k as usize]);
         let i = i as usize;
-        durs[fill[g as usize]] = slices.dur[i];
+        let dur = node.map_or(slices.dur[i], |n| n.wall_ns);
+        durs[fill[g as usize]] = dur;
         fill[g as usize] += 1;
-        selfs[g as usize] += (slices.dur[i] - child_ns[i]).max(0);
+        selfs[g as usize] += node.map_or((slices.dur[i] - child_ns[i]).max(0), |n| n.wall_ns);
+        if let Some(n) = node {
+            let f = node_figures[g as usize].get_or_insert((0, 0));
+            f.0 += n.engine_ns;
+            f.1 = f.1.max(n.engines);
+        }
     }
     let mut rows: Vec<OpStats> = keys
         .iter()
@@ -134,6 +165,8 @@ pub fn op_summary(timeline: &Timeline) -> Vec<OpStats> {
                 mean_ns: total / count.max(1) as i64,
                 p50_ns: percentile(part, 0.5).unwrap_or(0),
                 p99_ns: percentile(part, 0.99).unwrap_or(0),
+                engine_ns: node_figures[g].map(|f| f.0),
+                max_engines: node_figures[g].map(|f| f.1),
             }
         })
         .collect();

@@ -88,6 +88,47 @@ pub struct Finding {
     pub evidence: Vec<serde_json::Value>,
     /// What to change, in plain words.
     pub recommendation: String,
+    /// Where the lost time sits on the clock (for the one-owner rule); not part of the JSON.
+    #[serde(skip)]
+    pub cost: Cost,
+}
+
+/// Where a finding's lost time sits on the clock. Detectors fill it in; `detect::run_all` uses
+/// it so that no wall-clock nanosecond of a step is lost to two findings, and to apply the
+/// materiality floor.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Cost {
+    /// Input the finding belongs to.
+    pub source: Option<u16>,
+    /// The wall-clock intervals `lost_ns` covers (any order, may overlap). Empty when the cost
+    /// is not a set of intervals (a metrics-file count); such a finding keeps its `lost_ns`.
+    pub ranges: Vec<(i64, i64)>,
+    /// A pattern finding: the code pattern is the problem and its cost is not measurable on this
+    /// trace (a `.item()` in a CPU-only trace, a per-parameter `zero_`). Exempt from the
+    /// materiality floor; its time still cannot be owned twice.
+    pub pattern: bool,
+}
+
+impl Cost {
+    /// A measured cost over `ranges` of input `source`.
+    #[must_use]
+    pub fn measured(source: u16, ranges: Vec<(i64, i64)>) -> Self {
+        Self {
+            source: Some(source),
+            ranges,
+            pattern: false,
+        }
+    }
+
+    /// A pattern finding's cost over `ranges` of input `source`.
+    #[must_use]
+    pub fn pattern(source: u16, ranges: Vec<(i64, i64)>) -> Self {
+        Self {
+            source: Some(source),
+            ranges,
+            pattern: true,
+        }
+    }
 }
 
 /// The top-level summary.

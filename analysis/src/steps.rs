@@ -41,6 +41,10 @@ pub struct StepStats {
     pub dataloader_ns: i64,
     /// Busy time per engine class, ns.
     pub engines: BTreeMap<String, i64>,
+    /// The step was derived from the device timeline (`Iteration#N` of a Synapse-only run),
+    /// not annotated by the profiler. Absent when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub derived: bool,
 }
 
 /// Interval sets of one input, built once and cut per step.
@@ -167,6 +171,7 @@ pub fn step_breakdown_with(
                     .iter()
                     .map(|(name, set)| (name.clone(), set.covered(from, to)))
                     .collect(),
+                derived: step.derived,
             }
         })
         .collect()

@@ -522,6 +522,7 @@ impl TimelineBuilder {
         self.align_device_clocks();
         self.attach_node_metrics();
         self.find_steps();
+        self.derive_steps();
         self.find_device();
         self.report_repairs();
         self.timeline
@@ -1083,6 +1084,7 @@ impl TimelineBuilder {
                         track: track_id as TrackId,
                         slice: i,
                         source: track.source,
+                        derived: false,
                     });
             }
         }
@@ -1103,6 +1105,18 @@ impl TimelineBuilder {
         steps.sort_by_key(|s| (s.source, s.start, s.slice));
         self.drop_steps_past_damage(&mut steps);
         self.timeline.steps = steps;
+    }
+
+    /// Inputs without step annotations get iterations from their device timeline
+    /// ([`crate::derived_steps`]).
+    fn derive_steps(&mut self) {
+        let derived = crate::derived_steps::derive(&self.timeline);
+        if !derived.is_empty() {
+            self.timeline.steps.extend(derived);
+            self.timeline
+                .steps
+                .sort_by_key(|s| (s.source, s.start, s.slice));
+        }
     }
 
     /// In a trace cut short, a step whose range runs past the last event that survived is

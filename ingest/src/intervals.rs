@@ -100,11 +100,59 @@ impl IntervalSet {
         }
         gaps
     }
+
+    /// The covered intervals inside `[from, to)`, clipped to it, in order.
+    #[must_use]
+    pub fn within(&self, from: i64, to: i64) -> Vec<(i64, i64)> {
+        let first = self.ends.partition_point(|&e| e <= from);
+        self.iter()
+            .skip(first)
+            .take_while(|&(s, _)| s < to)
+            .map(|(s, e)| (s.max(from), e.min(to)))
+            .filter(|(s, e)| e > s)
+            .collect()
+    }
+
+    /// The covered intervals of `self` that `other` does not cover.
+    #[must_use]
+    pub fn minus(&self, other: &Self) -> Self {
+        let mut out = Vec::new();
+        for (s, e) in self.iter() {
+            out.extend(other.gaps(s, e));
+        }
+        Self::from_ranges(out)
+    }
+
+    /// The intervals covered by both `self` and `other`.
+    #[must_use]
+    pub fn intersect(&self, other: &Self) -> Self {
+        let mut out = Vec::new();
+        for (s, e) in self.iter() {
+            out.extend(other.within(s, e));
+        }
+        Self::from_ranges(out)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn set_algebra() {
+        let a = IntervalSet::from_ranges(vec![(0, 10), (20, 30)]);
+        let b = IntervalSet::from_ranges(vec![(5, 25)]);
+        assert_eq!(a.within(5, 25), vec![(5, 10), (20, 25)]);
+        assert_eq!(
+            a.minus(&b).iter().collect::<Vec<_>>(),
+            vec![(0, 5), (25, 30)]
+        );
+        assert_eq!(
+            a.intersect(&b).iter().collect::<Vec<_>>(),
+            vec![(5, 10), (20, 25)]
+        );
+        assert_eq!(a.intersect(&b).total() + a.minus(&b).total(), a.total());
+    }
 
     #[test]
     fn union_and_window() {

@@ -15,6 +15,7 @@
 
 pub mod builder;
 mod csv;
+mod derived_steps;
 pub mod error;
 mod habana_csv;
 mod habana_metrics;

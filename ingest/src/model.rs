@@ -597,13 +597,16 @@ pub struct Step {
     pub slice: SliceId,
     /// Input it came from.
     pub source: u16,
+    /// Derived from the device timeline (a Synapse-only run has no `ProfilerStep#N`): the step
+    /// is an iteration of the repeating graph launches, named `Iteration#N`.
+    pub derived: bool,
 }
 
 impl Step {
     /// End, ns.
     #[must_use]
     pub fn end(&self) -> i64 {
-        self.start + self.dur
+        self.start.saturating_add(self.dur)
     }
 }
 

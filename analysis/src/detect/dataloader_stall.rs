@@ -8,7 +8,7 @@ use steplens_ingest::model::SliceId;
 
 use super::{Context, severity, short_ns};
 use crate::intervals::IntervalSet;
-use crate::report::Finding;
+use crate::report::{Cost, Finding};
 use crate::steps::DATALOADER_PREFIX;
 
 pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
@@ -31,6 +31,10 @@ fn gaudi_wait_before_launch(ctx: &Context<'_>) -> Vec<Finding> {
     let th = ctx.thresholds;
     let mut findings = Vec::new();
     for (index, step) in t.steps.iter().enumerate() {
+        // A derived step has no torch ops to tell data waits from host compute.
+        if step.derived {
+            continue;
+        }
         let mut first_launch: Option<SliceId> = None;
         let mut has_dataloader = false;
         let mut ops = Vec::new();
@@ -60,8 +64,8 @@ fn gaudi_wait_before_launch(ctx: &Context<'_>) -> Vec<Finding> {
             continue;
         };
         let until = t.slices.start[launch as usize];
-        let busy = IntervalSet::from_ranges(ops).covered(step.start, until);
-        let wait = (until - step.start) - busy;
+        let idle = IntervalSet::from_ranges(ops).gaps(step.start, until);
+        let wait: i64 = idle.iter().map(|g| g.1 - g.0).sum();
         let pct = wait as f64 * 100.0 / step.dur.max(1) as f64;
         if wait < th.dataloader_stall_min_ns || pct < th.dataloader_stall_min_pct {
             continue;
@@ -84,6 +88,7 @@ fn gaudi_wait_before_launch(ctx: &Context<'_>) -> Vec<Finding> {
             lost_ns: wait,
             evidence: vec![ctx.evidence(t.steps[index].slice), ctx.evidence(launch)],
             recommendation: RECOMMENDATION.into(),
+            cost: Cost::measured(step.source, idle),
         });
     }
     findings
@@ -99,6 +104,7 @@ fn annotated(ctx: &Context<'_>) -> Vec<Finding> {
     let t = ctx.timeline;
     // Per step: (data wait, DataLoader time, the DataLoader slices).
     let mut per_step: Vec<(i64, i64, Vec<SliceId>)> = vec![(0, 0, Vec::new()); t.steps.len()];
+    let mut waits: Vec<Vec<(i64, i64)>> = vec![Vec::new(); t.steps.len()];
     for (_, track) in ctx.host_tracks() {
         for i in track.slices.clone() {
             if !t.slice_name(i).starts_with(DATALOADER_PREFIX)
@@ -112,9 +118,10 @@ fn annotated(ctx: &Context<'_>) -> Vec<Finding> {
             let Some(step) = ctx.step_at(track.source, start) else {
                 continue;
             };
-            let wait = uncovered(ctx, i);
+            let gaps = uncovered(ctx, i);
             let entry = &mut per_step[step];
-            entry.0 += wait;
+            entry.0 += gaps.iter().map(|g| g.1 - g.0).sum::<i64>();
+            waits[step].extend(gaps);
             entry.1 += t.slices.dur[i as usize];
             entry.2.push(i);
         }
@@ -126,6 +133,7 @@ fn annotated(ctx: &Context<'_>) -> Vec<Finding> {
         .filter(|(_, (_, _, slices))| !slices.is_empty())
         .filter_map(|(step, (wait, total, slices))| {
             let s = &t.steps[step];
+            let ranges = std::mem::take(&mut waits[step]);
             let pct = wait as f64 * 100.0 / s.dur.max(1) as f64;
             if wait < th.dataloader_stall_min_ns || pct < th.dataloader_stall_min_pct {
                 return None;
@@ -154,14 +162,15 @@ fn annotated(ctx: &Context<'_>) -> Vec<Finding> {
                 count: slices.len() as u64,
                 lost_ns: wait,
                 evidence: slices.iter().map(|&i| ctx.evidence(i)).collect(),
+                cost: Cost::measured(s.source, ranges),
                 recommendation: RECOMMENDATION.into(),
             })
         })
         .collect()
 }
 
-/// Time inside `slice` not covered by any op below it.
-fn uncovered(ctx: &Context<'_>, slice: SliceId) -> i64 {
+/// The stretches inside `slice` not covered by any op below it.
+fn uncovered(ctx: &Context<'_>, slice: SliceId) -> Vec<(i64, i64)> {
     let t = ctx.timeline;
     let i = slice as usize;
     let (start, end, depth) = (t.slices.start[i], t.slices.end(slice), t.slices.depth[i]);
@@ -176,5 +185,5 @@ fn uncovered(ctx: &Context<'_>, slice: SliceId) -> i64 {
             ops.push((t.slices.start[ju].max(start), t.slices.end(j).min(end)));
         }
     }
-    (end - start) - IntervalSet::from_ranges(ops).total()
+    IntervalSet::from_ranges(ops).gaps(start, end)
 }

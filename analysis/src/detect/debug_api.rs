@@ -20,7 +20,7 @@ use steplens_ingest::model::{CategoryClass, SliceId, StrId};
 
 use super::non_logical_transpose::{EVALUATE_PREFIX, children};
 use super::{Context, severity, short_ns};
-use crate::report::Finding;
+use crate::report::{Cost, Finding};
 
 /// Ops anomaly mode adds after each backward node, directly under its `evaluate_function`.
 const NAN_CHECK_OPS: &[&str] = &[
@@ -207,6 +207,13 @@ fn finding(
         call_site: site,
         count,
         lost_ns: lost,
+        cost: Cost::pattern(
+            t.slice_track(first).map_or(0, |tr| tr.source),
+            slices
+                .iter()
+                .map(|&i| (t.slices.start[i as usize], t.slices.end(i)))
+                .collect(),
+        ),
         evidence: slices
             .iter()
             .take(MAX_EVIDENCE)

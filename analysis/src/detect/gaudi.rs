@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use steplens_ingest::model::{CategoryClass, MetricDump};
 
 use super::{Context, short_ns};
-use crate::report::Finding;
+use crate::report::{Cost, Finding};
 
 /// Most evidence references kept per finding.
 const MAX_EVIDENCE: usize = 20;
@@ -114,6 +114,11 @@ fn cpu_fallback(ctx: &Context<'_>) -> Vec<Finding> {
             count: total,
             lost_ns: lost,
             evidence,
+            // The ops may sit in any loaded trace; their count, not a time range, is the point.
+            cost: Cost {
+                pattern: true,
+                ..Cost::default()
+            },
             recommendation: "These ops have no HPU kernel for the given dtype or arguments, so \
                              their inputs travel to the host and back. Replace them with \
                              supported ops or dtypes, or move them out of the training step; \
@@ -163,6 +168,8 @@ fn metric_recompiles(ctx: &Context<'_>) -> Vec<Finding> {
                 call_site: None,
                 count: new as u64,
                 lost_ns: lost.max(0),
+                // A metrics-file count: no time range to own.
+                cost: Cost::default(),
                 evidence: vec![serde_json::json!({
                     "metric": "graph_compilation",
                     "generated_on": pair[1].generated_on,
@@ -242,6 +249,13 @@ fn compile_calls(ctx: &Context<'_>) -> Vec<Finding> {
                     .map(|&i| ctx.evidence(i))
                     .collect(),
                 recommendation: HPU_RECOMPILE_ADVICE.into(),
+                cost: Cost::measured(
+                    s.source,
+                    calls
+                        .iter()
+                        .map(|&i| (t.slices.start[i as usize], t.slices.end(i)))
+                        .collect(),
+                ),
             }
         })
         .collect()

@@ -12,7 +12,7 @@ use steplens_ingest::model::{CategoryClass, NO_PARENT, SliceId};
 
 use super::{BLOCKING_CALLS, Context, is_compile_span, ranked_names, severity, short_ns};
 use crate::intervals::IntervalSet;
-use crate::report::Finding;
+use crate::report::{Cost, Finding};
 
 /// A device-idle gap: `(start, end, host-bound ns)`.
 type Gap = (i64, i64, i64);
@@ -28,6 +28,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
     // Outermost host ops per input, sorted by start, and the blocked intervals.
     let mut host_ops: FxHashMap<u16, Vec<SliceId>> = FxHashMap::default();
     let mut blocked: FxHashMap<u16, Vec<(i64, i64)>> = FxHashMap::default();
+    let mut compiling: FxHashMap<u16, Vec<(i64, i64)>> = FxHashMap::default();
     for (_, track) in ctx.host_tracks() {
         for i in track.slices.clone() {
             let class = t.slice_class(i);
@@ -43,6 +44,9 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
                 || is_compile_span(name)
             {
                 blocked.entry(track.source).or_default().push(range);
+            }
+            if name == "synGraphCompile" || is_compile_span(name) {
+                compiling.entry(track.source).or_default().push(range);
             }
             let parent = t.slices.parent[i as usize];
             if parent == NO_PARENT || !t.slice_class(parent).is_host_work() {
@@ -60,8 +64,12 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
             (source, IntervalSet::from_ranges(ranges))
         })
         .collect();
+    let compile: FxHashMap<u16, IntervalSet> = compiling
+        .into_iter()
+        .map(|(source, ranges)| (source, IntervalSet::from_ranges(ranges)))
+        .collect();
     // Pass 1: the host-bound gaps of every step; keep the steps over the threshold.
-    let mut flagged: Vec<(usize, i64, Vec<Gap>)> = Vec::new();
+    let mut flagged: Vec<(usize, i64, Vec<Gap>, Vec<(i64, i64)>)> = Vec::new();
     for (index, step) in t.steps.iter().enumerate() {
         let Some(channels) = ctx.channels.get(&step.source).filter(|c| c.has_device) else {
             continue;
@@ -71,26 +79,41 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
         };
         let mut lost = 0;
         let mut gaps = Vec::new();
+        let mut ranges = Vec::new();
         for (from, to) in channels.device.gaps(step.start, step.end()) {
             if to - from < th.host_gap_min_ns {
                 continue;
             }
-            let busy = channels.host.covered(from, to);
-            let bound = (busy - excluded.covered(from, to)).max(0);
+            // Host op work in the gap, less the waits that belong to other kinds. A derived step
+            // (Synapse-only run) shows the host's API calls but not its Python work: with the
+            // device idle and nothing else to wait for, the whole gap is the host's.
+            let host = if step.derived {
+                IntervalSet::from_ranges(vec![(from, to)])
+            } else {
+                IntervalSet::from_ranges(channels.host.within(from, to))
+            };
+            let busy = host.minus(excluded);
+            let bound = busy.total();
             if bound > 0 {
                 lost += bound;
                 gaps.push((from, to, bound));
+                ranges.extend(busy.iter());
             }
         }
-        let pct = lost as f64 * 100.0 / step.dur.max(1) as f64;
+        // The share is of the step's time outside compiles: a step that also compiled a graph
+        // still shows its ordinary dispatch gaps (the compile is the recompile's).
+        let compiling = compile
+            .get(&step.source)
+            .map_or(0, |c| c.covered(step.start, step.end()));
+        let pct = lost as f64 * 100.0 / (step.dur - compiling).max(1) as f64;
         if !gaps.is_empty() && pct >= th.host_gap_min_pct {
-            flagged.push((index, lost, gaps));
+            flagged.push((index, lost, gaps, ranges));
         }
     }
     // Pass 2: which ops filled the flagged gaps. Gaps are disjoint and sorted per input, so
     // each op finds its gaps by binary search.
     let mut all_gaps: FxHashMap<u16, Vec<(i64, i64, usize)>> = FxHashMap::default();
-    for (slot, (index, _, gaps)) in flagged.iter().enumerate() {
+    for (slot, (index, _, gaps, _)) in flagged.iter().enumerate() {
         let source = t.steps[*index].source;
         all_gaps
             .entry(source)
@@ -112,7 +135,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
         }
     }
     let mut findings = Vec::new();
-    for ((index, lost, mut gaps), by_op) in flagged.into_iter().zip(by_op) {
+    for ((index, lost, mut gaps, ranges), by_op) in flagged.into_iter().zip(by_op) {
         let step = &t.steps[index];
         let pct = lost as f64 * 100.0 / step.dur.max(1) as f64;
         let ops_named = ranked_names(t, by_op, TOP_OPS);
@@ -145,6 +168,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
             count: gaps.len() as u64,
             lost_ns: lost,
             evidence,
+            cost: Cost::measured(step.source, ranges),
             recommendation: "The device waits for the host to issue work. Give it more work \
                              per launch (larger batches, fused ops via torch.compile), cut \
                              launch overhead (CUDA graphs: torch.compile mode=\"reduce-overhead\"), \

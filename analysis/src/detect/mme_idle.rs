@@ -12,7 +12,7 @@ use steplens_ingest::model::{EngineClass, SliceId, TrackKind};
 
 use super::{Context, ranked_names, severity, short_ns};
 use crate::intervals::IntervalSet;
-use crate::report::Finding;
+use crate::report::{Cost, Finding};
 
 /// TPC kernels named in a finding.
 const TOP_KERNELS: usize = 5;
@@ -153,6 +153,13 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
                 call_site: None,
                 count: stretches.len() as u64,
                 lost_ns: lost,
+                cost: Cost::measured(
+                    source,
+                    stretches
+                        .iter()
+                        .flat_map(|&(a, b, _)| tpc.within(a, b))
+                        .collect(),
+                ),
                 evidence: longest
                     .iter()
                     .take(MAX_EVIDENCE)

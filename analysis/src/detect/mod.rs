@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use steplens_ingest::model::{CategoryClass, NO_PARENT, SliceId, Timeline, TrackKind};
 
+use crate::intervals::IntervalSet;
 use crate::report::Finding;
 use crate::steps::Channels;
 
@@ -57,6 +58,11 @@ pub struct Thresholds {
     /// `recompile`: compiles with an index below this are warm-up, not recompiles (`F/0` is the
     /// first compile of frame `F`).
     pub recompile_warmup_compiles: u32,
+    /// Materiality: a finding with a measured cost must cost at least this share of its step
+    /// (of the trace, without steps), percent …
+    pub min_finding_pct: f64,
+    /// … and at least this long, ns.
+    pub min_finding_ns: i64,
 }
 
 impl Default for Thresholds {
@@ -73,6 +79,8 @@ impl Default for Thresholds {
             gaudi_warmup_steps: 2,
             device_transpose_min_pct: 2.0,
             recompile_warmup_compiles: 1,
+            min_finding_pct: 1.0,
+            min_finding_ns: 20_000,
         }
     }
 }
@@ -268,6 +276,9 @@ pub fn run_all(ctx: &Context<'_>) -> Vec<Finding> {
     findings.extend(non_logical_transpose::detect(ctx));
     findings.extend(slow_zero_grad::detect(ctx));
     findings.extend(debug_api::detect(ctx));
+    settle_lost_time(ctx, &mut findings);
+    let compiling = compile_time_per_step(ctx, &findings);
+    findings.retain(|f| is_material(ctx, f, &compiling));
     findings.sort_by(|a, b| {
         b.lost_ns
             .cmp(&a.lost_ns)
@@ -275,6 +286,152 @@ pub fn run_all(ctx: &Context<'_>) -> Vec<Finding> {
             .then_with(|| a.kind.cmp(&b.kind))
     });
     findings
+}
+
+/// Who keeps a wall-clock nanosecond that several findings claim, first to last: a compile is
+/// the recompile's even inside a sync wait; waiting for data is the data loader's; device work
+/// that should not be there (transposes), then the MME idling behind vector work, explain the
+/// part of a host's wait that they fill; the sync keeps the rest of its blocked time; what is
+/// left of a device-idle gap is host-bound.
+const OWNER_ORDER: &[&str] = &[
+    "recompile",
+    "dataloader_stall",
+    "non_logical_transpose",
+    "mme_idle_behind_tpc",
+    "sync_point",
+    "host_bound_gap",
+    "slow_zero_grad",
+    "debug_api_enabled",
+];
+
+fn owner_rank(kind: &str) -> usize {
+    OWNER_ORDER
+        .iter()
+        .position(|k| *k == kind)
+        .unwrap_or(OWNER_ORDER.len())
+}
+
+/// The step a finding names, as `(start, end)`, on the clock of input `source`.
+fn step_window(ctx: &Context<'_>, source: u16, step: Option<&str>) -> Option<(i64, i64)> {
+    let name = step?;
+    let source = ctx.timeline.step_source(source);
+    ctx.timeline
+        .steps
+        .iter()
+        .find(|s| s.source == source && s.name == name)
+        .map(|s| (s.start, s.end()))
+}
+
+/// One owner for each lost nanosecond: within an input's clock, findings take their lost
+/// intervals (clipped to their step) in [`OWNER_ORDER`]; what an earlier finding owns is taken
+/// off a later one's `lost_ns`, and the title says where it went. Per step, the findings' lost
+/// time then adds up to at most the step.
+fn settle_lost_time(ctx: &Context<'_>, findings: &mut [Finding]) {
+    let t = ctx.timeline;
+    let mut order: Vec<usize> = (0..findings.len()).collect();
+    order.sort_by_key(|&i| (owner_rank(&findings[i].kind), findings[i].start_ns));
+    // Per clock: (owner kind, intervals it owns).
+    let mut owned: rustc_hash::FxHashMap<u16, Vec<(String, IntervalSet)>> =
+        rustc_hash::FxHashMap::default();
+    for i in order {
+        let f = &mut findings[i];
+        let Some(source) = f.cost.source else {
+            continue;
+        };
+        if f.cost.ranges.is_empty() {
+            continue;
+        }
+        let clock = t.step_source(source);
+        let window = step_window(ctx, source, f.step.as_deref());
+        let mine = IntervalSet::from_ranges(f.cost.ranges.clone());
+        let inside = match window {
+            Some((a, b)) => IntervalSet::from_ranges(mine.within(a, b)),
+            None => mine.clone(),
+        };
+        let owners = owned.entry(clock).or_default();
+        let mut free = inside.clone();
+        let mut taken_by: Vec<(String, i64)> = Vec::new();
+        for (kind, set) in owners.iter() {
+            let before = free.total();
+            free = free.minus(set);
+            let taken = before - free.total();
+            if taken > 0 {
+                match taken_by.iter_mut().find(|(k, _)| k == kind) {
+                    Some(entry) => entry.1 += taken,
+                    None => taken_by.push((kind.clone(), taken)),
+                }
+            }
+        }
+        let taken = mine.total() - free.total();
+        let lost = (f.lost_ns - taken.max(0)).clamp(0, free.total());
+        if lost != f.lost_ns {
+            if !taken_by.is_empty() {
+                let parts: Vec<String> = taken_by
+                    .iter()
+                    .map(|(k, ns)| format!("{} under {k}", short_ns(*ns)))
+                    .collect();
+                f.title.push_str(&format!(
+                    " [{} counted once: {}]",
+                    short_ns(taken),
+                    parts.join(", ")
+                ));
+            }
+            f.lost_ns = lost;
+            if !f.cost.pattern {
+                let step_ns = window.map_or(0, |(a, b)| b - a);
+                f.severity = severity(lost, step_ns).into();
+            }
+        }
+        owners.push((f.kind.clone(), free));
+    }
+}
+
+/// Recompile time per (clock, step name), after settling.
+fn compile_time_per_step(
+    ctx: &Context<'_>,
+    findings: &[Finding],
+) -> rustc_hash::FxHashMap<(u16, String), i64> {
+    let mut out = rustc_hash::FxHashMap::default();
+    for f in findings.iter().filter(|f| f.kind == "recompile") {
+        if let (Some(source), Some(step)) = (f.cost.source, &f.step) {
+            *out.entry((ctx.timeline.step_source(source), step.clone()))
+                .or_insert(0) += f.lost_ns;
+        }
+    }
+    out
+}
+
+/// Materiality: a finding whose cost this trace measures must cost at least `min_finding_pct`
+/// of its step (of the trace, without a step) and `min_finding_ns`. The step's share leaves out
+/// the step's recompile time: a one-off compile does not dilute the step's other costs. Pattern
+/// findings, and counts without a time range (metrics files), are exempt.
+fn is_material(
+    ctx: &Context<'_>,
+    f: &Finding,
+    compiling: &rustc_hash::FxHashMap<(u16, String), i64>,
+) -> bool {
+    if f.cost.pattern || f.cost.ranges.is_empty() {
+        return true;
+    }
+    let th = ctx.thresholds;
+    let in_step = f.cost.source.and_then(|source| {
+        let (a, b) = step_window(ctx, source, f.step.as_deref())?;
+        let clock = ctx.timeline.step_source(source);
+        let compile = if f.kind == "recompile" {
+            0
+        } else {
+            f.step
+                .as_ref()
+                .and_then(|s| compiling.get(&(clock, s.clone())))
+                .copied()
+                .unwrap_or(0)
+        };
+        Some((b - a - compile).max(0))
+    });
+    let base = in_step
+        .or_else(|| ctx.timeline.time_range().map(|(a, b)| b - a))
+        .unwrap_or(0);
+    f.lost_ns >= th.min_finding_ns && f.lost_ns as f64 * 100.0 >= th.min_finding_pct * base as f64
 }
 
 /// Severity from the share of the step a finding costs.

@@ -30,7 +30,8 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use steplens_ingest::model::{CategoryClass, SliceId, StrId, Timeline};
 
 use super::{Context, severity, short_ns};
-use crate::report::Finding;
+use crate::nodes::{DeviceNode, NodeKernels, device_nodes};
+use crate::report::{Cost, Finding};
 
 /// Transpose-like ops and how they permute their input.
 const TRANSPOSE_OPS: &[&str] = &[
@@ -115,89 +116,94 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
     findings
 }
 
-/// Gaudi: a transpose that materialises runs on the device as a transpose kernel (TPC
-/// `transpose_*`) or a `DmaTranspose` on a DMA engine — the device side of the same copy. One
-/// finding per step with the kernels' time.
+/// Gaudi: a transpose that materialises runs on the device as transpose nodes (TPC
+/// `transpose_*` kernels) or `DmaTranspose` on a DMA engine — the device side of the same copy.
+/// A node split over many engines is one transpose (`crate::nodes`); its cost is its wall time.
+/// One finding per step, counted in nodes.
 fn gaudi_device_transposes(ctx: &Context<'_>) -> Vec<Finding> {
-    use steplens_ingest::model::{EngineClass, TrackKind};
     let t = ctx.timeline;
-    let mut per_step: std::collections::BTreeMap<(u16, Option<usize>), Vec<SliceId>> =
-        std::collections::BTreeMap::new();
-    for track in &t.tracks {
-        let TrackKind::DeviceEngine { class, .. } = &track.kind else {
-            continue;
-        };
-        if !matches!(
-            class,
-            EngineClass::Tpc | EngineClass::Dma | EngineClass::Mme
-        ) {
+    let mut per_step: BTreeMap<(u16, Option<usize>), Vec<&DeviceNode>> = BTreeMap::new();
+    let nodes = device_nodes(t);
+    let mut kernels: Vec<String> = Vec::new();
+    let mut kernel_of: FxHashMap<SliceId, usize> = FxHashMap::default();
+    let names = NodeKernels::new(t);
+    for node in &nodes {
+        let kernel = names.of(t, node.first);
+        let lower = kernel.to_ascii_lowercase();
+        if !(kernel.starts_with("DmaTranspose") || lower.starts_with("transpose")) {
             continue;
         }
-        for i in track.slices.clone() {
-            if !t.slice_class(i).is_device_work() {
-                continue;
-            }
-            let name = t.slice_name(i);
-            if name.starts_with("DmaTranspose")
-                || name.to_ascii_lowercase().starts_with("transpose")
-            {
-                let step = ctx.step_at(track.source, t.slices.start[i as usize]);
-                per_step.entry((track.source, step)).or_default().push(i);
-            }
-        }
+        let k = kernels
+            .iter()
+            .position(|x| *x == kernel)
+            .unwrap_or_else(|| {
+                kernels.push(kernel);
+                kernels.len() - 1
+            });
+        kernel_of.insert(node.first, k);
+        let step = ctx.step_at(node.source, node.start);
+        per_step.entry((node.source, step)).or_default().push(node);
     }
     let min_pct = ctx.thresholds.device_transpose_min_pct;
-    per_step
-        .into_iter()
-        .filter(|((_, step), slices)| {
-            // A few layout transposes are part of any compiled graph; flag them when they add
-            // up to a visible share of the step.
-            let lost: i64 = slices.iter().map(|&i| t.slices.dur[i as usize]).sum();
-            let step_ns = step.map_or_else(
-                || t.time_range().map_or(0, |(a, b)| b - a),
-                |s| t.steps[s].dur,
-            );
-            lost as f64 * 100.0 >= min_pct * step_ns as f64
-        })
-        .map(|((_, step), slices)| {
-            let lost: i64 = slices.iter().map(|&i| t.slices.dur[i as usize]).sum();
-            let mut ops: Vec<String> = slices.iter().map(|&i| t.slice_name(i).to_owned()).collect();
-            ops.sort();
-            ops.dedup();
-            let step_name = step.map(|s| t.steps[s].name.clone());
-            let where_ = step_name
-                .as_deref()
-                .map_or_else(String::new, |s| format!(" in {s}"));
-            Finding {
-                kind: "non_logical_transpose".into(),
-                severity: super::severity(lost, step.map_or(0, |s| t.steps[s].dur)).into(),
-                title: format!(
-                    "{} device transpose kernel(s){where_}: {} moving data ({})",
-                    slices.len(),
-                    super::short_ns(lost),
-                    ops.join(", ")
-                ),
-                step: step_name,
-                start_ns: slices
-                    .iter()
-                    .map(|&i| t.slices.start[i as usize])
-                    .min()
-                    .unwrap_or(0),
-                end_ns: slices.iter().map(|&i| t.slices.end(i)).max().unwrap_or(0),
-                track: slices.first().and_then(|&i| ctx.track_name(i)),
-                ops,
-                call_site: None,
-                count: slices.len() as u64,
-                lost_ns: lost,
-                evidence: slices.iter().take(20).map(|&i| ctx.evidence(i)).collect(),
-                recommendation: "The device spends time transposing tensors in memory. Produce \
-                                 the layout the consumer needs where the data is made (the data \
-                                 loader or the producing op), or pick a permutation that keeps \
-                                 the innermost dimension in place."
-                    .into(),
-            }
-        })
-        .collect()
+    let mut findings = Vec::new();
+    for ((source, step), nodes) in per_step {
+        let ranges: Vec<(i64, i64)> = nodes.iter().map(|n| (n.start, n.end)).collect();
+        // Wall time: parallel engines, and nodes that overlap each other, count once.
+        let lost = crate::intervals::IntervalSet::from_ranges(ranges.clone()).total();
+        let step_ns = step.map_or_else(
+            || t.time_range().map_or(0, |(a, b)| b - a),
+            |s| t.steps[s].dur,
+        );
+        // A few layout transposes are part of any compiled graph; flag them when they add up
+        // to a visible share of the step.
+        if (lost as f64) * 100.0 < min_pct * step_ns as f64 {
+            continue;
+        }
+        let engine_ns: i64 = nodes.iter().map(|n| n.engine_ns).sum();
+        let widest = nodes.iter().map(|n| n.engines).max().unwrap_or(1);
+        let mut ops: Vec<String> = nodes
+            .iter()
+            .filter_map(|n| kernel_of.get(&n.first).map(|&k| kernels[k].clone()))
+            .collect();
+        ops.sort();
+        ops.dedup();
+        let step_name = step.map(|s| t.steps[s].name.clone());
+        let where_ = step_name
+            .as_deref()
+            .map_or_else(String::new, |s| format!(" in {s}"));
+        findings.push(Finding {
+            kind: "non_logical_transpose".into(),
+            severity: super::severity(lost, step.map_or(0, |s| t.steps[s].dur)).into(),
+            title: format!(
+                "{} device transpose node(s){where_}: {} moving data ({}; up to {widest} \
+                 engines per node, {} engine time)",
+                nodes.len(),
+                short_ns(lost),
+                ops.join(", "),
+                short_ns(engine_ns),
+            ),
+            step: step_name,
+            start_ns: nodes.iter().map(|n| n.start).min().unwrap_or(0),
+            end_ns: nodes.iter().map(|n| n.end).max().unwrap_or(0),
+            track: nodes.first().and_then(|n| ctx.track_name(n.first)),
+            ops,
+            call_site: None,
+            count: nodes.len() as u64,
+            lost_ns: lost,
+            evidence: nodes
+                .iter()
+                .take(20)
+                .map(|n| ctx.evidence(n.first))
+                .collect(),
+            recommendation: "The device spends time transposing tensors in memory. Produce \
+                             the layout the consumer needs where the data is made (the data \
+                             loader or the producing op), or pick a permutation that keeps \
+                             the innermost dimension in place."
+                .into(),
+            cost: Cost::measured(source, ranges),
+        });
+    }
+    findings
 }
 
 fn host_transposes(ctx: &Context<'_>) -> Vec<Finding> {
@@ -760,6 +766,14 @@ fn finding(
         lost_ns: lost,
         evidence,
         recommendation: recommendation(first.node.is_some()),
+        // The layout choice is the finding, however small the copy is on this trace.
+        cost: Cost::pattern(
+            t.slice_track(first.copy).map_or(0, |tr| tr.source),
+            pairs
+                .iter()
+                .map(|p| (t.slices.start[p.copy as usize], t.slices.end(p.copy)))
+                .collect(),
+        ),
     }
 }
 

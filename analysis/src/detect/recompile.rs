@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use steplens_ingest::model::{CategoryClass, SliceId};
 
 use super::{Context, severity, short_ns};
-use crate::report::Finding;
+use crate::report::{Cost, Finding};
 
 /// Outermost spans of a compile.
 const COMPILE_ROOTS: &[&str] = &["dynamo", "entire_frame_compile", "entire_backward_compile"];
@@ -119,6 +119,13 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
             count: 1,
             lost_ns: lost,
             evidence,
+            cost: Cost::measured(
+                source,
+                c.spans
+                    .iter()
+                    .map(|&s| (t.slices.start[s as usize], t.slices.end(s)))
+                    .collect(),
+            ),
             recommendation: "Each new input shape (or Python value baked into the graph) \
                              compiles a new graph. Keep shapes static (pad or bucket sequence \
                              lengths), mark the varying dimensions dynamic \

@@ -18,7 +18,7 @@ use steplens_ingest::model::{CategoryClass, SliceId};
 
 use super::non_logical_transpose::{children, tensor_arg, tensor_list_arg};
 use super::{Context, severity, short_ns};
-use crate::report::Finding;
+use crate::report::{Cost, Finding};
 
 /// In-place zeroing ops a `zero_grad(set_to_none=False)` issues.
 const ZEROING_OPS: &[&str] = &["aten::zero_", "aten::_foreach_zero_"];
@@ -238,6 +238,14 @@ fn finding(ctx: &Context<'_>, step: Option<usize>, ops: &StepOps) -> Option<Find
         call_site: ctx.call_site(first),
         count: grads,
         lost_ns: lost,
+        cost: Cost::pattern(
+            t.slice_track(first).map_or(0, |tr| tr.source),
+            zero_ops
+                .iter()
+                .chain(&add_ops)
+                .map(|&i| (t.slices.start[i as usize], t.slices.end(i)))
+                .collect(),
+        ),
         evidence,
         recommendation: "Drop the gradients instead of zeroing them: \
                          `optimizer.zero_grad(set_to_none=True)` (the default since PyTorch \

@@ -15,7 +15,7 @@ use steplens_ingest::model::{CategoryClass, SliceId};
 
 use super::{BLOCKING_CALLS, Context, severity, short_ns};
 use crate::intervals::IntervalSet;
-use crate::report::Finding;
+use crate::report::{Cost, Finding};
 use crate::steps::DATALOADER_PREFIX;
 
 /// Ops that read a device value (or a value-dependent shape) on the host.
@@ -110,8 +110,25 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
     }
     groups
         .into_iter()
+        .filter(|((source, step, _), calls)| step.is_some() || !profiler_flush(ctx, *source, calls))
         .map(|((_, step, site), calls)| finding(ctx, step, &site, &calls, has_device))
         .collect()
+}
+
+/// Synchronizes the user did not write: outside every step of an input that has steps, with no
+/// op around them (the profiler draining the device when the capture stops, a framework's
+/// teardown). They are not in the training loop, so there is nothing to change there.
+fn profiler_flush(ctx: &Context<'_>, source: u16, calls: &[Call]) -> bool {
+    let t = ctx.timeline;
+    let step_source = t.step_source(source);
+    let has_steps = t.steps.iter().any(|s| s.source == step_source);
+    has_steps
+        && calls.iter().all(|c| {
+            matches!(
+                t.slice_class(c.op),
+                CategoryClass::Runtime | CategoryClass::Driver
+            )
+        })
 }
 
 /// Synapse API calls are logged on their own lane (the Gaudi bridge's `Synapse Logger`), not
@@ -227,6 +244,27 @@ fn finding(
     } else {
         calls.iter().map(|c| t.slices.dur[c.op as usize]).sum()
     };
+    let source = calls
+        .first()
+        .and_then(|c| t.slice_track(c.op))
+        .map_or(0, |tr| tr.source);
+    let cost = if has_device {
+        Cost::measured(
+            source,
+            calls
+                .iter()
+                .flat_map(|c| c.blocked.iter().copied())
+                .collect(),
+        )
+    } else {
+        Cost::pattern(
+            source,
+            calls
+                .iter()
+                .map(|c| (t.slices.start[c.op as usize], t.slices.end(c.op)))
+                .collect(),
+        )
+    };
     let step_name = step.map(|i| t.steps[i].name.clone());
     let step_ns = step.map_or(0, |i| t.steps[i].dur);
     let where_ = step_name
@@ -273,6 +311,7 @@ fn finding(
             .map(|c| ctx.evidence(c.op))
             .collect(),
         recommendation: recommendation(&ops),
+        cost,
     }
 }
 

@@ -1,0 +1,262 @@
+//! Steps for runs that have no `ProfilerStep#N`: a Synapse-only Gaudi profile (TEF, HW CSV,
+//! `.hltv`) records no torch annotations, but a training loop launches the same set of graphs
+//! (recipes) every iteration, and that repetition is on the device timeline.
+//!
+//! The units are the host's graph launches (`synLaunch*` calls) where the input has host lanes,
+//! else bursts of device work separated by at least [`BURST_GAP_NS`] with every engine idle.
+//! Each unit is keyed by the recipe it ran (the first device slice at or after it: its
+//! `recipe id` / `recipeId` / `graph name` / `recipeName` arg, else its name). The most frequent
+//! key marks the loop; the most common distance (in units) between its launches is the period,
+//! so an iteration that ran a recompiled recipe in the same slot keeps its place. Iteration `j`
+//! runs from the start of unit `anchor + j·period` to the start of the next one; the last runs to
+//! the end of the input's device work. Such steps are named `Iteration#j` and marked derived.
+
+use rustc_hash::FxHashMap;
+
+use crate::model::{EngineClass, SliceId, Step, Timeline, TrackId, TrackKind};
+
+/// Device work separated by at least this long with every engine idle is another launch.
+pub(crate) const BURST_GAP_NS: i64 = 100_000;
+
+/// Recipe args, in the spellings of the Synapse TEF and the bridge.
+const RECIPE_ARGS: &[&str] = &["recipe id", "recipeId", "graph name", "recipeName"];
+
+/// One launch (or burst): where it starts, the slice that shows it, and its recipe key.
+struct Unit {
+    start: i64,
+    slice: SliceId,
+    track: TrackId,
+    key: String,
+}
+
+/// Derived steps for every input on its own clock that has device work and no steps.
+pub(crate) fn derive(t: &Timeline) -> Vec<Step> {
+    let mut out = Vec::new();
+    for source in 0..t.sources.len() as u16 {
+        let own_clock = t.clock_of.get(source as usize).is_none_or(|&c| c == source);
+        let has_steps = t
+            .steps
+            .iter()
+            .any(|s| s.source == source || t.step_source(s.source) == source);
+        if own_clock && !has_steps {
+            out.extend(derive_for(t, source));
+        }
+    }
+    out
+}
+
+fn is_graph_engine(class: &EngineClass) -> bool {
+    matches!(
+        class,
+        EngineClass::Mme | EngineClass::Tpc | EngineClass::Dma | EngineClass::Rotator
+    )
+}
+
+fn derive_for(t: &Timeline, source: u16) -> Vec<Step> {
+    // Device work of this input: (start, end, slice, track), sorted by start.
+    let mut device: Vec<(i64, i64, SliceId, TrackId)> = Vec::new();
+    let mut launches: Vec<(i64, SliceId, TrackId)> = Vec::new();
+    for (track_id, track) in t.tracks.iter().enumerate() {
+        if track.source != source {
+            continue;
+        }
+        match &track.kind {
+            TrackKind::DeviceEngine { class, .. } if is_graph_engine(class) => {
+                for i in track.slices.clone() {
+                    if t.slice_class(i).is_device_work() {
+                        let start = t.slices.start[i as usize];
+                        device.push((start, t.slices.end(i), i, track_id as TrackId));
+                    }
+                }
+            }
+            TrackKind::HostThread => {
+                for i in track.slices.clone() {
+                    if t.slice_name(i).starts_with("synLaunch") {
+                        launches.push((t.slices.start[i as usize], i, track_id as TrackId));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    if device.is_empty() {
+        return Vec::new();
+    }
+    device.sort_unstable();
+    launches.sort_unstable();
+    let device_end = device.iter().map(|d| d.1).max().unwrap_or(0);
+    let units = match recipe_runs(t, &device) {
+        // The stream runs graphs in launch order: the k-th run is the k-th launch.
+        Some(runs) if runs.len() == launches.len() => runs
+            .into_iter()
+            .zip(&launches)
+            .map(|(run, &(start, slice, track))| Unit {
+                start,
+                slice,
+                track,
+                key: run.key,
+            })
+            .collect(),
+        Some(runs) => runs,
+        None => bursts(t, &device),
+    };
+    let Some(boundaries) = loop_boundaries(&units) else {
+        return Vec::new();
+    };
+    boundaries
+        .iter()
+        .enumerate()
+        .map(|(j, &b)| {
+            let unit = &units[b];
+            let end = boundaries
+                .get(j + 1)
+                .map_or(device_end.max(unit.start), |&next| units[next].start);
+            Step {
+                name: format!("Iteration#{j}"),
+                number: Some(j as i64),
+                start: unit.start,
+                dur: end.saturating_sub(unit.start).max(0),
+                track: unit.track,
+                slice: unit.slice,
+                source,
+                derived: true,
+            }
+        })
+        .collect()
+}
+
+/// Consecutive device slices (by start) of one recipe form one run of that recipe; `None` when
+/// the device slices carry no recipe arg.
+fn recipe_runs(t: &Timeline, device: &[(i64, i64, SliceId, TrackId)]) -> Option<Vec<Unit>> {
+    let recipe = |slice: SliceId| {
+        RECIPE_ARGS
+            .iter()
+            .find_map(|key| t.arg_str(slice, key).filter(|v| !v.is_empty()))
+    };
+    let mut runs: Vec<Unit> = Vec::new();
+    let mut seen_recipe = false;
+    for &(start, _, slice, track) in device {
+        let Some(key) = recipe(slice) else {
+            continue;
+        };
+        seen_recipe = true;
+        if runs.last().is_none_or(|r| r.key != key) {
+            runs.push(Unit {
+                start,
+                slice,
+                track,
+                key,
+            });
+        }
+    }
+    seen_recipe.then_some(runs)
+}
+
+/// A Synapse node name without its graph prefix (`g_2_l1_fc1_gemm_0` → `l1_fc1_gemm_0`): a
+/// recompiled graph renames its nodes with the new graph's index, and its burst is still the
+/// same slot of the loop.
+fn graph_local_name(name: &str) -> &str {
+    name.strip_prefix("g_")
+        .and_then(|rest| {
+            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+            (digits > 0).then(|| rest[digits..].strip_prefix('_'))?
+        })
+        .unwrap_or(name)
+}
+
+/// Bursts of device work separated by [`BURST_GAP_NS`] of all-idle time, keyed by the name of
+/// their first slice without its graph prefix.
+fn bursts(t: &Timeline, device: &[(i64, i64, SliceId, TrackId)]) -> Vec<Unit> {
+    let mut units: Vec<Unit> = Vec::new();
+    let mut covered_to = i64::MIN;
+    for &(start, end, slice, track) in device {
+        if units.is_empty() || start.saturating_sub(covered_to) >= BURST_GAP_NS {
+            units.push(Unit {
+                start,
+                slice,
+                track,
+                key: graph_local_name(t.slice_name(slice)).to_owned(),
+            });
+        }
+        covered_to = covered_to.max(end);
+    }
+    units
+}
+
+/// The unit indexes where iterations start: every `period` units from the first launch of the
+/// most frequent recipe. `None` when no recipe repeats.
+fn loop_boundaries(units: &[Unit]) -> Option<Vec<usize>> {
+    let mut positions: FxHashMap<&str, Vec<usize>> = FxHashMap::default();
+    for (i, u) in units.iter().enumerate() {
+        positions.entry(u.key.as_str()).or_default().push(i);
+    }
+    // Most launches first; ties to the recipe launched first.
+    let (_, marks) = positions
+        .into_iter()
+        .filter(|(_, p)| p.len() >= 2)
+        .max_by(|a, b| a.1.len().cmp(&b.1.len()).then(b.1[0].cmp(&a.1[0])))?;
+    let mut spacing: FxHashMap<usize, usize> = FxHashMap::default();
+    for w in marks.windows(2) {
+        *spacing.entry(w[1] - w[0]).or_insert(0) += 1;
+    }
+    let (&period, _) = spacing
+        .iter()
+        .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))?;
+    let anchor = marks[0];
+    let period = period.max(1);
+    // A trailing partial iteration (a copy after the loop, a capture cut mid-iteration) is not
+    // a step.
+    let last = units.len().checked_sub(period)?;
+    Some((anchor..=last).step_by(period).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Unit, loop_boundaries};
+
+    fn units(keys: &[&str]) -> Vec<Unit> {
+        keys.iter()
+            .enumerate()
+            .map(|(i, k)| Unit {
+                start: i as i64 * 10,
+                slice: i as u32,
+                track: 0,
+                key: (*k).to_owned(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_loop_is_the_repeating_recipe_set() {
+        // Warm-up launch, then (fwd+bwd, optimizer) per iteration.
+        let u = units(&["init", "A", "B", "A", "B", "A", "B"]);
+        assert_eq!(loop_boundaries(&u), Some(vec![1, 3, 5]));
+    }
+
+    #[test]
+    fn a_recompiled_recipe_keeps_its_slot() {
+        let u = units(&["A", "B", "A", "B", "A2", "B", "A", "B"]);
+        assert_eq!(loop_boundaries(&u), Some(vec![0, 2, 4, 6]));
+    }
+
+    #[test]
+    fn a_trailing_partial_iteration_is_dropped() {
+        let u = units(&["A", "B", "A", "B", "copy"]);
+        assert_eq!(loop_boundaries(&u), Some(vec![0, 2]));
+    }
+
+    #[test]
+    fn graph_prefixes_are_dropped() {
+        assert_eq!(
+            super::graph_local_name("g_2_l1_fc1_gemm_0"),
+            "l1_fc1_gemm_0"
+        );
+        assert_eq!(super::graph_local_name("g_x"), "g_x");
+        assert_eq!(super::graph_local_name("gemm"), "gemm");
+    }
+
+    #[test]
+    fn no_repeat_no_steps() {
+        assert_eq!(loop_boundaries(&units(&["A", "B", "C"])), None);
+    }
+}
