@@ -376,7 +376,7 @@ fn summary_line(report: &Report) -> String {
 /// Findings listed in text and Markdown (the JSON has all).
 const MAX_FINDINGS_SHOWN: usize = 10;
 
-/// `Findings (12: sync_point 9, dataloader_stall 3; 1.23 ms lost)`.
+/// `Findings (12: sync_point 9 (1.2 ms), dataloader_stall 3 (3.4 ms); 8.1% of step time lost)`.
 fn findings_heading(report: &Report) -> String {
     let s = &report.summary;
     if report.findings.is_empty() {
@@ -390,7 +390,14 @@ fn findings_heading(report: &Report) -> String {
             format!("{kind} {n} ({})", human_ns(lost))
         })
         .collect();
-    format!("Findings ({}: {})", report.findings.len(), kinds.join(", "))
+    let share = s
+        .lost_pct_of_steps
+        .map_or_else(String::new, |pct| format!("; {pct:.1}% of step time lost"));
+    format!(
+        "Findings ({}: {}{share})",
+        report.findings.len(),
+        kinds.join(", ")
+    )
 }
 
 /// Greedy word wrap.

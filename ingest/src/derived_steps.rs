@@ -190,9 +190,9 @@ fn loop_boundaries(units: &[Unit]) -> Option<Vec<usize>> {
     for (i, u) in units.iter().enumerate() {
         positions.entry(u.key.as_str()).or_default().push(i);
     }
-    // Most launches first; ties to the recipe launched first.
+    // The period from the most launched recipe (ties to the recipe launched first).
     let (_, marks) = positions
-        .into_iter()
+        .iter()
         .filter(|(_, p)| p.len() >= 2)
         .max_by(|a, b| a.1.len().cmp(&b.1.len()).then(b.1[0].cmp(&a.1[0])))?;
     let mut spacing: FxHashMap<usize, usize> = FxHashMap::default();
@@ -202,8 +202,14 @@ fn loop_boundaries(units: &[Unit]) -> Option<Vec<usize>> {
     let (&period, _) = spacing
         .iter()
         .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))?;
-    let anchor = marks[0];
     let period = period.max(1);
+    // The loop starts at the first launch of any recipe that recurs one period later: the
+    // iteration's first graph, even when a recompile renamed it in some iterations.
+    let anchor = positions
+        .values()
+        .filter(|p| p.windows(2).any(|w| w[1] - w[0] == period))
+        .map(|p| p[0])
+        .min()?;
     // A trailing partial iteration (a copy after the loop, a capture cut mid-iteration) is not
     // a step.
     let last = units.len().checked_sub(period)?;
