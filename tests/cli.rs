@@ -168,6 +168,7 @@ fn report_json_contract() {
             "device_busy_pct",
             "findings_by_kind",
             "lost_ns_by_kind",
+            "lost_pct_of_steps",
             "mean_step_ns",
             "mme_tpc_overlap_ns",
             "p50_step_ns",

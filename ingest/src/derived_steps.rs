@@ -100,6 +100,9 @@ fn derive_for(t: &Timeline, source: u16) -> Vec<Step> {
         Some(runs) => runs,
         None => bursts(t, &device),
     };
+    // A capture that ends inside an iteration (the Synapse logger never closes its array; a HW
+    // trace covers the launches it was asked for) keeps that iteration, ending at its last
+    // device work.
     let Some(boundaries) = loop_boundaries(&units) else {
         return Vec::new();
     };
@@ -108,9 +111,10 @@ fn derive_for(t: &Timeline, source: u16) -> Vec<Step> {
         .enumerate()
         .map(|(j, &b)| {
             let unit = &units[b];
-            let end = boundaries
-                .get(j + 1)
-                .map_or(device_end.max(unit.start), |&next| units[next].start);
+            let next = boundaries.get(j + 1).copied();
+            let end = next
+                .and_then(|n| units.get(n))
+                .map_or(device_end.max(unit.start), |u| u.start);
             Step {
                 name: format!("Iteration#{j}"),
                 number: Some(j as i64),

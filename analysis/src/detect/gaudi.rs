@@ -24,6 +24,103 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
         findings.extend(metric_recompiles(ctx));
     }
     findings.extend(from_trace);
+    findings.extend(new_graphs_without_host(ctx));
+    findings
+}
+
+/// The graph index of a Synapse node name (`g_2_l1_fc1_gemm_0` → 2).
+fn graph_index(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix("g_")?;
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 || rest.as_bytes().get(digits) != Some(&b'_') {
+        return None;
+    }
+    rest[..digits].parse().ok()
+}
+
+/// A device-only capture (HW CSV, an `.hltv` without host lanes) shows no `synGraphCompile`,
+/// but a graph compiled after the capture began shows up as node names with a graph index
+/// never seen before (`g_2_…` after `g_0_…`/`g_1_…`), and the host compiled it while every
+/// engine sat idle just before its first node. Graphs of the first derived iteration are the
+/// loop's own; a new graph in a later iteration is a recompile. Lost time: the all-idle gap
+/// before its first node (an estimate: the capture does not show the compile itself).
+fn new_graphs_without_host(ctx: &Context<'_>) -> Vec<Finding> {
+    use steplens_ingest::model::TrackKind;
+    let t = ctx.timeline;
+    let mut findings = Vec::new();
+    for source in 0..t.sources.len() as u16 {
+        let tracks: Vec<&steplens_ingest::model::Track> =
+            t.tracks.iter().filter(|tr| tr.source == source).collect();
+        let host = tracks.iter().any(|tr| tr.kind == TrackKind::HostThread);
+        let steps: Vec<usize> = (0..t.steps.len())
+            .filter(|&i| t.steps[i].source == source && t.steps[i].derived)
+            .collect();
+        if host || steps.len() < 2 {
+            continue;
+        }
+        // First node of each graph index, and every device slice's range for the idle gap.
+        let mut first_of: BTreeMap<u32, (i64, u32)> = BTreeMap::new();
+        let mut busy: Vec<(i64, i64)> = Vec::new();
+        for tr in &tracks {
+            if !tr.kind.is_device() {
+                continue;
+            }
+            for i in tr.slices.clone() {
+                if !t.slice_class(i).is_device_work() {
+                    continue;
+                }
+                let start = t.slices.start[i as usize];
+                busy.push((start, t.slices.end(i)));
+                if let Some(g) = graph_index(t.slice_name(i)) {
+                    let e = first_of.entry(g).or_insert((start, i));
+                    if start < e.0 {
+                        *e = (start, i);
+                    }
+                }
+            }
+        }
+        let busy = crate::intervals::IntervalSet::from_ranges(busy);
+        let loop_start = t.steps[steps[1]].start;
+        for (graph, (start, slice)) in first_of {
+            if start < loop_start {
+                continue;
+            }
+            // The idle stretch that ends at the new graph's first node.
+            let Some(&(from, to)) = busy
+                .gaps(t.steps[steps[0]].start, start)
+                .last()
+                .filter(|g| g.1 == start)
+            else {
+                continue;
+            };
+            let Some(step) = ctx.step_at(source, from) else {
+                continue;
+            };
+            let s = &t.steps[step];
+            let lost = to - from;
+            findings.push(Finding {
+                kind: "recompile".into(),
+                severity: super::severity(lost, s.dur).into(),
+                title: format!(
+                    "graph g_{graph} first ran in the middle of the capture, after {} with every \
+                     engine idle (the host compiling it) in {}",
+                    short_ns(lost),
+                    s.name
+                ),
+                step: Some(s.name.clone()),
+                start_ns: from,
+                end_ns: to,
+                track: ctx.track_name(slice),
+                ops: vec![format!("g_{graph}")],
+                call_site: None,
+                count: 1,
+                lost_ns: lost,
+                evidence: vec![ctx.evidence(slice)],
+                recommendation: HPU_RECOMPILE_ADVICE.into(),
+                cost: Cost::measured(source, vec![(from, to)]),
+            });
+        }
+    }
     findings
 }
 

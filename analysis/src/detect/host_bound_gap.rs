@@ -153,10 +153,16 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
             kind: "host_bound_gap".into(),
             severity: severity(lost, step.dur).into(),
             title: format!(
-                "device idle {} ({pct:.0}% of {}) in {} gaps while the host dispatched ops{}",
+                "device idle {} ({pct:.0}% of {}) in {} gap{} {}{}",
                 short_ns(lost),
                 step.name,
                 gaps.len(),
+                if gaps.len() == 1 { "" } else { "s" },
+                if step.derived {
+                    "with no work queued: the host was late (its Python side is not in this capture)"
+                } else {
+                    "while the host dispatched ops"
+                },
                 ops_named.first().map_or_else(String::new, |op| format!(" (mostly {op})"))
             ),
             step: Some(step.name.clone()),

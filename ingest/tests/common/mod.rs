@@ -166,6 +166,22 @@ pub(crate) fn check_invariants(t: &Timeline) -> Result<(), String> {
             continue;
         }
         let track_source = t.tracks.get(step.track as usize).map(|tr| tr.source);
+        // A derived iteration points at the launch (or first node) that starts it.
+        if step.derived {
+            if s.start[i] != step.start
+                || s.track[i] != step.track
+                || track_source != Some(step.source)
+            {
+                fail(format!(
+                    "derived step {} ({}) does not start at its slice {i} ({} at {})",
+                    step.name,
+                    step.start,
+                    t.slice_name(step.slice),
+                    s.start[i]
+                ));
+            }
+            continue;
+        }
         if t.slice_name(step.slice) != step.name
             || s.start[i] != step.start
             || s.dur[i] != step.dur
