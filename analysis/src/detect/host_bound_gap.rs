@@ -17,6 +17,9 @@ use crate::report::{Cost, Finding};
 /// A device-idle gap: `(start, end, host-bound ns)`.
 type Gap = (i64, i64, i64);
 
+/// A flagged step: its index, host-bound ns, its gaps and the host-bound intervals.
+type Flagged = (usize, i64, Vec<Gap>, Vec<(i64, i64)>);
+
 /// Ops named in a finding.
 const TOP_OPS: usize = 5;
 /// Gaps kept as evidence.
@@ -69,7 +72,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
         .map(|(source, ranges)| (source, IntervalSet::from_ranges(ranges)))
         .collect();
     // Pass 1: the host-bound gaps of every step; keep the steps over the threshold.
-    let mut flagged: Vec<(usize, i64, Vec<Gap>, Vec<(i64, i64)>)> = Vec::new();
+    let mut flagged: Vec<Flagged> = Vec::new();
     for (index, step) in t.steps.iter().enumerate() {
         let Some(channels) = ctx.channels.get(&step.source).filter(|c| c.has_device) else {
             continue;
