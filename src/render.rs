@@ -265,7 +265,10 @@ impl From<&StepStats> for StepLike {
 }
 
 fn op_table(ops: &[OpStats], top: usize) -> Table {
-    let mut table = Table::new(&[
+    // Gaudi device nodes run on several engines at once: say on how many, and their engine
+    // time beside the wall time.
+    let nodes = ops.iter().take(top).any(|op| op.max_engines.is_some());
+    let mut columns = vec![
         ("op", false),
         ("where", false),
         ("count", true),
@@ -274,9 +277,13 @@ fn op_table(ops: &[OpStats], top: usize) -> Table {
         ("mean", true),
         ("p50", true),
         ("p99", true),
-    ]);
+    ];
+    if nodes {
+        columns.extend([("engines", true), ("engine time", true)]);
+    }
+    let mut table = Table::new(&columns);
     for op in ops.iter().take(top) {
-        table.row(vec![
+        let mut row = vec![
             truncate(&op.name, 60),
             op.track_kind.clone(),
             thousands(op.count),
@@ -285,7 +292,12 @@ fn op_table(ops: &[OpStats], top: usize) -> Table {
             human_ns(op.mean_ns),
             human_ns(op.p50_ns),
             human_ns(op.p99_ns),
-        ]);
+        ];
+        if nodes {
+            row.push(op.max_engines.map_or_else(String::new, |n| format!("≤{n}")));
+            row.push(op.engine_ns.map_or_else(String::new, human_ns));
+        }
+        table.row(row);
     }
     table
 }
