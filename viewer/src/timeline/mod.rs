@@ -740,6 +740,31 @@ pub fn fit_selection(timeline: &Timeline, view: &mut ViewState) {
 }
 
 /// Step boundaries across every track, shaded every other step, with their names in the ruler.
+/// Indexes of the steps that overlap `[t0, t1]`. Steps are sorted by input, then start: each
+/// input's run is searched on its own (an earlier input's steps past the view must not hide a
+/// later input's), and the runs' hits are merged by start so alternate shading and the 8 px
+/// spacing see them in time order.
+fn steps_in_view(steps: &[steplens_ingest::model::Step], t0: i64, t1: i64) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut run_start = 0;
+    while run_start < steps.len() {
+        let source = steps[run_start].source;
+        let run_len = steps[run_start..].partition_point(|s| s.source == source);
+        let run = &steps[run_start..run_start + run_len];
+        let first = run.partition_point(|s| s.end() < t0);
+        out.extend(
+            run[first..]
+                .iter()
+                .take_while(|s| s.start <= t1)
+                .enumerate()
+                .map(|(j, _)| run_start + first + j),
+        );
+        run_start += run_len;
+    }
+    out.sort_by_key(|&k| (steps[k].start, k));
+    out
+}
+
 fn paint_steps(
     track_painter: &egui::Painter,
     painter: &egui::Painter,
@@ -752,15 +777,12 @@ fn paint_steps(
     let t0 = view.abs(vp.start);
     let t1 = view.abs(vp.end);
     let steps = &timeline.steps;
-    let first = steps.partition_point(|s| s.end() < t0);
     let line = Stroke::new(1.0, Color32::from_rgba_unmultiplied(200, 200, 120, 110));
     // Step boundaries are drawn only while they are at least 8 px apart (bounded by width / 8;
     // denser, they would hatch over the slices).
     let mut last_x = f32::NEG_INFINITY;
-    for (k, s) in steps.iter().enumerate().skip(first) {
-        if s.start > t1 {
-            break;
-        }
+    for k in steps_in_view(steps, t0, t1) {
+        let s = &steps[k];
         let x0 = vp.x(s.start);
         let x1 = vp.x(s.end());
         if x0 - last_x < 8.0 || x1 - x0 < 8.0 {
@@ -917,6 +939,33 @@ mod tests {
         assert_eq!(tick_label(1_234_500_000.0, 1e5), "1.2345 s");
         assert_eq!(tick_label(2500.0, 500.0), "2.5 µs");
         assert_eq!(tick_label(0.0, 100.0), "0 ns");
+    }
+
+    fn step(source: u16, start: i64, dur: i64) -> steplens_ingest::model::Step {
+        steplens_ingest::model::Step {
+            name: format!("ProfilerStep#{start}"),
+            number: None,
+            start,
+            dur,
+            track: 0,
+            slice: 0,
+            source,
+            derived: false,
+        }
+    }
+
+    #[test]
+    fn steps_of_a_later_input_show_when_an_earlier_one_runs_past_the_view() {
+        // Input 0 has a step far past the view; input 1's steps are in it.
+        let steps = vec![
+            step(0, 0, 10),
+            step(0, 1_000, 10),
+            step(1, 100, 10),
+            step(1, 120, 10),
+        ];
+        assert_eq!(steps_in_view(&steps, 90, 200), vec![2, 3]);
+        assert_eq!(steps_in_view(&steps, 0, 2_000), vec![0, 2, 3, 1]);
+        assert!(steps_in_view(&steps, 500, 600).is_empty());
     }
 
     #[test]
