@@ -304,8 +304,13 @@ impl TimelineBuilder {
             self.timeline.stats.overlong += 1;
             return;
         }
+        // Every later `start + dur` relies on this: no slice ends past i64::MAX.
+        if start.checked_add(dur).is_none() {
+            self.timeline.stats.clamped_ends += 1;
+            dur = i64::MAX - start;
+        }
         let class = self.cat_class(cat);
-        self.touch(track, class, start.saturating_add(dur));
+        self.touch(track, class, start + dur);
         self.raw.start.push(start);
         self.raw.dur.push(dur);
         self.raw.track.push(track);
@@ -335,7 +340,7 @@ impl TimelineBuilder {
         self.push_slice(
             track,
             open.start,
-            ts - open.start,
+            ts.saturating_sub(open.start),
             open.name,
             open.cat,
             open.args,
@@ -665,7 +670,7 @@ impl TimelineBuilder {
                 .map_or(i64::MIN, |t| t.last_ts);
             for slice in stack.into_iter().rev() {
                 self.timeline.stats.unclosed_begins += 1;
-                let dur = end.max(slice.start) - slice.start;
+                let dur = end.max(slice.start).saturating_sub(slice.start);
                 self.push_slice(track, slice.start, dur, slice.name, slice.cat, slice.args);
             }
         }
@@ -1227,6 +1232,15 @@ impl TimelineBuilder {
                 format!(
                     "{} slices had a negative duration (down to {} ns, float rounding); clamped to 0",
                     stats.negative_durations, stats.most_negative_ns
+                ),
+            );
+        }
+        if stats.clamped_ends > 0 {
+            warn(
+                "time_clamped",
+                format!(
+                    "{} slices would end past the largest representable time (2^63 ns); cut to end there",
+                    stats.clamped_ends
                 ),
             );
         }

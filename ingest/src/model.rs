@@ -441,7 +441,8 @@ impl Slices {
     #[must_use]
     pub fn end(&self, i: SliceId) -> i64 {
         let i = i as usize;
-        self.start[i] + self.dur[i]
+        // The builder clamps every duration so that this cannot overflow; saturate anyway.
+        self.start[i].saturating_add(self.dur[i])
     }
 
     pub(crate) fn with_capacity(n: usize) -> Self {
@@ -664,6 +665,9 @@ pub struct BuildStats {
     pub most_negative_ns: i64,
     /// Slices dropped for an impossible duration (longer than 7 days: CUPTI overflow).
     pub overlong: u64,
+    /// Slices whose end would fall past the last representable nanosecond; their duration was
+    /// cut so that they end there.
+    pub clamped_ends: u64,
     /// Slices that started inside a sibling and ended after it (kept as siblings).
     pub partial_overlaps: u64,
     /// Largest such overlap, ns.

@@ -1299,3 +1299,35 @@ fn progress_is_reported_for_large_inputs() {
     assert_eq!(calls[0].1, text.len() as u64);
     assert!(calls[0].0 > 0 && calls[0].0 < calls[0].1);
 }
+
+#[test]
+fn a_slice_ending_past_the_last_nanosecond_is_cut_and_counted() {
+    // 9223372036854775 µs is 9223372036854775000 ns: 807 ns short of i64::MAX, so 1 ms more
+    // would overflow `start + dur`.
+    let t =
+        load_str(r#"[{"ph":"X","name":"late","pid":1,"tid":1,"ts":9223372036854775,"dur":1000}]"#);
+    assert_eq!(t.slices.len(), 1);
+    assert_eq!(t.slices.end(0), i64::MAX);
+    assert!(t.slices.end(0) >= t.slices.start[0]);
+    let (a, b) = t.time_range().expect("one slice");
+    assert!(b >= a);
+    assert!(
+        warnings(&t).iter().any(|w| w.code == "time_clamped"),
+        "{:?}",
+        warnings(&t)
+    );
+}
+
+#[test]
+fn begin_end_pairs_at_extreme_times_do_not_overflow() {
+    let t = load_str(
+        r#"[{"ph":"B","name":"a","pid":1,"tid":1,"ts":-9223372036854775},
+            {"ph":"E","pid":1,"tid":1,"ts":9223372036854775},
+            {"ph":"B","name":"b","pid":1,"tid":1,"ts":9223372036854775},
+            {"ph":"E","pid":1,"tid":1,"ts":9223372036854775.5}]"#,
+    );
+    for i in 0..t.slices.len() as u32 {
+        assert!(t.slices.end(i) >= t.slices.start[i as usize]);
+        assert!(t.slices.dur[i as usize] >= 0);
+    }
+}
