@@ -431,3 +431,82 @@ fn gaudi_host_idle_before_the_first_launch_is_a_data_wait() {
     assert_eq!(stall[0].lost_ns, 5 * MS);
     assert_eq!(stall[0].step.as_deref(), Some("ProfilerStep#5"));
 }
+
+/// A lazy-mode `loss.item()` whose wait includes a graph compile: in step #3 the Synapse
+/// lane's synchronize spans the whole item (2 ms … 10 ms) while `synGraphCompile` runs inside
+/// it (3 ms … 8 ms). The compile is the recompile's; the sync keeps the remaining 3 ms; the step
+/// loses no nanosecond twice. Steps #0..#2 are ordinary (the first two are warm-up).
+#[test]
+fn a_compile_inside_a_sync_wait_is_counted_once() {
+    use std::fmt::Write as _;
+    const MS: i64 = 1_000; // µs per ms, the trace's unit
+    let mut events = String::from(
+        r#"{"ph":"M","name":"process_name","pid":1,"args":{"name":"python3"}},
+{"ph":"M","name":"process_name","pid":0,"args":{"name":"/device:HPU:0"}},
+{"ph":"M","name":"thread_name","pid":0,"tid":10,"args":{"name":"[HD0] MME"}},
+{"ph":"M","name":"process_name","pid":2,"args":{"name":"Synapse Logger"}}"#,
+    );
+    for step in 0..4i64 {
+        let at = step * 20 * MS;
+        let item = at + 12 * MS;
+        write!(
+            events,
+            r#",
+{{"ph":"X","cat":"user_annotation","name":"ProfilerStep#{step}","pid":1,"tid":1,"ts":{at},"dur":{}}},
+{{"ph":"X","cat":"cpu_op","name":"aten::linear","pid":1,"tid":1,"ts":{},"dur":{}}},
+{{"ph":"X","cat":"Kernel","name":"Gemm","pid":0,"tid":10,"ts":{},"dur":{}}},
+{{"ph":"X","cat":"cpu_op","name":"aten::item","pid":1,"tid":1,"ts":{item},"dur":{}}},
+{{"ph":"X","cat":"cpu_op","name":"aten::_local_scalar_dense","pid":1,"tid":1,"ts":{item},"dur":{}}}"#,
+            20 * MS,
+            at + 100,
+            10 * MS,
+            at + 200,
+            11 * MS,
+            8 * MS,
+            8 * MS,
+        )
+        .unwrap();
+        if step == 3 {
+            write!(
+                events,
+                r#",
+{{"ph":"X","cat":"Runtime","name":"synStreamSynchronize","pid":2,"tid":2,"ts":{},"dur":{}}},
+{{"ph":"X","cat":"Runtime","name":"synGraphCompile","pid":2,"tid":3,"ts":{},"dur":{}}}"#,
+                item,
+                8 * MS,
+                item + MS,
+                5 * MS
+            )
+            .unwrap();
+        } else {
+            write!(
+                events,
+                r#",
+{{"ph":"X","cat":"Runtime","name":"synStreamSynchronize","pid":2,"tid":2,"ts":{},"dur":{}}}"#,
+                item,
+                MS / 2
+            )
+            .unwrap();
+        }
+    }
+    let text = format!(r#"{{"traceEvents":[{events}]}}"#);
+    let t = steplens_ingest::load_bytes("item.json", text.into_bytes(), &LoadOptions::default())
+        .unwrap();
+    let r = build_report(&t);
+    let step3: Vec<_> = r
+        .findings
+        .iter()
+        .filter(|f| f.step.as_deref() == Some("ProfilerStep#3"))
+        .collect();
+    let lost = |kind: &str| -> i64 {
+        step3
+            .iter()
+            .filter(|f| f.kind == kind)
+            .map(|f| f.lost_ns)
+            .sum()
+    };
+    assert_eq!(lost("recompile"), 5_000_000, "{step3:#?}");
+    assert_eq!(lost("sync_point"), 3_000_000, "{step3:#?}");
+    let total: i64 = step3.iter().map(|f| f.lost_ns).sum();
+    assert!(total <= 20_000_000, "{step3:#?}");
+}
