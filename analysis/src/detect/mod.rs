@@ -330,8 +330,9 @@ fn settle_lost_time(ctx: &Context<'_>, findings: &mut [Finding]) {
     let t = ctx.timeline;
     let mut order: Vec<usize> = (0..findings.len()).collect();
     order.sort_by_key(|&i| (owner_rank(&findings[i].kind), findings[i].start_ns));
-    // Per clock: (owner kind, intervals it owns).
-    let mut owned: rustc_hash::FxHashMap<u16, Vec<(String, IntervalSet)>> =
+    // Per clock and step (steps of one clock never overlap, so findings of different steps
+    // cannot claim the same nanosecond): (owner kind, intervals it owns).
+    let mut owned: rustc_hash::FxHashMap<(u16, Option<String>), Vec<(String, IntervalSet)>> =
         rustc_hash::FxHashMap::default();
     for i in order {
         let f = &mut findings[i];
@@ -348,7 +349,7 @@ fn settle_lost_time(ctx: &Context<'_>, findings: &mut [Finding]) {
             Some((a, b)) => IntervalSet::from_ranges(mine.within(a, b)),
             None => mine.clone(),
         };
-        let owners = owned.entry(clock).or_default();
+        let owners = owned.entry((clock, f.step.clone())).or_default();
         let mut free = inside.clone();
         let mut taken_by: Vec<(String, i64)> = Vec::new();
         for (kind, set) in owners.iter() {
@@ -366,15 +367,12 @@ fn settle_lost_time(ctx: &Context<'_>, findings: &mut [Finding]) {
         let lost = (f.lost_ns - taken.max(0)).clamp(0, free.total());
         if lost != f.lost_ns {
             if !taken_by.is_empty() {
+                // "[302.0 µs of it is mme_idle_behind_tpc's]"
                 let parts: Vec<String> = taken_by
                     .iter()
-                    .map(|(k, ns)| format!("{} under {k}", short_ns(*ns)))
+                    .map(|(k, ns)| format!("{} of it is {k}'s", short_ns(*ns)))
                     .collect();
-                f.title.push_str(&format!(
-                    " [{} counted once: {}]",
-                    short_ns(taken),
-                    parts.join(", ")
-                ));
+                f.title.push_str(&format!(" [{}]", parts.join("; ")));
             }
             f.lost_ns = lost;
             if !f.cost.pattern {
