@@ -469,7 +469,7 @@ def torch_truth(m, scenario, shape, path, fmt):
         assert all(not s["findings"] for s in steps), scenario
     return {
         "generator": "samples/gaudi-cases/generate.py",
-        "scenario": scenario, "shape": shape, "trace": os.path.basename(path), "format": fmt,
+        "scenario": scenario, "shape": shape, "trace": os.path.basename(path), "file_shape": fmt,
         "clock": "ns on the trace's own clock (µs in the file × 1000)",
         "steps_kind": "ProfilerStep",
         # Whole capture: transpose node occurrences and the engine slices they were split into.
@@ -716,7 +716,7 @@ def synapse_truth(m, shape, path, fmt):
                                                "recipes": sorted(set(new))}
     return {
         "generator": "samples/gaudi-cases/generate.py",
-        "scenario": "synapse_only_recompile", "shape": shape, "trace": os.path.basename(path), "format": fmt,
+        "scenario": "synapse_only_recompile", "shape": shape, "trace": os.path.basename(path), "file_shape": fmt,
         "clock": "ns on the trace's own clock (µs in the file × 1000)",
         "steps_kind": "derived",
         "iteration_rule": rule,
@@ -798,9 +798,11 @@ def write_csv(m, path):
             rows.append((x["end"], common + ["END", csv_ts(x["end"])] + tail + ["18", "WB0_END"]))
     t0, t1 = min(x["start"] for x in m.slices), m.dev_free
     for i, t in enumerate(range(t0, t1, 2_000 * US)):
-        for nm, v in (("[8] Back pressure from memory to TPC write queue on store tensors", 1200 + i),
-                      ("Outgoing HBM partial writes", 18446744073709551415 - i)):
-            rows.append((t, [nm, "HW", "[D0] Cache Slice", "COUNTER", csv_ts(t)] + [""] * 10 + ["SPMU", str(v)]))
+        # As in the real sample: Device filled, recipe/port columns empty, `SPMU` then the value.
+        for nm, eng, v in (("[8] Back pressure from memory to TPC write queue on store tensors",
+                            hw_name(TPCS[(7 * i) % len(TPCS)]), 1 + i % 3),
+                           ("Outgoing HBM partial writes", "[D0] Cache Slice", 18446744073709551415 - i)):
+            rows.append((t, [nm, "HW", eng, "COUNTER", csv_ts(t)] + [""] * 5 + ["accel0"] + [""] * 3 + ["SPMU", str(v)]))
     rows.sort(key=lambda z: z[0])
     with open(path, "w", newline="") as f:
         f.write(CSV_HEADER + "\n")
@@ -817,7 +819,8 @@ SCENARIOS = ["clean", "compile_in_sync", "transposes", "host_gaps", "profiler_fl
 def main():
     for i, sc in enumerate(SCENARIOS):
         m = torch_run(sc, 1300 + i)
-        for shape, writer, fmt in (("bridge", write_bridge, "habana-bridge-json"), ("plugin", write_plugin, "kineto-json")):
+        for shape, writer, fmt in (("bridge", write_bridge, "bridge-merged Kineto JSON (habana-formats.md §5.2)"),
+                                   ("plugin", write_plugin, "Kineto-plugin JSON (habana-formats.md §5.3)")):
             path = os.path.join(HERE, f"{sc}.{shape}.json.gz")
             writer(m, path)
             truth = torch_truth(m, sc, shape, path, fmt)
@@ -825,7 +828,8 @@ def main():
                 json.dump(truth, f, indent=1, sort_keys=True)
                 f.write("\n")
     m = synapse_run(1400)
-    for shape, writer, ext, fmt in (("tef", write_tef, "json.gz", "synapse-tef-json"), ("hw", write_csv, "csv", "habana-hw-csv")):
+    for shape, writer, ext, fmt in (("tef", write_tef, "json.gz", "Synapse TEF, array left open (habana-formats.md §2.4)"),
+                                   ("hw", write_csv, "csv", "HW-trace CSV, 23 columns (habana-formats.md §3)")):
         path = os.path.join(HERE, f"synapse_only_recompile.{shape}.{ext}")
         writer(m, path)
         with open(os.path.join(HERE, f"synapse_only_recompile.{shape}.truth.json"), "w") as f:
