@@ -5,8 +5,9 @@
 //! Per trace: the device is an HPU; the step table has the truth's steps, with start and duration
 //! exact; per step and finding kind, the findings' Σ `count` equals the truth's count and Σ
 //! `lost_ns` is within the truth's tolerance; no finding of a kind the truth does not expect in
-//! that step, and none outside every step; per step Σ `lost_ns` ≤ the step's duration; the clean
-//! controls get no finding at all; device transposes count nodes, not engine slices.
+//! that step, and none outside every step; the user's call site where the truth names one; per
+//! step Σ `lost_ns` ≤ the step's duration; the clean controls get no finding at all; device
+//! transposes count nodes, not engine slices.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
@@ -57,9 +58,9 @@ fn int(v: &Value, key: &str) -> i64 {
         .unwrap_or_else(|| panic!("`{key}` is not an integer in {v}"))
 }
 
-/// Σ count and Σ lost_ns per kind of the report's findings in step `name`.
-fn findings_in(report: &Value, name: &str) -> BTreeMap<String, (i64, i64)> {
-    let mut out: BTreeMap<String, (i64, i64)> = BTreeMap::new();
+/// Per kind of the report's findings in step `name`: Σ count, Σ lost_ns and their call sites.
+fn findings_in(report: &Value, name: &str) -> BTreeMap<String, (i64, i64, Vec<String>)> {
+    let mut out: BTreeMap<String, (i64, i64, Vec<String>)> = BTreeMap::new();
     for f in report["findings"].as_array().expect("findings") {
         if f["step"].as_str() == Some(name) {
             let e = out
@@ -67,6 +68,9 @@ fn findings_in(report: &Value, name: &str) -> BTreeMap<String, (i64, i64)> {
                 .or_default();
             e.0 += int(f, "count");
             e.1 += int(f, "lost_ns");
+            if let Some(site) = f["call_site"].as_str() {
+                e.2.push(site.to_owned());
+            }
         }
     }
     out
@@ -117,10 +121,17 @@ fn compare(truth_path: &Path) -> Vec<String> {
         let got_f = findings_in(&r, gname);
         let want_f = want["findings"].as_object().expect("truth findings");
         for (kind, w) in want_f {
-            let Some(&(count, lost)) = got_f.get(kind) else {
+            let Some((count, lost, sites)) = got_f.get(kind) else {
                 fail(format!("{wname}: no {kind} finding (want {w})"));
                 continue;
             };
+            let (count, lost) = (*count, *lost);
+            // Where the trace has Python frames, the truth names the user's line.
+            if let Some(site) = w["call_site"].as_str() {
+                if !sites.iter().any(|s| s == site) {
+                    fail(format!("{wname}: {kind} call sites {sites:?} (want {site})"));
+                }
+            }
             if count != int(w, "count") {
                 fail(format!(
                     "{wname}: {kind} count {count} (want {})",
@@ -138,7 +149,7 @@ fn compare(truth_path: &Path) -> Vec<String> {
                 }
             }
         }
-        for (kind, (count, lost)) in &got_f {
+        for (kind, (count, lost, _)) in &got_f {
             if !want_f.contains_key(kind) {
                 fail(format!(
                     "{wname}: unexpected {kind} finding (count {count}, lost_ns {lost})"

@@ -284,6 +284,7 @@ OPT_OPS = ["aten::_foreach_mul_", "aten::_foreach_add_", "aten::_foreach_addcmul
 TAIL_OPS = ["aten::detach", "aten::add_", "aten::mul"]
 
 N_STEPS = 6
+SYNC_CALL_SITE = "train.py:52"   # `print(loss.item())` in compile_in_sync (Python frames recorded)
 
 
 def torch_run(scenario, seed):
@@ -304,6 +305,8 @@ def torch_run(scenario, seed):
     dev_nominal += 40 * US + 2 * 25 * US
     host_period = dev_nominal - 140 * US   # the host runs slightly ahead: the device never waits
     m.compiled |= {A.name, B.name}          # compiled in the unprofiled warm-up
+    with_stack = scenario == "compile_in_sync"
+    m.pyid = 0
     t = 1_000 * US
 
     for n in range(0, N_STEPS + 1):
@@ -333,11 +336,16 @@ def torch_run(scenario, seed):
             t += 14 * US
             s_end = max(t + 8 * US, m.dev_free + 6 * US)
             m.h("rt", "synStreamSynchronize", t, s_end)
-            m.syncs.append({"start": t, "end": s_end, "name": "synStreamSynchronize", "user": "aten::item"})
+            m.syncs.append({"start": t, "end": s_end, "name": "synStreamSynchronize", "user": "aten::item",
+                            "call_site": SYNC_CALL_SITE if with_stack else None})
             t = s_end + 3 * US
             m.h("op", "aten::_local_scalar_dense", l0, t)
             t += 3 * US
             m.h("op", "aten::item", i0, t)
+            if with_stack:
+                m.pyid += 1
+                m.h("py", "<built-in method item of Tensor object at 0x7f3a2c1e5e40>", i0 - 1 * US, t + 1 * US,
+                    **{"Python id": m.pyid, "CallFrom": SYNC_CALL_SITE})
             t += 4 * US
             main = D
         t = m.ops(t, t + 1_600 * US, BWD_OPS)
@@ -360,6 +368,13 @@ def torch_run(scenario, seed):
         end = max(t + 40 * US, S + host_period)
         m.ops(t + 3 * US, end, TAIL_OPS)
         m.h("step", f"ProfilerStep#{n}", S, end)
+        if with_stack:
+            # with_stack=True: the user's loop frame around the step's work.
+            m.pyid += 1
+            m.h("py", "train.py(38): train_step", S + 1 * US, end, **{"Python id": m.pyid, "CallFrom": "train.py:71"})
+            for x in m.host:
+                if x["kind"] == "py" and "Python parent id" not in x["args"] and x["name"].startswith("<built-in"):
+                    x["args"]["Python parent id"] = m.pyid
         if recorded:
             m.steps.append((f"ProfilerStep#{n}", S, end))
         t = end + 6 * US
@@ -448,7 +463,7 @@ def step_truth(m, name, S, E, idx, host_visible=True, base=0):
     if us:
         findings["sync_point"] = {"count": len(us),
                                   "lost_ns": total(subtract([(s["start"], s["end"]) for s in us], compiles)),
-                                  "call_site": None, "ops": sorted({s["user"] for s in us})}
+                                  "call_site": us[0].get("call_site"), "ops": sorted({s["user"] for s in us})}
     lost = sum(f["lost_ns"] for f in findings.values() if f["lost_ns"] is not None)
     assert lost <= dur, (name, lost, dur)
     # Margins: nothing sits near a threshold, so any threshold in the documented band gives the same
@@ -502,7 +517,9 @@ def kineto_cpu_events(m, cats):
             continue
         idx += 1
         args = {"External id": idx, "Record function id": 0, "Ev Idx": idx}
-        if x["kind"] == "rt" and "recipe" in x["args"]:
+        if x["kind"] == "py":
+            args = dict(x["args"], **{"Ev Idx": idx})
+        elif x["kind"] == "rt" and "recipe" in x["args"]:
             args = {"recipeId": x["args"]["recipe"].id, "recipeName": x["args"]["recipe"].name,
                     "External id": idx}
         ev.append({"ph": "X", "cat": cat, "name": x["name"], "pid": PID, "tid": MAIN_TID,
@@ -540,7 +557,7 @@ def write_bridge(m, path):
     """§5.2: Kineto wrote the CPU trace; the bridge appended /device:HPU:0 lanes, Synapse host API lanes,
     Bridge Logs and Memory Logs, and its deviceProperties entry."""
     ev = kineto_cpu_events(m, {"step": "user_annotation", "dl": "user_annotation", "ann": "user_annotation",
-                               "op": "cpu_op"})
+                               "op": "cpu_op", "py": "python_function"})
     ev.append({"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": "Spans", "tid": "PyTorch Profiler",
                "ts": us(KINETO_BASE_NS + m.capture[0]), "dur": us(m.capture[1] - m.capture[0]), "args": {"Op count": 0}})
     app = [{"name": "process_name", "ph": "M", "ts": 0.0, "pid": DEVICE_PID_BRIDGE, "tid": 0, "args": {"name": "/device:HPU:0"}},
@@ -604,7 +621,8 @@ def write_bridge(m, path):
 def write_plugin(m, path):
     """§5.3: one Kineto-written file; HPU activities from the bridge's IActivityProfiler."""
     ev = kineto_cpu_events(m, {"step": "user_annotation", "dl": "user_annotation", "ann": "user_annotation",
-                               "op": "cpu_op", "hop": "hpu_op", "rt": "privateuse1_runtime"})
+                               "op": "cpu_op", "hop": "hpu_op", "rt": "privateuse1_runtime",
+                               "py": "python_function"})
     for e in ev:
         if e.get("cat") == "hpu_op":
             e["args"]["hidden"] = "1"
