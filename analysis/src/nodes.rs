@@ -160,7 +160,8 @@ pub fn node_index(t: &Timeline) -> NodeIndex {
 }
 
 /// What kernel (TPC guid or MME op) a node slice runs: the `op` arg of the Synapse TEF, the
-/// `Operation` the HW CSV lists per node name, else the slice name (the bridge names device
+/// `operation` arg of the bridge and the Kineto plugin, the `Operation` the HW CSV lists per
+/// node name, else the slice name (the bridge names device
 /// slices after the kernel).
 #[derive(Debug, Default)]
 pub struct NodeKernels {
@@ -193,7 +194,11 @@ impl NodeKernels {
     /// The kernel of `slice`.
     #[must_use]
     pub fn of(&self, t: &Timeline, slice: SliceId) -> String {
-        if let Some(op) = t.arg_str(slice, "op").filter(|s| !s.is_empty()) {
+        // The TEF writes the kernel as `op`, the bridge and Kineto plugin as `operation`.
+        if let Some(op) = ["op", "operation"]
+            .iter()
+            .find_map(|key| t.arg_str(slice, key).filter(|s| !s.is_empty()))
+        {
             return op;
         }
         let name = t.slice_name(slice);

@@ -84,37 +84,50 @@ fn derive_for(t: &Timeline, source: u16) -> Vec<Step> {
     }
     device.sort_unstable();
     launches.sort_unstable();
-    let device_end = device.iter().map(|d| d.1).max().unwrap_or(0);
-    let units = match recipe_runs(t, &device) {
-        // The stream runs graphs in launch order: the k-th run is the k-th launch.
-        Some(runs) if runs.len() == launches.len() => runs
-            .into_iter()
-            .zip(&launches)
-            .map(|(run, &(start, slice, track))| Unit {
+    let launch_recipes: Vec<Option<String>> = launches
+        .iter()
+        .map(|&(_, slice, _)| recipe_arg(t, slice))
+        .collect();
+    let units = if launches.len() >= 2 && launch_recipes.iter().all(Option::is_some) {
+        // The launch call names its recipe (Synapse TEF `recipe id` / `graph name`).
+        launches
+            .iter()
+            .zip(launch_recipes)
+            .map(|(&(start, slice, track), key)| Unit {
                 start,
                 slice,
                 track,
-                key: run.key,
+                key: key.unwrap_or_default(),
             })
-            .collect(),
-        Some(runs) => runs,
-        None => bursts(t, &device),
+            .collect()
+    } else {
+        match recipe_runs(t, &device) {
+            // The stream runs graphs in launch order: the k-th run is the k-th launch.
+            Some(runs) if runs.len() == launches.len() => runs
+                .into_iter()
+                .zip(&launches)
+                .map(|(run, &(start, slice, track))| Unit {
+                    start,
+                    slice,
+                    track,
+                    key: run.key,
+                })
+                .collect(),
+            Some(runs) => runs,
+            None => bursts(t, &device),
+        }
     };
-    // A capture that ends inside an iteration (the Synapse logger never closes its array; a HW
-    // trace covers the launches it was asked for) keeps that iteration, ending at its last
-    // device work.
     let Some(boundaries) = loop_boundaries(&units) else {
         return Vec::new();
     };
+    // Iteration j runs from boundary j to boundary j + 1: the last launch of the loop's first
+    // recipe starts no iteration the capture shows whole.
     boundaries
-        .iter()
+        .windows(2)
         .enumerate()
-        .map(|(j, &b)| {
-            let unit = &units[b];
-            let next = boundaries.get(j + 1).copied();
-            let end = next
-                .and_then(|n| units.get(n))
-                .map_or(device_end.max(unit.start), |u| u.start);
+        .map(|(j, w)| {
+            let unit = &units[w[0]];
+            let end = units[w[1]].start;
             Step {
                 name: format!("Iteration#{j}"),
                 number: Some(j as i64),
@@ -129,21 +142,31 @@ fn derive_for(t: &Timeline, source: u16) -> Vec<Step> {
         .collect()
 }
 
-/// Consecutive device slices (by start) of one recipe form one run of that recipe; `None` when
-/// the device slices carry no recipe arg.
+/// The recipe a slice names in its args.
+fn recipe_arg(t: &Timeline, slice: SliceId) -> Option<String> {
+    RECIPE_ARGS
+        .iter()
+        .find_map(|key| t.arg_str(slice, key).filter(|v| !v.is_empty()))
+}
+
+/// The graph a Synapse node name belongs to (`g_2_l1_fc1_gemm_0` → `g_2`): the recipe, for
+/// formats that keep no recipe per slice (the HW CSV).
+fn graph_of(name: &str) -> Option<&str> {
+    let local = graph_local_name(name);
+    (local.len() < name.len()).then(|| &name[..name.len() - local.len() - 1])
+}
+
+/// Consecutive device slices (by start) of one recipe form one run of that recipe. The recipe is
+/// the slice's recipe arg, else the graph prefix of its node name; `None` when the slices carry
+/// neither.
 fn recipe_runs(t: &Timeline, device: &[(i64, i64, SliceId, TrackId)]) -> Option<Vec<Unit>> {
-    let recipe = |slice: SliceId| {
-        RECIPE_ARGS
-            .iter()
-            .find_map(|key| t.arg_str(slice, key).filter(|v| !v.is_empty()))
-    };
     let mut runs: Vec<Unit> = Vec::new();
-    let mut seen_recipe = false;
     for &(start, _, slice, track) in device {
-        let Some(key) = recipe(slice) else {
+        let Some(key) =
+            recipe_arg(t, slice).or_else(|| graph_of(t.slice_name(slice)).map(str::to_owned))
+        else {
             continue;
         };
-        seen_recipe = true;
         if runs.last().is_none_or(|r| r.key != key) {
             runs.push(Unit {
                 start,
@@ -153,7 +176,7 @@ fn recipe_runs(t: &Timeline, device: &[(i64, i64, SliceId, TrackId)]) -> Option<
             });
         }
     }
-    seen_recipe.then_some(runs)
+    (!runs.is_empty()).then_some(runs)
 }
 
 /// A Synapse node name without its graph prefix (`g_2_l1_fc1_gemm_0` → `l1_fc1_gemm_0`): a
@@ -187,14 +210,18 @@ fn bursts(t: &Timeline, device: &[(i64, i64, SliceId, TrackId)]) -> Vec<Unit> {
     units
 }
 
-/// The unit indexes where iterations start: every `period` units from the first launch of the
-/// most frequent recipe. `None` when no recipe repeats.
+/// The unit indexes where iterations start, and where the last one ends: the launches of the
+/// loop's first recipe. The period `p` is the most common distance (in units) between launches
+/// of the most launched recipe; the loop's first recipe is the earliest one that recurs `p`
+/// units later. Where its launches are `2p` or more apart, a recompile replaced it in that slot
+/// (a renamed graph), and the slot's start is filled in every `p` units; a launch added in an
+/// iteration (a new graph run beside the usual ones) only makes that iteration longer. `None`
+/// when no recipe repeats.
 fn loop_boundaries(units: &[Unit]) -> Option<Vec<usize>> {
     let mut positions: FxHashMap<&str, Vec<usize>> = FxHashMap::default();
     for (i, u) in units.iter().enumerate() {
         positions.entry(u.key.as_str()).or_default().push(i);
     }
-    // The period from the most launched recipe (ties to the recipe launched first).
     let (_, marks) = positions
         .iter()
         .filter(|(_, p)| p.len() >= 2)
@@ -207,17 +234,20 @@ fn loop_boundaries(units: &[Unit]) -> Option<Vec<usize>> {
         .iter()
         .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))?;
     let period = period.max(1);
-    // The loop starts at the first launch of any recipe that recurs one period later: the
-    // iteration's first graph, even when a recompile renamed it in some iterations.
-    let anchor = positions
+    let first = positions
         .values()
         .filter(|p| p.windows(2).any(|w| w[1] - w[0] == period))
-        .map(|p| p[0])
-        .min()?;
-    // A trailing partial iteration (a copy after the loop, a capture cut mid-iteration) is not
-    // a step.
-    let last = units.len().checked_sub(period)?;
-    Some((anchor..=last).step_by(period).collect())
+        .min_by_key(|p| p[0])?;
+    let mut boundaries = vec![first[0]];
+    for w in first.windows(2) {
+        let mut at = w[0] + period;
+        while at + period <= w[1] {
+            boundaries.push(at);
+            at += period;
+        }
+        boundaries.push(w[1]);
+    }
+    Some(boundaries)
 }
 
 #[cfg(test)]
@@ -238,7 +268,8 @@ mod tests {
 
     #[test]
     fn the_loop_is_the_repeating_recipe_set() {
-        // Warm-up launch, then (fwd+bwd, optimizer) per iteration.
+        // Warm-up launch, then (fwd+bwd, optimizer) per iteration: 3 launches of A bound 2
+        // iterations.
         let u = units(&["init", "A", "B", "A", "B", "A", "B"]);
         assert_eq!(loop_boundaries(&u), Some(vec![1, 3, 5]));
     }
@@ -250,19 +281,18 @@ mod tests {
     }
 
     #[test]
-    fn a_trailing_partial_iteration_is_dropped() {
-        let u = units(&["A", "B", "A", "B", "copy"]);
-        assert_eq!(loop_boundaries(&u), Some(vec![0, 2]));
+    fn an_added_graph_lengthens_its_iteration() {
+        let u = units(&["A", "B", "A", "B", "C", "A", "B", "A"]);
+        assert_eq!(loop_boundaries(&u), Some(vec![0, 2, 5, 7]));
     }
 
     #[test]
     fn graph_prefixes_are_dropped() {
-        assert_eq!(
-            super::graph_local_name("g_2_l1_fc1_gemm_0"),
-            "l1_fc1_gemm_0"
-        );
+        assert_eq!(super::graph_local_name("g_2_l1_fc1_gemm_0"), "l1_fc1_gemm_0");
         assert_eq!(super::graph_local_name("g_x"), "g_x");
         assert_eq!(super::graph_local_name("gemm"), "gemm");
+        assert_eq!(super::graph_of("g_12_conv_0"), Some("g_12"));
+        assert_eq!(super::graph_of("conv_0"), None);
     }
 
     #[test]

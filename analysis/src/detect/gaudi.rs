@@ -85,31 +85,46 @@ fn new_graphs_without_host(ctx: &Context<'_>) -> Vec<Finding> {
             if start < loop_start {
                 continue;
             }
-            // The idle stretch that ends at the new graph's first node.
-            let Some(&(from, to)) = busy
-                .gaps(t.steps[steps[0]].start, start)
-                .last()
-                .filter(|g| g.1 == start)
-            else {
-                continue;
-            };
-            let Some(step) = ctx.step_at(source, from) else {
+            // The finding belongs to the iteration that ran the new graph; its cost is the
+            // stretch with every engine idle that ends at the graph's first node, if any (the
+            // host may have compiled while queued work kept the device busy).
+            let Some(step) = ctx.step_at(source, start) else {
                 continue;
             };
             let s = &t.steps[step];
-            let lost = to - from;
+            let idle = busy
+                .gaps(t.steps[steps[0]].start, start)
+                .last()
+                .copied()
+                // Shorter than the jitter threshold, it is launch jitter, not a compile stall.
+                .filter(|g| g.1 == start && g.1 - g.0 >= ctx.thresholds.host_gap_min_ns);
+            let lost = idle.map_or(0, |(from, to)| to - from);
+            let (from, to) = idle.unwrap_or((start, start));
             findings.push(Finding {
                 kind: "recompile".into(),
-                severity: super::severity(lost, s.dur).into(),
-                title: format!(
-                    "graph g_{graph} first ran in the middle of the capture, after {} with every \
-                     engine idle (the host compiling it) in {}",
-                    short_ns(lost),
-                    s.name
-                ),
+                severity: if lost > 0 {
+                    super::severity(lost, s.dur)
+                } else {
+                    "warning"
+                }
+                .into(),
+                title: if lost > 0 {
+                    format!(
+                        "graph g_{graph} first ran in the middle of the capture, in {}, after {} \
+                         with every engine idle (the host compiling it)",
+                        s.name,
+                        short_ns(lost)
+                    )
+                } else {
+                    format!(
+                        "graph g_{graph} first ran in the middle of the capture, in {} (a \
+                         compile; this capture does not show how long it took)",
+                        s.name
+                    )
+                },
                 step: Some(s.name.clone()),
                 start_ns: from,
-                end_ns: to,
+                end_ns: to.max(start),
                 track: ctx.track_name(slice),
                 ops: vec![format!("g_{graph}")],
                 call_site: None,
@@ -117,7 +132,9 @@ fn new_graphs_without_host(ctx: &Context<'_>) -> Vec<Finding> {
                 lost_ns: lost,
                 evidence: vec![ctx.evidence(slice)],
                 recommendation: HPU_RECOMPILE_ADVICE.into(),
-                cost: Cost::measured(source, vec![(from, to)]),
+                // The compile itself is not in a device-only capture: the finding is the new
+                // graph, whatever its visible cost, so no materiality floor applies.
+                cost: Cost::pattern(source, idle.into_iter().collect()),
             });
         }
     }

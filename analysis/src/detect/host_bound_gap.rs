@@ -174,7 +174,9 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
             track: None,
             ops: ops_named,
             call_site: None,
-            count: gaps.len() as u64,
+            // A gap counts when its host-bound part is itself past the jitter threshold; the
+            // small remainders still add to the lost time.
+            count: gaps.iter().filter(|g| g.2 >= ctx.thresholds.host_gap_min_ns).count().max(1) as u64,
             lost_ns: lost,
             evidence,
             cost: Cost::measured(step.source, ranges),
