@@ -127,10 +127,12 @@ fn compare(truth_path: &Path) -> Vec<String> {
             };
             let (count, lost) = (*count, *lost);
             // Where the trace has Python frames, the truth names the user's line.
-            if let Some(site) = w["call_site"].as_str() {
-                if !sites.iter().any(|s| s == site) {
-                    fail(format!("{wname}: {kind} call sites {sites:?} (want {site})"));
-                }
+            if let Some(site) = w["call_site"].as_str()
+                && !sites.iter().any(|s| s == site)
+            {
+                fail(format!(
+                    "{wname}: {kind} call sites {sites:?} (want {site})"
+                ));
             }
             if count != int(w, "count") {
                 fail(format!(
@@ -223,5 +225,10 @@ fn gaudi_cases_match_their_truth() {
     for t in truth_files() {
         bad.extend(compare(&t));
     }
-    assert!(bad.is_empty(), "{} mismatches:\n{}", bad.len(), bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "{} mismatches:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
 }
