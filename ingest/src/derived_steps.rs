@@ -234,10 +234,17 @@ fn loop_boundaries(units: &[Unit]) -> Option<Vec<usize>> {
         .iter()
         .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))?;
     let period = period.max(1);
+    // A recipe renamed by a recompile in some slot recurs at multiples of the period.
     let first = positions
         .values()
-        .filter(|p| p.windows(2).any(|w| w[1] - w[0] == period))
-        .min_by_key(|p| p[0])?;
+        .filter(|p| p.len() >= 2 && p.windows(2).all(|w| (w[1] - w[0]) % period == 0))
+        .min_by_key(|p| p[0])
+        .or_else(|| {
+            positions
+                .values()
+                .filter(|p| p.windows(2).any(|w| w[1] - w[0] == period))
+                .min_by_key(|p| p[0])
+        })?;
     let mut boundaries = vec![first[0]];
     for w in first.windows(2) {
         let mut at = w[0] + period;
@@ -287,8 +294,17 @@ mod tests {
     }
 
     #[test]
+    fn the_loop_starts_with_its_first_recipe_even_when_renamed_once() {
+        let u = units(&["g_0", "g_1", "g_2", "g_1", "g_0", "g_1"]);
+        assert_eq!(loop_boundaries(&u), Some(vec![0, 2, 4]));
+    }
+
+    #[test]
     fn graph_prefixes_are_dropped() {
-        assert_eq!(super::graph_local_name("g_2_l1_fc1_gemm_0"), "l1_fc1_gemm_0");
+        assert_eq!(
+            super::graph_local_name("g_2_l1_fc1_gemm_0"),
+            "l1_fc1_gemm_0"
+        );
         assert_eq!(super::graph_local_name("g_x"), "g_x");
         assert_eq!(super::graph_local_name("gemm"), "gemm");
         assert_eq!(super::graph_of("g_12_conv_0"), Some("g_12"));

@@ -85,13 +85,8 @@ fn new_graphs_without_host(ctx: &Context<'_>) -> Vec<Finding> {
             if start < loop_start {
                 continue;
             }
-            // The finding belongs to the iteration that ran the new graph; its cost is the
-            // stretch with every engine idle that ends at the graph's first node, if any (the
-            // host may have compiled while queued work kept the device busy).
-            let Some(step) = ctx.step_at(source, start) else {
-                continue;
-            };
-            let s = &t.steps[step];
+            // The cost is the stretch with every engine idle that ends at the graph's first
+            // node, if any (the host may have compiled while queued work kept the device busy).
             let idle = busy
                 .gaps(t.steps[steps[0]].start, start)
                 .last()
@@ -100,6 +95,15 @@ fn new_graphs_without_host(ctx: &Context<'_>) -> Vec<Finding> {
                 .filter(|g| g.1 == start && g.1 - g.0 >= ctx.thresholds.host_gap_min_ns);
             let lost = idle.map_or(0, |(from, to)| to - from);
             let (from, to) = idle.unwrap_or((start, start));
+            // The iteration the host compiled in: where the idle stretch starts, else the one
+            // that ran the new graph.
+            let Some(step) = ctx
+                .step_at(source, from)
+                .or_else(|| ctx.step_at(source, start))
+            else {
+                continue;
+            };
+            let s = &t.steps[step];
             findings.push(Finding {
                 kind: "recompile".into(),
                 severity: if lost > 0 {
