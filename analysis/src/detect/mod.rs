@@ -322,6 +322,9 @@ fn step_window(ctx: &Context<'_>, source: u16, step: Option<&str>) -> Option<(i6
         .map(|s| (s.start, s.end()))
 }
 
+/// A step on one input's clock: (clock source, step name; `None` outside every step).
+type StepOfClock = (u16, Option<String>);
+
 /// One owner for each lost nanosecond: within an input's clock, findings take their lost
 /// intervals (clipped to their step) in [`OWNER_ORDER`]; what an earlier finding owns is taken
 /// off a later one's `lost_ns`, and the title says where it went. Per step, the findings' lost
@@ -332,7 +335,7 @@ fn settle_lost_time(ctx: &Context<'_>, findings: &mut [Finding]) {
     order.sort_by_key(|&i| (owner_rank(&findings[i].kind), findings[i].start_ns));
     // Per clock and step (steps of one clock never overlap, so findings of different steps
     // cannot claim the same nanosecond): (owner kind, intervals it owns).
-    let mut owned: rustc_hash::FxHashMap<(u16, Option<String>), Vec<(String, IntervalSet)>> =
+    let mut owned: rustc_hash::FxHashMap<StepOfClock, Vec<(String, IntervalSet)>> =
         rustc_hash::FxHashMap::default();
     for i in order {
         let f = &mut findings[i];
