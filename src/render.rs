@@ -167,6 +167,12 @@ fn step_table(report: &Report) -> Table {
     } else {
         Vec::new()
     };
+    // The device work a step launched differs from its window's busy time when kernels spill
+    // over step boundaries; the column is shown only then.
+    let show_launched = report.steps.iter().any(|s| {
+        s.device_launched_ns
+            .is_some_and(|l| Some(l) != s.device_busy_ns)
+    });
     let multi_source = report.sources.len() > 1;
     let mut columns: Vec<(String, bool)> = Vec::new();
     if multi_source {
@@ -184,6 +190,9 @@ fn step_table(report: &Report) -> Table {
             ("%".into(), true),
             ("device idle".into(), true),
         ]);
+    }
+    if show_launched {
+        columns.push(("device launched".into(), true));
     }
     columns.extend([("data loader".into(), true), ("%".into(), true)]);
     // Per-engine columns only help when there is more than one engine class.
@@ -204,6 +213,9 @@ fn step_table(report: &Report) -> Table {
                 pct(s.device, s.dur),
                 human_ns(s.dur - s.device),
             ]);
+        }
+        if show_launched {
+            row.push(human_ns(s.launched));
         }
         row.extend([human_ns(s.dataloader), pct(s.dataloader, s.dur)]);
         if engines.len() > 1 {
@@ -226,6 +238,7 @@ fn step_table(report: &Report) -> Table {
             mean.dur += one.dur;
             mean.host += one.host;
             mean.device += one.device;
+            mean.launched += one.launched;
             mean.dataloader += one.dataloader;
             for (k, v) in one.engines {
                 *mean.engines.entry(k).or_insert(0) += v;
@@ -234,6 +247,7 @@ fn step_table(report: &Report) -> Table {
         mean.dur /= n;
         mean.host /= n;
         mean.device /= n;
+        mean.launched /= n;
         mean.dataloader /= n;
         for v in mean.engines.values_mut() {
             *v /= n;
@@ -248,6 +262,7 @@ struct StepLike {
     dur: i64,
     host: i64,
     device: i64,
+    launched: i64,
     dataloader: i64,
     engines: std::collections::BTreeMap<String, i64>,
 }
@@ -258,6 +273,7 @@ impl From<&StepStats> for StepLike {
             dur: s.dur_ns,
             host: s.host_busy_ns,
             device: s.device_busy_ns.unwrap_or(0),
+            launched: s.device_launched_ns.unwrap_or(0),
             dataloader: s.dataloader_ns,
             engines: s.engines.clone(),
         }

@@ -23,8 +23,9 @@ fn sample_traces() -> Vec<PathBuf> {
             let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
             if path.is_dir() {
                 // `gen/` holds the generators and their bookkeeping, not traces; `gaudi-cases/`
-                // is checked against its planted truth by `tests/gaudi_cases.rs`, not pinned here.
-                if name != "gen" && name != "gaudi-cases" {
+                // and `kineto-compat/` are checked against their planted truth
+                // (`tests/gaudi_cases.rs`, `tests/kineto_compat.rs`), not pinned here.
+                if name != "gen" && name != "gaudi-cases" && name != "kineto-compat" {
                     walk(&path, out);
                 }
                 continue;

@@ -7,7 +7,10 @@
 //! - device busy: the union over all device engines of kernels, copies and memsets inside the
 //!   step window; device idle is the rest of the step;
 //! - engines: the same union per engine class;
-//! - data loader: the union of `enumerate(DataLoader)#…` ranges inside the step.
+//! - data loader: the union of `enumerate(DataLoader)#…` ranges inside the step;
+//! - device launched: the union of the device work whose launch (the runtime call its launch
+//!   flow leaves) started inside the step, wherever on the timeline it ran (the TensorBoard
+//!   plugin's per-step kernel time); per engine class too.
 
 use std::collections::BTreeMap;
 
@@ -41,6 +44,13 @@ pub struct StepStats {
     pub dataloader_ns: i64,
     /// Busy time per engine class, ns.
     pub engines: BTreeMap<String, i64>,
+    /// Busy time (union) of the device work the step's host work launched, wherever it ran,
+    /// ns (null when the trace has no launch links).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_launched_ns: Option<i64>,
+    /// The same per engine class, ns (absent when the trace has no launch links).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub engines_launched: BTreeMap<String, i64>,
     /// The step was derived from the device timeline (`Iteration#N` of a Synapse-only run),
     /// not annotated by the profiler. Absent when false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -150,10 +160,23 @@ pub fn step_breakdown_with(
         return Vec::new();
     }
     let empty = Channels::default();
+    let mut launched = launched_per_step(timeline);
     timeline
         .steps
         .iter()
-        .map(|step| {
+        .enumerate()
+        .map(|(index, step)| {
+            let (device_launched_ns, engines_launched) =
+                match launched.get_mut(index).and_then(Option::take) {
+                    Some(l) => (
+                        Some(IntervalSet::from_ranges(l.all).total()),
+                        l.engines
+                            .into_iter()
+                            .map(|(k, v)| (k, IntervalSet::from_ranges(v).total()))
+                            .collect(),
+                    ),
+                    None => (None, BTreeMap::new()),
+                };
             let c = channels.get(&step.source).unwrap_or(&empty);
             let (from, to) = (step.start, step.end());
             let device_busy = c.has_device.then(|| c.device.covered(from, to));
@@ -171,8 +194,75 @@ pub fn step_breakdown_with(
                     .iter()
                     .map(|(name, set)| (name.clone(), set.covered(from, to)))
                     .collect(),
+                device_launched_ns,
+                engines_launched,
                 derived: step.derived,
             }
         })
         .collect()
+}
+
+/// Device work launched from inside one step.
+#[derive(Default, Clone)]
+struct Launched {
+    all: Vec<(i64, i64)>,
+    engines: BTreeMap<String, Vec<(i64, i64)>>,
+}
+
+/// Per step (index into `timeline.steps`): the device work whose launch call started in it;
+/// `None` for the steps of an input without any launch link.
+fn launched_per_step(timeline: &Timeline) -> Vec<Option<Launched>> {
+    let steps = &timeline.steps;
+    let mut out: Vec<Option<Launched>> = vec![None; steps.len()];
+    let mut linked_sources: Vec<u16> = Vec::new();
+    let slices = &timeline.slices;
+    for flow in &timeline.flows {
+        if !timeline.slice_class(flow.from).is_host_work()
+            || !timeline.slice_class(flow.to).is_device_work()
+        {
+            continue;
+        }
+        let (Some(host), Some(device)) = (
+            timeline.slice_track(flow.from),
+            timeline.slice_track(flow.to),
+        ) else {
+            continue;
+        };
+        let TrackKind::DeviceEngine { class, .. } = &device.kind else {
+            continue;
+        };
+        let source = timeline.step_source(host.source);
+        if !linked_sources.contains(&source) {
+            linked_sources.push(source);
+        }
+        let at = slices.start[flow.from as usize];
+        let after = steps.partition_point(|s| (s.source, s.start) <= (source, at));
+        let Some(i) = after.checked_sub(1) else {
+            continue;
+        };
+        if steps[i].source != source || at >= steps[i].end() {
+            continue;
+        }
+        let to = flow.to as usize;
+        let range = (
+            slices.start[to],
+            slices.start[to].saturating_add(slices.dur[to]),
+        );
+        let entry = out[i].get_or_insert_with(Launched::default);
+        entry.all.push(range);
+        if class.does_work() {
+            entry
+                .engines
+                .entry(class.as_str().to_owned())
+                .or_default()
+                .push(range);
+        }
+    }
+    // Steps of a linked input that launched nothing launched zero, not an unknown amount.
+    for (i, step) in steps.iter().enumerate() {
+        if out[i].is_none() && linked_sources.contains(&step.source) {
+            out[i] = Some(Launched::default());
+        }
+    }
+    out
 }

@@ -523,6 +523,7 @@ impl TimelineBuilder {
         self.sort_and_nest(&order);
         self.sort_instants_and_counters(&order);
         self.bind_flows(&order);
+        self.link_launches_by_correlation();
         self.timeline.clock_of = (0..self.timeline.sources.len() as u16).collect();
         self.align_device_clocks();
         self.attach_node_metrics();
@@ -991,6 +992,24 @@ impl TimelineBuilder {
         flows.sort_by_key(|f| (f.from, f.to));
         self.timeline.flows = flows;
         self.timeline.stats.unbound_flow_ends += unbound;
+    }
+
+    /// Inputs without launch flows (PyTorch before 1.11) get them from correlation ids
+    /// ([`crate::correlation`]).
+    fn link_launches_by_correlation(&mut self) {
+        let links = crate::correlation::launch_links(&self.timeline);
+        if links.is_empty() {
+            return;
+        }
+        let cat = self.intern_cat("ac2g");
+        self.timeline
+            .flows
+            .extend(
+                links
+                    .into_iter()
+                    .map(|(id, from, to)| Flow { id, cat, from, to }),
+            );
+        self.timeline.flows.sort_by_key(|f| (f.from, f.to));
     }
 
     fn bind_point(&self, p: &FlowPoint) -> Option<SliceId> {

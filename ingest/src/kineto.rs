@@ -449,7 +449,8 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
         }
         let source = self.source;
         let pid = ev.pid.unwrap_or(LaneId::Int(0));
-        let tid = ev.tid.unwrap_or(LaneId::Int(0));
+        // Perfetto puts an event without a tid on the thread whose id is its pid.
+        let tid = ev.tid.unwrap_or(pid);
         let args = ev
             .args
             .clone()
@@ -471,6 +472,15 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
                     // engine-type process is an engine execution, one on `***Host` an API call.
                     let host = self.tef_host_pids.contains(&pid);
                     cat = b.intern_cat(if host { "Runtime" } else { "Kernel" });
+                }
+                if matches!(ev.ph, b'X' | b'B')
+                    && b.cat_class(cat) == CategoryClass::CpuOp
+                    && ev.cat.as_deref().is_some_and(is_legacy_annotation_category)
+                    && ev.name.as_deref().is_some_and(is_profiler_annotation)
+                {
+                    // PyTorch 1.8–1.9 wrote `record_function` ranges as `Operator`s; read them as
+                    // the annotations newer traces call them, so steps and ops come out the same.
+                    cat = b.intern_cat("user_annotation");
                 }
                 let track = b.track(source, pid, tid);
                 match ev.ph {
@@ -501,7 +511,17 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
                         b.push_flow(cat, id, phase, track, ts, ev.bind_enclosing);
                     }
                     _ => {
-                        let name = b.intern(ev.name.as_deref().unwrap_or(""));
+                        let name_text = ev.name.as_deref().unwrap_or("");
+                        if name_text == "[memory]"
+                            && let Some(sample) = ev
+                                .args
+                                .clone()
+                                .and_then(|r| self.cur.buf.get(r))
+                                .and_then(MemorySample::parse)
+                        {
+                            sample.push(b, source, pid, ts);
+                        }
+                        let name = b.intern(name_text);
                         b.push_instant(track, ts, name, cat, ev.scope, args);
                     }
                 }
@@ -620,6 +640,87 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
             }
             _ => {}
         }
+    }
+}
+
+/// Categories under which old PyTorch versions wrote annotations along with ops.
+fn is_legacy_annotation_category(cat: &str) -> bool {
+    cat.eq_ignore_ascii_case("operator") || cat == "cpu_op"
+}
+
+/// The `record_function` ranges PyTorch itself opens (`ProfilerStep#3`,
+/// `enumerate(DataLoader)#…`, `Optimizer.step#SGD.step`, `Optimizer.zero_grad#…`): a `#` and
+/// no `::` (ATen and c10d ops always have a namespace).
+fn is_profiler_annotation(name: &str) -> bool {
+    name.contains('#') && !name.contains("::")
+}
+
+/// One `[memory]` instant of a `profile_memory=True` trace: the allocator's totals on one
+/// device after an allocation or free.
+struct MemorySample {
+    device: String,
+    allocated: Option<f64>,
+    reserved: Option<f64>,
+}
+
+impl MemorySample {
+    fn parse(args: &[u8]) -> Option<Self> {
+        let int = |key: &[u8]| json::find_key(args, key).and_then(json::lenient_int);
+        let kind = int(b"Device Type")?;
+        let index = int(b"Device Id").unwrap_or(0);
+        let device = match device_type_name(kind) {
+            "cpu" => "cpu".to_owned(),
+            name => format!("{name}:{}", index.max(0)),
+        };
+        let float = |key: &[u8]| {
+            json::find_key(args, key)
+                .and_then(|t| std::str::from_utf8(t).ok())
+                .and_then(|t| t.trim_matches('"').parse::<f64>().ok())
+        };
+        Some(Self {
+            device,
+            allocated: float(b"Total Allocated"),
+            reserved: float(b"Total Reserved"),
+        })
+    }
+
+    /// Writes the totals as the counter series `memory allocated <device>` and
+    /// `memory reserved <device>` of the process that allocated.
+    fn push(&self, b: &mut TimelineBuilder, source: u16, pid: LaneId, ts: i64) {
+        if let Some(v) = self.allocated {
+            b.push_counter(
+                source,
+                pid,
+                &format!("memory allocated {}", self.device),
+                ts,
+                v,
+            );
+        }
+        if let Some(v) = self.reserved {
+            b.push_counter(
+                source,
+                pid,
+                &format!("memory reserved {}", self.device),
+                ts,
+                v,
+            );
+        }
+    }
+}
+
+/// The name of a `c10::DeviceType` as PyTorch prints devices (`cuda`, `hpu`, …).
+fn device_type_name(kind: i64) -> &'static str {
+    match kind {
+        0 => "cpu",
+        1 => "cuda",
+        6 => "hip",
+        9 => "xla",
+        12 => "xpu",
+        13 => "mps",
+        15 => "hpu",
+        19 => "mtia",
+        20 => "privateuseone",
+        _ => "device",
     }
 }
 

@@ -14,6 +14,7 @@
 //! ```
 
 pub mod builder;
+mod correlation;
 mod csv;
 mod derived_steps;
 pub mod error;

@@ -125,26 +125,36 @@ pub enum CategoryClass {
 }
 
 impl CategoryClass {
-    /// Classifies a category string as written in Kineto and Gaudi bridge traces.
+    /// Classifies a category string as written in Kineto and Gaudi bridge traces, in any
+    /// case and in every spelling PyTorch has used since 1.8 (`Operator` and `cpu_op`,
+    /// `Runtime` and `cuda_runtime`, `Kernel` and `kernel`, `Memcpy` and `gpu_memcpy`, …;
+    /// `docs/kineto-compat.md` has the history).
     #[must_use]
     pub fn of(cat: &str) -> Self {
-        match cat {
-            "cpu_op" | "operator" | "hpu_op" => Self::CpuOp,
-            "user_annotation" => Self::UserAnnotation,
-            "python_function" => Self::PythonFunction,
-            "kernel" | "Kernel" | "mtia_ccp_events" => Self::Kernel,
-            "gpu_memcpy" | "Memcpy" => Self::Memcpy,
-            "gpu_memset" | "Memset" => Self::Memset,
-            "cuda_runtime" | "Runtime" | "privateuse1_runtime" | "mtia_runtime" | "runtime" => {
+        // Category strings are short; a lowercase copy on the stack keeps this allocation-free.
+        let mut buf = [0u8; 32];
+        let Some(lower) = buf.get_mut(..cat.len()) else {
+            return Self::Other;
+        };
+        lower.copy_from_slice(cat.as_bytes());
+        lower.make_ascii_lowercase();
+        match &*lower {
+            b"cpu_op" | b"operator" | b"hpu_op" => Self::CpuOp,
+            b"user_annotation" => Self::UserAnnotation,
+            b"python_function" => Self::PythonFunction,
+            b"kernel" | b"mtia_ccp_events" => Self::Kernel,
+            b"gpu_memcpy" | b"memcpy" => Self::Memcpy,
+            b"gpu_memset" | b"memset" => Self::Memset,
+            b"cuda_runtime" | b"runtime" | b"privateuse1_runtime" | b"mtia_runtime" => {
                 Self::Runtime
             }
-            "cuda_driver" | "privateuse1_driver" => Self::Driver,
-            "cuda_sync" => Self::DeviceSync,
-            "gpu_user_annotation" => Self::DeviceAnnotation,
-            "cuda_profiler_range" => Self::ProfilerRange,
-            "Trace" => Self::TraceSpan,
-            "ac2g" | "fwdbwd" | "async_cpu_to_gpu" => Self::Flow,
-            "analyzed_node" => Self::Derived,
+            b"cuda_driver" | b"privateuse1_driver" => Self::Driver,
+            b"cuda_sync" => Self::DeviceSync,
+            b"gpu_user_annotation" => Self::DeviceAnnotation,
+            b"cuda_profiler_range" => Self::ProfilerRange,
+            b"trace" => Self::TraceSpan,
+            b"ac2g" | b"fwdbwd" | b"async_cpu_to_gpu" => Self::Flow,
+            b"analyzed_node" => Self::Derived,
             _ => Self::Other,
         }
     }

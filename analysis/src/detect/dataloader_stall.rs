@@ -1,8 +1,12 @@
 //! `dataloader_stall`: the step waits for its next batch.
 //!
-//! The wait is the part of each `enumerate(DataLoader)#…` range that no op covers: time spent
-//! in Python (`__getitem__`, decoding, `time.sleep`), in worker hand-off or in I/O. A step is
-//! flagged when that wait reaches both thresholds (share of the step and absolute time).
+//! With a device in the trace, the wait is the part of each `enumerate(DataLoader)#…` range
+//! during which the device runs nothing (no kernel, copy or memset on any engine of the same
+//! clock) — what the TensorBoard profiler plugin's "DataLoader" column measures; collating on
+//! the host while queued device work runs costs nothing. On a CPU-only trace it is the part no
+//! op covers: time spent in Python (`__getitem__`, decoding, `time.sleep`), in worker hand-off
+//! or in I/O. A step is flagged when that wait reaches both thresholds (share of the step and
+//! absolute time).
 
 use steplens_ingest::model::SliceId;
 
@@ -105,6 +109,7 @@ fn annotated(ctx: &Context<'_>) -> Vec<Finding> {
     // Per step: (data wait, DataLoader time, the DataLoader slices).
     let mut per_step: Vec<(i64, i64, Vec<SliceId>)> = vec![(0, 0, Vec::new()); t.steps.len()];
     let mut waits: Vec<Vec<(i64, i64)>> = vec![Vec::new(); t.steps.len()];
+    let device = device_per_clock(ctx);
     for (_, track) in ctx.host_tracks() {
         for i in track.slices.clone() {
             if !t.slice_name(i).starts_with(DATALOADER_PREFIX)
@@ -118,7 +123,13 @@ fn annotated(ctx: &Context<'_>) -> Vec<Finding> {
             let Some(step) = ctx.step_at(track.source, start) else {
                 continue;
             };
-            let gaps = uncovered(ctx, i);
+            let gaps = match device.get(&t.step_source(track.source)) {
+                Some(busy) => IntervalSet::from_ranges(vec![(start, t.slices.end(i))])
+                    .minus(busy)
+                    .iter()
+                    .collect(),
+                None => uncovered(ctx, i),
+            };
             let entry = &mut per_step[step];
             entry.0 += gaps.iter().map(|g| g.1 - g.0).sum::<i64>();
             waits[step].extend(gaps);
@@ -166,6 +177,23 @@ fn annotated(ctx: &Context<'_>) -> Vec<Finding> {
                 recommendation: RECOMMENDATION.into(),
             })
         })
+        .collect()
+}
+
+/// Device work per clock (all inputs on one clock together), for the clocks that have a device.
+fn device_per_clock(ctx: &Context<'_>) -> rustc_hash::FxHashMap<u16, IntervalSet> {
+    let mut ranges: rustc_hash::FxHashMap<u16, Vec<(i64, i64)>> = rustc_hash::FxHashMap::default();
+    for (&source, c) in ctx.channels {
+        if c.has_device {
+            ranges
+                .entry(ctx.timeline.step_source(source))
+                .or_default()
+                .extend(c.device.iter());
+        }
+    }
+    ranges
+        .into_iter()
+        .map(|(clock, r)| (clock, IntervalSet::from_ranges(r)))
         .collect()
 }
 

@@ -193,7 +193,8 @@ impl Context<'_> {
 
     /// The user's call site (`file.py:line`) of `slice`: the innermost enclosing Python frame
     /// called from outside the Python and torch installation, from `python_function` frames'
-    /// `CallFrom`. `None` when the trace has no Python frames.
+    /// `CallFrom`; in traces without Python frames (PyTorch 1.8–1.10 `with_stack`), the first
+    /// user frame of the innermost op's `Call stack` arg. `None` when the trace has neither.
     pub fn call_site(&self, slice: SliceId) -> Option<String> {
         for a in self.ancestors(slice) {
             if self.timeline.slice_class(a) != CategoryClass::PythonFunction {
@@ -206,7 +207,10 @@ impl Context<'_> {
                 return Some(from);
             }
         }
-        None
+        std::iter::once(slice)
+            .chain(self.ancestors(slice))
+            .find_map(|a| self.timeline.arg_str(a, "Call stack"))
+            .and_then(|stack| user_frame_of_call_stack(&stack))
     }
 
     /// The step (index into `timeline.steps`) whose range contains `ts` on input `source`.
@@ -256,11 +260,32 @@ impl Context<'_> {
     }
 }
 
+/// The first frame outside the libraries of a `Call stack` arg (frames innermost first,
+/// separated by `;`, each `path(line): function`), as `file:line`.
+fn user_frame_of_call_stack(stack: &str) -> Option<String> {
+    stack.split(';').find_map(|frame| {
+        let head = frame
+            .trim()
+            .split_once("): ")
+            .map_or(frame.trim(), |(h, _)| h);
+        let (path, line) = head.trim_end_matches(')').rsplit_once('(')?;
+        let line: u32 = line.trim().parse().ok()?;
+        let path = path.trim();
+        // The file name alone, as a `CallFrom` of a script run from its own directory reads.
+        let file = path.rsplit(['/', '\\']).next().unwrap_or(path);
+        (!path.is_empty() && !is_library_path(path)).then(|| format!("{file}:{line}"))
+    })
+}
+
 fn is_library_path(path: &str) -> bool {
     path.contains("site-packages/")
         || path.contains("dist-packages/")
         || path.contains("/lib/python")
-        || LIBRARY_ROOTS.iter().any(|root| path.starts_with(root))
+        || LIBRARY_ROOTS.iter().any(|root| {
+            // A root at the start of a module path, or after a directory of an absolute one.
+            path.match_indices(root)
+                .any(|(i, _)| i == 0 || path.as_bytes().get(i - 1) == Some(&b'/'))
+        })
 }
 
 /// Runs every detector and ranks the findings by lost time, largest first.
@@ -466,7 +491,26 @@ pub(crate) fn short_ns(ns: i64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::is_library_path;
+    use super::{is_library_path, user_frame_of_call_stack};
+
+    #[test]
+    fn call_stack_arg_gives_the_first_user_frame() {
+        let stack = "/opt/conda/lib/python3.8/site-packages/torch/_tensor.py(613): item;\
+                     /home/ml/proj/train.py(42): train_step;/home/ml/proj/train.py(88): main";
+        assert_eq!(
+            user_frame_of_call_stack(stack).as_deref(),
+            Some("train.py:42")
+        );
+        assert_eq!(
+            user_frame_of_call_stack(
+                "/src/pytorch/torch/nn/modules/module.py(1051): _call_impl;train.py(7): <module>"
+            )
+            .as_deref(),
+            Some("train.py:7")
+        );
+        assert_eq!(user_frame_of_call_stack(""), None);
+        assert_eq!(user_frame_of_call_stack("garbage;also(x): y"), None);
+    }
 
     #[test]
     fn library_paths() {

@@ -1,0 +1,161 @@
+//! The historical Kineto schemas (`docs/kineto-compat.md`), one rule at a time on small inline
+//! traces: category spellings in any case, annotations written as `Operator`s, events without a
+//! tid, launch links from correlation ids when no flow is written, `[memory]` instants as
+//! memory counters.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use steplens_ingest::model::{CategoryClass, LaneId, TrackKind};
+use steplens_ingest::{LoadOptions, Timeline, load};
+use tempfile::TempDir;
+
+fn load_str(text: &str) -> Timeline {
+    let dir = TempDir::new().expect("temp dir");
+    let path = dir.path().join("trace.json");
+    std::fs::write(&path, text).expect("write");
+    load(&path, &LoadOptions::default(), None).expect("load")
+}
+
+/// A PyTorch 1.8 trace: capitalised categories, the step an `Operator`, the device thread a
+/// string, no flows; the runtime call and the kernel share a correlation id.
+const PT18: &str = r#"{"schemaVersion": 1, "traceEvents": [
+ {"ph":"X","cat":"Operator","name":"ProfilerStep#2","pid":100,"tid":"100","ts":0,"dur":1000,"args":{"External id":1}},
+ {"ph":"X","cat":"Operator","name":"enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__","pid":100,"tid":"100","ts":5,"dur":50,"args":{"External id":2}},
+ {"ph":"X","cat":"Operator","name":"aten::addmm","pid":100,"tid":"100","ts":100,"dur":50,"args":{"External id":3}},
+ {"ph":"X","cat":"Runtime","name":"cudaLaunchKernel","pid":100,"tid":"100","ts":110,"dur":10,"args":{"cbid":211,"correlation":77,"external id":3}},
+ {"ph":"X","cat":"Kernel","name":"volta_sgemm_128x64_nn","pid":0,"tid":"stream 7","ts":900,"dur":300,"args":{"device":0,"stream":7,"correlation":77,"external id":3}},
+ {"ph":"X","cat":"Memcpy","name":"Memcpy HtoD (Pageable -> Device)","pid":0,"tid":"stream 7","ts":1250,"dur":10,"args":{"correlation":78}},
+ {"ph":"X","cat":"Trace","name":"PyTorch Profiler (0)","pid":"Spans","tid":"PyTorch Profiler","ts":0,"dur":1300}
+]}"#;
+
+#[test]
+fn legacy_categories_are_read_in_any_case() {
+    for (cat, class) in [
+        ("Operator", CategoryClass::CpuOp),
+        ("operator", CategoryClass::CpuOp),
+        ("cpu_op", CategoryClass::CpuOp),
+        ("Runtime", CategoryClass::Runtime),
+        ("cuda_runtime", CategoryClass::Runtime),
+        ("Kernel", CategoryClass::Kernel),
+        ("KERNEL", CategoryClass::Kernel),
+        ("Memcpy", CategoryClass::Memcpy),
+        ("gpu_memcpy", CategoryClass::Memcpy),
+        ("Memset", CategoryClass::Memset),
+        ("gpu_memset", CategoryClass::Memset),
+        ("User_Annotation", CategoryClass::UserAnnotation),
+        ("gpu_user_annotation", CategoryClass::DeviceAnnotation),
+        ("Trace", CategoryClass::TraceSpan),
+        (
+            "a category longer than thirty-two bytes",
+            CategoryClass::Other,
+        ),
+    ] {
+        assert_eq!(CategoryClass::of(cat), class, "{cat}");
+    }
+}
+
+#[test]
+fn a_pytorch_1_8_trace_has_its_steps_annotations_and_launches() {
+    let t = load_str(PT18);
+    assert_eq!(
+        t.steps.len(),
+        1,
+        "ProfilerStep written as an Operator is a step"
+    );
+    assert_eq!(t.steps[0].name, "ProfilerStep#2");
+    // The step and the DataLoader range read as annotations; the ATen op stays an op.
+    let class_of = |name: &str| {
+        (0..t.slices.len() as u32)
+            .find(|&i| t.slice_name(i) == name)
+            .map(|i| t.slice_class(i))
+    };
+    assert_eq!(
+        class_of("ProfilerStep#2"),
+        Some(CategoryClass::UserAnnotation)
+    );
+    assert_eq!(
+        class_of("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"),
+        Some(CategoryClass::UserAnnotation)
+    );
+    assert_eq!(class_of("aten::addmm"), Some(CategoryClass::CpuOp));
+    // The kernel is on a device lane and linked to its launch by the correlation id; the
+    // copy's correlation id has no runtime call, so it stays unlinked.
+    assert_eq!(t.flows.len(), 1, "{:?}", t.flows);
+    let flow = t.flows[0];
+    assert_eq!(t.slice_name(flow.from), "cudaLaunchKernel");
+    assert_eq!(t.slice_name(flow.to), "volta_sgemm_128x64_nn");
+    assert_eq!(flow.id, 77);
+    assert!(matches!(
+        t.slice_track(flow.to).map(|tr| &tr.kind),
+        Some(TrackKind::DeviceEngine { .. })
+    ));
+}
+
+#[test]
+fn correlation_links_are_not_added_when_the_trace_has_launch_flows() {
+    let with_flows = PT18.replace(
+        r#" {"ph":"X","cat":"Trace""#,
+        r#" {"ph":"s","cat":"ac2g","name":"ac2g","id":77,"pid":100,"tid":"100","ts":110},
+ {"ph":"f","bp":"e","cat":"ac2g","name":"ac2g","id":77,"pid":0,"tid":"stream 7","ts":900},
+ {"ph":"X","cat":"Trace""#,
+    );
+    let t = load_str(&with_flows);
+    assert_eq!(t.flows.len(), 1, "the written flow only: {:?}", t.flows);
+}
+
+#[test]
+fn an_event_without_a_tid_is_on_the_thread_named_after_its_pid() {
+    let t = load_str(
+        r#"[{"ph":"X","name":"outer","pid":7,"tid":7,"ts":0,"dur":100},
+            {"ph":"X","name":"inner","pid":7,"ts":10,"dur":10}]"#,
+    );
+    assert_eq!(
+        t.tracks.iter().filter(|tr| !tr.slices.is_empty()).count(),
+        1
+    );
+    let inner = (0..t.slices.len() as u32)
+        .find(|&i| t.slice_name(i) == "inner")
+        .unwrap();
+    assert_eq!(t.slices.depth[inner as usize], 1, "nested under `outer`");
+    assert_eq!(t.slice_track(inner).unwrap().tid, LaneId::Int(7));
+}
+
+#[test]
+fn memory_instants_become_allocated_and_reserved_counters_per_device() {
+    let t = load_str(
+        r#"[{"ph":"X","cat":"cpu_op","name":"aten::empty","pid":1,"tid":1,"ts":0,"dur":10},
+            {"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":1,"tid":1,"ts":1,
+             "args":{"Device Type":1,"Device Id":0,"Addr":1234,"Bytes":512,"Total Allocated":512,"Total Reserved":2097152}},
+            {"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":1,"tid":1,"ts":5,
+             "args":{"Device Type":1,"Device Id":0,"Addr":1234,"Bytes":-512,"Total Allocated":0,"Total Reserved":2097152}},
+            {"ph":"i","s":"t","name":"[memory]","pid":1,"tid":1,"ts":6,
+             "args":{"Device Type":0,"Device Id":-1,"Addr":99,"Bytes":64,"Total Allocated":64,"Total Reserved":0}}]"#,
+    );
+    let series = |name: &str| -> Vec<(i64, f64)> {
+        let track = t
+            .tracks
+            .iter()
+            .position(|tr| tr.kind == TrackKind::Counter && tr.name.ends_with(name))
+            .unwrap_or_else(|| {
+                panic!(
+                    "no counter {name}: {:?}",
+                    t.tracks.iter().map(|t| &t.name).collect::<Vec<_>>()
+                )
+            });
+        (0..t.counters.len())
+            .filter(|&i| t.counters.track[i] as usize == track)
+            .map(|i| (t.counters.ts[i], t.counters.value[i]))
+            .collect()
+    };
+    assert_eq!(
+        series("memory allocated cuda:0"),
+        vec![(1_000, 512.0), (5_000, 0.0)]
+    );
+    assert_eq!(
+        series("memory reserved cuda:0"),
+        vec![(1_000, 2_097_152.0), (5_000, 2_097_152.0)]
+    );
+    assert_eq!(series("memory allocated cpu"), vec![(6_000, 64.0)]);
+    // The instants themselves are kept.
+    assert_eq!(t.instants.ts.len(), 3);
+}
