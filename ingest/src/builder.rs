@@ -179,6 +179,11 @@ impl TimelineBuilder {
         self.timeline.strings.intern(s)
     }
 
+    /// The text of an interned name.
+    pub(crate) fn string(&self, id: StrId) -> &str {
+        self.timeline.strings.get(id)
+    }
+
     /// The limits this builder enforces.
     #[must_use]
     pub fn limits(&self) -> crate::limits::Limits {
@@ -504,6 +509,10 @@ impl TimelineBuilder {
     }
 
     /// Counts an event missing a field it needs.
+    pub(crate) fn count_unbound_flow_end(&mut self) {
+        self.timeline.stats.unbound_flow_ends += 1;
+    }
+
     pub(crate) fn count_malformed(&mut self) {
         self.timeline.stats.malformed += 1;
     }
@@ -1013,16 +1022,16 @@ impl TimelineBuilder {
     }
 
     fn bind_point(&self, p: &FlowPoint) -> Option<SliceId> {
-        if (p.enclosing || p.phase == FlowPhase::Start)
-            && let Some(s) = self.timeline.slice_at(p.track, p.ts)
-        {
-            return Some(s);
+        // Flow v1 as Perfetto and chrome://tracing bind it: `s` and `t` to the enclosing slice
+        // on their thread, `f` too with `bp: "e"`; a step outside every slice binds nowhere.
+        if p.enclosing || p.phase != FlowPhase::Finish {
+            return self.timeline.slice_at(p.track, p.ts);
         }
         // Flow v1 default binding: the next slice that starts at or after the point.
         let range = self.timeline.track_slices(p.track);
         let starts = &self.timeline.slices.start[range.start as usize..range.end as usize];
         let at = starts.partition_point(|&s| s < p.ts);
-        (at < starts.len() && !p.enclosing).then(|| range.start + at as SliceId)
+        (at < starts.len()).then(|| range.start + at as SliceId)
     }
 
     /// Binds each Analyzed Nodes row to its own slice (same source, name, start, category

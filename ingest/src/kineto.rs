@@ -33,6 +33,10 @@ struct RawEvent<'a> {
     tid: Option<LaneId>,
     id: Option<u64>,
     bind_enclosing: bool,
+    /// Flow v2: the flow id a slice binds to, and which ends it is.
+    bind_id: Option<u64>,
+    flow_in: bool,
+    flow_out: bool,
     scope: u8,
     args: Option<std::ops::Range<usize>>,
 }
@@ -66,6 +70,10 @@ pub(crate) struct KinetoReader<'a, 'b, 'p> {
     flavor: Flavor,
     /// Synapse TEF: pids of the `***Host` process.
     tef_host_pids: Vec<LaneId>,
+    /// Flow v2 (`bind_id` on slices): the slice each id leaves, by push index.
+    flow_v2_out: rustc_hash::FxHashMap<u64, usize>,
+    /// Flow v2: slices a flow arrives at, `(id, push index)`.
+    flow_v2_in: Vec<(u64, usize)>,
 }
 
 /// Which producer wrote the Trace Event Format JSON, from its content.
@@ -112,6 +120,8 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
             progress,
             flavor: Flavor::Kineto,
             tef_host_pids: Vec::new(),
+            flow_v2_out: rustc_hash::FxHashMap::default(),
+            flow_v2_in: Vec::new(),
         }
     }
 
@@ -156,6 +166,7 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
                 message: "the trace has no events".into(),
             });
         }
+        self.bind_flows_v2();
         let by_phase = self
             .by_phase
             .iter()
@@ -176,6 +187,30 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
             rank: self.rank,
             world_size: self.world_size,
         })
+    }
+
+    /// Joins flow v2 ends: the slice with `flow_out` and a `bind_id` to each slice with
+    /// `flow_in` and the same id. An end without its partner is counted as unbound.
+    fn bind_flows_v2(&mut self) {
+        if self.flow_v2_out.is_empty() && self.flow_v2_in.is_empty() {
+            return;
+        }
+        let cat = self.builder.intern_cat("flow");
+        let mut arrived: rustc_hash::FxHashSet<u64> = rustc_hash::FxHashSet::default();
+        for (id, to) in std::mem::take(&mut self.flow_v2_in) {
+            match self.flow_v2_out.get(&id) {
+                Some(&from) if from != to => {
+                    self.builder.push_slice_flow(cat, id, from, to);
+                    arrived.insert(id);
+                }
+                _ => self.builder.count_unbound_flow_end(),
+            }
+        }
+        for id in self.flow_v2_out.keys() {
+            if !arrived.contains(id) {
+                self.builder.count_unbound_flow_end();
+            }
+        }
     }
 
     /// Turns a syntax error into a warning (events before it are kept), or into an error when
@@ -424,6 +459,9 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
                     b"tid" => ev.tid = Some(self.lane_id()?),
                     b"id" => ev.id = self.flow_id()?,
                     b"bp" => ev.bind_enclosing = self.cur.raw_string()?.0 == b"e",
+                    b"bind_id" => ev.bind_id = self.flow_id()?,
+                    b"flow_in" => ev.flow_in = self.cur.scalar_text()? == b"true",
+                    b"flow_out" => ev.flow_out = self.cur.scalar_text()? == b"true",
                     b"s" if self.cur.peek() == Some(b'"') => {
                         ev.scope = self.cur.raw_string()?.0.first().copied().unwrap_or(b't');
                     }
@@ -492,7 +530,18 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
                         let name = ev.name.as_deref().unwrap_or("");
                         note_device_hints(b, b.cat_class(cat), name, ev.cat.as_deref());
                         let name = b.intern(name);
+                        let index = b.slice_count();
                         b.push_slice(track, ts, dur, name, cat, args);
+                        if let Some(id) = ev.bind_id
+                            && b.slice_count() > index
+                        {
+                            if ev.flow_out {
+                                self.flow_v2_out.insert(id, index);
+                            }
+                            if ev.flow_in {
+                                self.flow_v2_in.push((id, index));
+                            }
+                        }
                     }
                     b'B' => {
                         let name = b.intern(ev.name.as_deref().unwrap_or(""));
@@ -534,9 +583,39 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
                 let track = self.builder.track(source, pid, tid);
                 self.builder.push_end(track, ts);
             }
+            b'b' | b'e' | b'n' => self.async_event(ev, pid, args),
             b'C' => self.counter(ev, pid),
             b'M' => self.metadata(ev, pid, tid),
             _ => self.builder.count_unsupported(),
+        }
+    }
+
+    /// Nestable async events (`b`/`e`/`n`) of one category and id share an async track of the
+    /// process (`<pid> async`), as Perfetto draws them: `b`/`e` pairs become slices, `n` instants.
+    fn async_event(&mut self, ev: &RawEvent<'a>, pid: LaneId, args: ArgsRef) {
+        let (Some(ts), Some(id)) = (ev.ts, ev.id) else {
+            self.builder.count_malformed();
+            return;
+        };
+        let b = &mut *self.builder;
+        let cat_text = ev.cat.as_deref().unwrap_or("");
+        let process = match pid {
+            LaneId::Int(v) => format!("{v} async"),
+            LaneId::Str(s) => format!("{} async", b.string(s)),
+        };
+        let lane = if cat_text.is_empty() {
+            format!("{id:#x}")
+        } else {
+            format!("{cat_text} {id:#x}")
+        };
+        let (process, lane) = (LaneId::Str(b.intern(&process)), LaneId::Str(b.intern(&lane)));
+        let track = b.track(self.source, process, lane);
+        let cat = b.intern_cat(cat_text);
+        let name = b.intern(ev.name.as_deref().unwrap_or(""));
+        match ev.ph {
+            b'b' => b.push_begin(track, ts, name, cat, args),
+            b'e' => b.push_end(track, ts),
+            _ => b.push_instant(track, ts, name, cat, b't', args),
         }
     }
 

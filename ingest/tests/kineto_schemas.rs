@@ -159,3 +159,78 @@ fn memory_instants_become_allocated_and_reserved_counters_per_device() {
     // The instants themselves are kept.
     assert_eq!(t.instants.ts.len(), 3);
 }
+
+/// The slice a flow endpoint landed on, by name.
+fn flow_names(t: &Timeline) -> Vec<(String, String)> {
+    t.flows
+        .iter()
+        .map(|f| (t.slice_name(f.from).to_owned(), t.slice_name(f.to).to_owned()))
+        .collect()
+}
+
+#[test]
+fn a_flow_step_binds_to_its_enclosing_slice_as_perfetto_does() {
+    // `s` in A, `t` at a time inside B (not at B's start), `f` without `bp` before C: the
+    // flow runs A → B → C. Before, the `t` bound to the next slice (C) and B was skipped.
+    let t = load_str(
+        r#"[{"ph":"X","name":"A","pid":1,"tid":1,"ts":0,"dur":10},
+            {"ph":"X","name":"B","pid":1,"tid":2,"ts":20,"dur":10},
+            {"ph":"X","name":"C","pid":1,"tid":3,"ts":40,"dur":10},
+            {"ph":"s","cat":"x","name":"x","id":5,"pid":1,"tid":1,"ts":5},
+            {"ph":"t","cat":"x","name":"x","id":5,"pid":1,"tid":2,"ts":25},
+            {"ph":"f","cat":"x","name":"x","id":5,"pid":1,"tid":3,"ts":35}]"#,
+    );
+    assert_eq!(
+        flow_names(&t),
+        vec![("A".into(), "B".into()), ("B".into(), "C".into())]
+    );
+    assert_eq!(t.stats.unbound_flow_ends, 0);
+}
+
+#[test]
+fn a_flow_start_outside_every_slice_binds_nowhere_and_is_counted() {
+    let t = load_str(
+        r#"[{"ph":"X","name":"A","pid":1,"tid":1,"ts":10,"dur":10},
+            {"ph":"X","name":"C","pid":1,"tid":3,"ts":40,"dur":10},
+            {"ph":"s","cat":"x","name":"x","id":5,"pid":1,"tid":1,"ts":5},
+            {"ph":"f","bp":"e","cat":"x","name":"x","id":5,"pid":1,"tid":3,"ts":45}]"#,
+    );
+    assert!(t.flows.is_empty(), "{:?}", flow_names(&t));
+    assert!(t.stats.unbound_flow_ends > 0);
+}
+
+#[test]
+fn flow_v2_bind_ids_join_slices() {
+    let t = load_str(
+        r#"[{"ph":"X","name":"producer","pid":1,"tid":1,"ts":0,"dur":10,"bind_id":"0x2a","flow_out":true},
+            {"ph":"X","name":"consumer","pid":1,"tid":2,"ts":30,"dur":10,"bind_id":"0x2a","flow_in":true},
+            {"ph":"X","name":"orphan","pid":1,"tid":2,"ts":50,"dur":10,"bind_id":7,"flow_in":true}]"#,
+    );
+    assert_eq!(
+        flow_names(&t),
+        vec![("producer".into(), "consumer".into())]
+    );
+    assert_eq!(t.flows[0].id, 42);
+    assert_eq!(t.stats.unbound_flow_ends, 1, "the orphan's end");
+}
+
+#[test]
+fn async_events_become_slices_on_an_async_track() {
+    let t = load_str(
+        r#"[{"ph":"X","name":"op","pid":1,"tid":1,"ts":0,"dur":100},
+            {"ph":"b","cat":"net","name":"request","id":"0x10","pid":1,"tid":1,"ts":10},
+            {"ph":"n","cat":"net","name":"retry","id":"0x10","pid":1,"tid":1,"ts":20},
+            {"ph":"e","cat":"net","name":"request","id":"0x10","pid":1,"tid":1,"ts":70}]"#,
+    );
+    let request = (0..t.slices.len() as u32)
+        .find(|&i| t.slice_name(i) == "request")
+        .expect("the b/e pair is a slice");
+    assert_eq!(t.slices.start[request as usize], 10_000);
+    assert_eq!(t.slices.dur[request as usize], 60_000);
+    assert_eq!(
+        t.slice_track(request).map(|tr| tr.kind.clone()),
+        Some(TrackKind::Async)
+    );
+    assert_eq!(t.instants.ts.len(), 1);
+    assert_eq!(t.stats.unsupported_phase, 0);
+}
