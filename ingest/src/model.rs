@@ -118,7 +118,8 @@ pub enum CategoryClass {
     TraceSpan,
     /// Flow categories (`ac2g`, `fwdbwd`, `async_cpu_to_gpu`).
     Flow,
-    /// Ranges derived by another tool, not executed work (Gaudi Trace Analyzer nodes).
+    /// Ranges derived by a tool, not executed work (Gaudi Trace Analyzer nodes, the steps and
+    /// findings steplens draws into its own Perfetto exports).
     Derived,
     /// Anything else.
     Other,
@@ -154,7 +155,7 @@ impl CategoryClass {
             b"cuda_profiler_range" => Self::ProfilerRange,
             b"trace" => Self::TraceSpan,
             b"ac2g" | b"fwdbwd" | b"async_cpu_to_gpu" => Self::Flow,
-            b"analyzed_node" => Self::Derived,
+            b"analyzed_node" | b"steplens_overlay" => Self::Derived,
             _ => Self::Other,
         }
     }

@@ -32,6 +32,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::{EngineClass, LaneId, StringTable, TrackKind};
 
+/// Category of the analysis overlay's slices (steps, findings) in a file steplens wrote: read
+/// back, they are derived annotations ([`crate::model::CategoryClass::Derived`]), never ops or
+/// steps, so a report on the export equals the report on the original.
+pub const OVERLAY_CATEGORY: &str = "steplens_overlay";
+
 /// Prefix of the JSON note in a track descriptor's `description`.
 pub(crate) const TRACK_NOTE: &str = "steplens track ";
 /// Name of the root track holding the trace-wide note.

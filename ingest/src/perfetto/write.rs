@@ -945,6 +945,7 @@ impl<'t, 'o> Writer<'t, 'o> {
                         r#type: Some(track_event::Type::SliceBegin as i32),
                         track_uuid: Some(uuid),
                         name_field: Some(track_event::NameField::NameIid(name)),
+                        categories: vec![super::OVERLAY_CATEGORY.to_owned()],
                         debug_annotations,
                         flow_ids,
                         ..Default::default()
