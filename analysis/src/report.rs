@@ -216,7 +216,7 @@ pub fn build_report_with(timeline: &Timeline, thresholds: &Thresholds) -> Report
                     .warnings
                     .iter()
                     .map(|w| WarningReport {
-                        code: w.code.to_owned(),
+                        code: w.code.as_str().to_owned(),
                         offset: w.offset,
                         message: w.message.clone(),
                     })

@@ -2,6 +2,7 @@
 //! orders the tracks, sorts and nests the slices, binds flows to slices, finds the steps and the
 //! device, and turns repairs into warnings.
 
+use crate::model::WarningCode;
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
@@ -627,7 +628,7 @@ impl TimelineBuilder {
             }
             if let Some(info) = self.timeline.sources.get_mut(source as usize) {
                 info.warnings.push(Warning {
-                    code: "clock_aligned",
+                    code: WarningCode::ClockAligned,
                     offset: None,
                     message: format!(
                         "clock aligned to {reference_path} by {how} (moved by {} ns)",
@@ -639,7 +640,7 @@ impl TimelineBuilder {
         for source in unaligned {
             if let Some(info) = self.timeline.sources.get_mut(source as usize) {
                 info.warnings.push(Warning {
-                    code: "clock_not_aligned",
+                    code: WarningCode::ClockNotAligned,
                     offset: None,
                     message: format!(
                         "no shared anchor with {reference_path} (no kernel names or device activity agree on one clock offset): its times stay on their own clock"
@@ -1159,7 +1160,7 @@ impl TimelineBuilder {
         let damaged: Vec<bool> = t
             .sources
             .iter()
-            .map(|s| s.warnings.iter().any(|w| w.code.starts_with("damaged")))
+            .map(|s| s.warnings.iter().any(|w| w.code.as_str().starts_with("damaged")))
             .collect();
         if !damaged.contains(&true) {
             return;
@@ -1189,7 +1190,7 @@ impl TimelineBuilder {
         for (source, name) in dropped {
             if let Some(info) = self.timeline.sources.get_mut(source as usize) {
                 info.warnings.push(Warning {
-                    code: "incomplete_step",
+                    code: WarningCode::IncompleteStep,
                     offset: None,
                     message: format!(
                         "{name} runs past the point where the trace was cut; left out of the step table"
@@ -1247,7 +1248,7 @@ impl TimelineBuilder {
     fn report_repairs(&mut self) {
         let stats = self.timeline.stats.clone();
         let mut warnings = Vec::new();
-        let mut warn = |code: &'static str, message: String| {
+        let mut warn = |code: WarningCode, message: String| {
             warnings.push(Warning {
                 code,
                 offset: None,
@@ -1256,7 +1257,7 @@ impl TimelineBuilder {
         };
         if stats.negative_durations > 0 {
             warn(
-                "negative_duration",
+                WarningCode::NegativeDuration,
                 format!(
                     "{} slices had a negative duration (down to {} ns, float rounding); clamped to 0",
                     stats.negative_durations, stats.most_negative_ns
@@ -1265,7 +1266,7 @@ impl TimelineBuilder {
         }
         if stats.clamped_ends > 0 {
             warn(
-                "time_clamped",
+                WarningCode::TimeClamped,
                 format!(
                     "{} slices would end past the largest representable time (2^63 ns); cut to end there",
                     stats.clamped_ends
@@ -1274,7 +1275,7 @@ impl TimelineBuilder {
         }
         if stats.overlong > 0 {
             warn(
-                "overlong_slice",
+                WarningCode::OverlongSlice,
                 format!(
                     "dropped {} slices longer than 7 days (profiler overflow)",
                     stats.overlong
@@ -1283,7 +1284,7 @@ impl TimelineBuilder {
         }
         if stats.partial_overlaps > 0 {
             warn(
-                "overlap",
+                WarningCode::Overlap,
                 format!(
                     "{} slices start inside another slice of the same track and end after it (by up to {} ns); kept as siblings",
                     stats.partial_overlaps, stats.max_overlap_ns
@@ -1292,7 +1293,7 @@ impl TimelineBuilder {
         }
         if stats.unclosed_begins > 0 {
             warn(
-                "unclosed_begin",
+                WarningCode::UnclosedBegin,
                 format!(
                     "{} B events had no matching E; closed at the last time seen on their track",
                     stats.unclosed_begins
@@ -1301,13 +1302,13 @@ impl TimelineBuilder {
         }
         if stats.unmatched_ends > 0 {
             warn(
-                "unmatched_end",
+                WarningCode::UnmatchedEnd,
                 format!("ignored {} E events with no open B", stats.unmatched_ends),
             );
         }
         if stats.unsupported_phase > 0 {
             warn(
-                "unsupported_phase",
+                WarningCode::UnsupportedPhase,
                 format!(
                     "skipped {} events of phases steplens does not model",
                     stats.unsupported_phase
@@ -1316,7 +1317,7 @@ impl TimelineBuilder {
         }
         if stats.malformed > 0 {
             warn(
-                "malformed_event",
+                WarningCode::MalformedEvent,
                 format!(
                     "skipped {} events that are not objects or miss a field their phase needs (ts, dur, flow id)",
                     stats.malformed

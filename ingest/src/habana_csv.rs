@@ -17,6 +17,7 @@
 //! A last row with fewer columns (a file cut short) keeps the rows before it with a `damaged`
 //! warning naming its line and byte offset.
 
+use crate::model::WarningCode;
 use rustc_hash::FxHashMap;
 use serde_json::{Map, Value, json};
 
@@ -167,7 +168,7 @@ pub(crate) fn read_hw_csv(
                     });
                 }
                 summary.warnings.push(Warning {
-                    code: "damaged",
+                    code: WarningCode::Damaged,
                     offset: Some(record.offset as u64),
                     message: format!(
                         "trace damaged at line {} (byte {}): the row is cut short ({} of {} columns); kept the {events} rows before it",
@@ -202,7 +203,7 @@ pub(crate) fn read_hw_csv(
         .collect();
     if reader.bad_rows > 0 {
         summary.warnings.push(Warning {
-            code: "malformed_row",
+            code: WarningCode::MalformedRow,
             offset: None,
             message: format!(
                 "skipped {} rows with a wrong number of columns, an unknown event type or an unreadable timestamp (first at line {})",
@@ -213,7 +214,7 @@ pub(crate) fn read_hw_csv(
     }
     if reader.wrapped > 0 {
         summary.warnings.push(Warning {
-            code: "spmu_wrapped",
+            code: WarningCode::SpmuWrapped,
             offset: None,
             message: format!(
                 "{} SPMU counter values are above 2^63 (wrapped negative u64 such as {}); kept as written",
@@ -222,9 +223,9 @@ pub(crate) fn read_hw_csv(
             ),
         });
     }
-    if events == 0 && summary.warnings.iter().all(|w| w.code != "damaged") {
+    if events == 0 && summary.warnings.iter().all(|w| w.code != WarningCode::Damaged) {
         summary.warnings.push(Warning {
-            code: "empty",
+            code: WarningCode::Empty,
             offset: None,
             message: "the trace has no events".into(),
         });

@@ -3,6 +3,7 @@
 //! cpu_fallback, recipe_cache, memory_defragmentation). The bridge writes it incrementally, so a
 //! crashed run leaves the array unterminated: every complete dump before the damage is kept.
 
+use crate::model::WarningCode;
 use crate::builder::TimelineBuilder;
 use crate::error::IngestError;
 use crate::json::Cursor;
@@ -79,7 +80,7 @@ pub(crate) fn read_metrics(
             });
         }
         warnings.push(Warning {
-            code: "damaged",
+            code: WarningCode::Damaged,
             offset: Some(e.offset as u64),
             message: format!(
                 "metrics file ends early or is damaged at byte {} (expected {}): kept the {events} dumps before it",
@@ -89,7 +90,7 @@ pub(crate) fn read_metrics(
     }
     if skipped > 0 {
         warnings.push(Warning {
-            code: "malformed_event",
+            code: WarningCode::MalformedEvent,
             offset: None,
             message: format!("skipped {skipped} entries without metric_name/statistics"),
         });

@@ -8,6 +8,7 @@
 //! twice when the HW trace is loaded too), and a [`NodeMetrics`] row on the Timeline, which the
 //! builder binds to the node's slice and to the HW-trace slices it describes.
 
+use crate::model::WarningCode;
 use std::borrow::Cow;
 
 use rustc_hash::FxHashMap;
@@ -159,7 +160,7 @@ impl<'b> NodeLoader<'b> {
     fn finish(self, mut warnings: Vec<Warning>) -> CsvSummary {
         if self.bad_rows > 0 {
             warnings.push(Warning {
-                code: "malformed_row",
+                code: WarningCode::MalformedRow,
                 offset: None,
                 message: format!(
                     "skipped {} node rows without a name, unit or readable start/end time (first at {})",
@@ -168,9 +169,9 @@ impl<'b> NodeLoader<'b> {
                 ),
             });
         }
-        if self.events == 0 && warnings.iter().all(|w| w.code != "damaged") {
+        if self.events == 0 && warnings.iter().all(|w| w.code != WarningCode::Damaged) {
             warnings.push(Warning {
-                code: "empty",
+                code: WarningCode::Empty,
                 offset: None,
                 message: "the table has no nodes".into(),
             });
@@ -246,7 +247,7 @@ fn read_csv(
                     });
                 }
                 warnings.push(Warning {
-                    code: "damaged",
+                    code: WarningCode::Damaged,
                     offset: Some(record.offset as u64),
                     message: format!(
                         "table damaged at line {} (byte {}): the row is cut short ({} of {} columns); kept the {} rows before it",

@@ -6,6 +6,7 @@
 //! Zip bombs are bounded: at most [`MAX_ENTRIES`] entries are looked at, and the members read
 //! may inflate to at most `LoadOptions::max_inflated_bytes` in total (`--max-inflated-bytes`).
 
+use crate::model::WarningCode;
 use std::io::{Cursor as IoCursor, Read};
 
 use crate::builder::TimelineBuilder;
@@ -50,7 +51,7 @@ pub(crate) fn read_archive(
             Ok(entry) => entry,
             Err(e) => {
                 problems.push(Warning {
-                    code: "damaged",
+                    code: WarningCode::Damaged,
                     offset: None,
                     message: format!("{path}: archive entry {index} unreadable: {e}"),
                 });
@@ -78,7 +79,7 @@ pub(crate) fn read_archive(
         budget -= data.len() as u64;
         if let Err(e) = read {
             problems.push(Warning {
-                code: "damaged",
+                code: WarningCode::Damaged,
                 offset: Some(data.len() as u64),
                 message: format!(
                     "{path}!{name}: damaged after {} bytes ({e}); skipped",
@@ -108,7 +109,7 @@ pub(crate) fn read_archive(
         match crate::add_input(builder, &member, input, None) {
             Ok(()) => loaded += 1,
             Err(e) => problems.push(Warning {
-                code: e.code(),
+                code: WarningCode::SkippedMembers,
                 offset: None,
                 message: format!("{e}; member skipped"),
             }),
@@ -132,7 +133,7 @@ pub(crate) fn read_archive(
     if !skipped.is_empty() {
         let more = skipped.len().saturating_sub(LISTED);
         problems.push(Warning {
-            code: "skipped_members",
+            code: WarningCode::SkippedMembers,
             offset: None,
             message: format!(
                 "{path}: skipped {} archive members of formats steplens does not read: {}{}",

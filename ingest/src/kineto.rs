@@ -6,6 +6,7 @@
 //! ns-resolution timestamps, and input cut short (everything before the damage is kept and a
 //! warning names the byte offset).
 
+use crate::model::WarningCode;
 use std::borrow::Cow;
 
 use crate::builder::{FlowPhase, TimelineBuilder};
@@ -18,6 +19,11 @@ pub type Progress<'p> = &'p mut dyn FnMut(u64, u64);
 
 /// How often (in events) progress is reported.
 const PROGRESS_EVERY: u64 = 1 << 16;
+
+/// Event keys with a meaning steplens reads past on purpose: thread-clock times, stack frames,
+/// the second id of old async events, display colours. Each is counted in an `ignored_keys`
+/// warning, so nothing a trace says is dropped silently.
+const IGNORED_KEYS: &[&str] = &["tts", "tdur", "sf", "stack", "esf", "estack", "id2", "cname"];
 
 /// Top-level values longer than this are not kept as metadata text.
 const MAX_TOP_LEVEL_VALUE: usize = 1 << 20;
@@ -74,6 +80,8 @@ pub(crate) struct KinetoReader<'a, 'b, 'p> {
     flow_v2_out: rustc_hash::FxHashMap<u64, usize>,
     /// Flow v2: slices a flow arrives at, `(id, push index)`.
     flow_v2_in: Vec<(u64, usize)>,
+    /// Events seen with each of [`IGNORED_KEYS`].
+    ignored_keys: [u64; IGNORED_KEYS.len()],
 }
 
 /// Which producer wrote the Trace Event Format JSON, from its content.
@@ -122,6 +130,7 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
             tef_host_pids: Vec::new(),
             flow_v2_out: rustc_hash::FxHashMap::default(),
             flow_v2_in: Vec::new(),
+            ignored_keys: [0; IGNORED_KEYS.len()],
         }
     }
 
@@ -159,14 +168,15 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
                 self.non_objects
             )));
         }
-        if self.events == 0 && self.warnings.iter().all(|w| w.code != "damaged") {
+        if self.events == 0 && self.warnings.iter().all(|w| w.code != WarningCode::Damaged) {
             self.warnings.push(Warning {
-                code: "empty",
+                code: WarningCode::Empty,
                 offset: None,
                 message: "the trace has no events".into(),
             });
         }
         self.bind_flows_v2();
+        self.warn_ignored_keys();
         let by_phase = self
             .by_phase
             .iter()
@@ -213,6 +223,25 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
         }
     }
 
+    fn warn_ignored_keys(&mut self) {
+        let seen: Vec<String> = IGNORED_KEYS
+            .iter()
+            .zip(self.ignored_keys)
+            .filter(|(_, n)| *n > 0)
+            .map(|(k, n)| format!("`{k}` on {n} events"))
+            .collect();
+        if !seen.is_empty() {
+            self.warnings.push(Warning {
+                code: WarningCode::IgnoredKeys,
+                offset: None,
+                message: format!(
+                    "read past event keys steplens does not model: {}",
+                    seen.join(", ")
+                ),
+            });
+        }
+    }
+
     /// Turns a syntax error into a warning (events before it are kept), or into an error when
     /// nothing usable was read.
     fn damaged(&mut self, e: SyntaxError) -> Result<(), IngestError> {
@@ -251,7 +280,7 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
             )
         };
         self.warnings.push(Warning {
-            code: "damaged",
+            code: WarningCode::Damaged,
             offset: Some(e.offset as u64),
             message,
         });
@@ -317,7 +346,7 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
         }
         if !self.cur.at_end() {
             self.warnings.push(Warning {
-                code: "trailing_data",
+                code: WarningCode::TrailingData,
                 offset: Some(self.cur.pos as u64),
                 message: format!(
                     "ignored data after the end of the JSON at byte {}",
@@ -468,7 +497,10 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
                     b"args" if self.cur.peek() == Some(b'{') => {
                         ev.args = Some(self.cur.skip_value()?);
                     }
-                    _ => {
+                    other => {
+                        if let Some(k) = IGNORED_KEYS.iter().position(|k| k.as_bytes() == other) {
+                            self.ignored_keys[k] += 1;
+                        }
                         self.cur.skip_value()?;
                     }
                 }

@@ -1,6 +1,7 @@
 //! Getting the bytes of an input: memory-mapped when it is a regular file, read otherwise
 //! (pipes, stdin, `/proc`), and inflated when it is gzip.
 
+use crate::model::WarningCode;
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
@@ -172,7 +173,7 @@ fn inflate(
         // A half-copied .gz still holds a readable prefix: keep it and say so.
         if !out.is_empty() {
             warnings.push(Warning {
-                code: "damaged_gzip",
+                code: WarningCode::DamagedGzip,
                 offset: Some(out.len() as u64),
                 message: format!(
                     "gzip stream damaged after {} decompressed bytes ({e}); reading what came before",

@@ -78,7 +78,7 @@ fn warning<'a>(t: &'a Timeline, code: &str) -> &'a Warning {
 }
 
 fn codes(t: &Timeline) -> Vec<&'static str> {
-    warnings(t).iter().map(|w| w.code).collect()
+    warnings(t).iter().map(|w| w.code.as_str()).collect()
 }
 
 fn names(t: &Timeline) -> Vec<&str> {

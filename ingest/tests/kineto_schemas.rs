@@ -234,3 +234,20 @@ fn async_events_become_slices_on_an_async_track() {
     assert_eq!(t.instants.ts.len(), 1);
     assert_eq!(t.stats.unsupported_phase, 0);
 }
+
+#[test]
+fn keys_read_past_on_purpose_are_counted_in_a_warning() {
+    let t = load_str(
+        r#"[{"ph":"X","name":"a","pid":1,"tid":1,"ts":0,"dur":10,"tts":3,"tdur":4,"sf":7},
+            {"ph":"X","name":"b","pid":1,"tid":1,"ts":20,"dur":10,"tts":13,"cname":"good"}]"#,
+    );
+    let w = t.sources[0]
+        .warnings
+        .iter()
+        .find(|w| w.code == "ignored_keys")
+        .expect("an ignored_keys warning");
+    for part in ["`tts` on 2 events", "`tdur` on 1 events", "`sf` on 1 events", "`cname` on 1"] {
+        assert!(w.message.contains(part), "{part} in {}", w.message);
+    }
+    assert_eq!(t.slices.len(), 2, "the events themselves are kept");
+}

@@ -7,6 +7,7 @@
 //! stack per Perfetto track; debug annotations become the slice's args, re-encoded as JSON text
 //! so the Timeline's lazy args API works as for JSON traces.
 
+use crate::model::WarningCode;
 use std::io::Read as _;
 use std::sync::Arc;
 
@@ -1099,7 +1100,7 @@ impl<'b> Reader<'b> {
             self.builder.set_source_data(self.source, data);
         }
         let mut warnings = Vec::new();
-        let mut warn = |code: &'static str, offset: Option<u64>, message: String| {
+        let mut warn = |code: WarningCode, offset: Option<u64>, message: String| {
             warnings.push(Warning {
                 code,
                 offset,
@@ -1123,7 +1124,7 @@ impl<'b> Reader<'b> {
                 });
             }
             warn(
-                "damaged",
+                WarningCode::Damaged,
                 Some(d.offset),
                 format!(
                     "trace damaged at byte {} ({}): kept the {} packets before it, dropped the rest",
@@ -1133,7 +1134,7 @@ impl<'b> Reader<'b> {
         }
         for d in &self.zlib_damage {
             warn(
-                "damaged",
+                WarningCode::Damaged,
                 Some(d.offset),
                 format!(
                     "compressed packets at byte {} are damaged ({}): kept what inflated before it",
@@ -1143,7 +1144,7 @@ impl<'b> Reader<'b> {
         }
         if let Some((offset, reason)) = &self.first_bad_packet {
             warn(
-                "damaged",
+                WarningCode::Damaged,
                 Some(*offset),
                 format!(
                     "skipped {} packets that do not decode (first at byte {offset}: {reason})",
@@ -1153,7 +1154,7 @@ impl<'b> Reader<'b> {
         }
         if self.needs_state_dropped > 0 {
             warn(
-                "data_loss",
+                WarningCode::DataLoss,
                 None,
                 format!(
                     "dropped {} packets that need incremental state their sequence never set up",
@@ -1163,7 +1164,7 @@ impl<'b> Reader<'b> {
         }
         if self.packets_lost > 0 {
             warn(
-                "data_loss",
+                WarningCode::DataLoss,
                 None,
                 format!(
                     "the producer dropped packets before {} packets (previous_packet_dropped)",
@@ -1173,7 +1174,7 @@ impl<'b> Reader<'b> {
         }
         if self.skipped_packets > 0 {
             warn(
-                "skipped_packets",
+                WarningCode::SkippedPackets,
                 None,
                 format!(
                     "skipped {} packets that carry no TrackEvent data (ftrace, system and Android data …)",
@@ -1183,7 +1184,7 @@ impl<'b> Reader<'b> {
         }
         if self.unmatched_ends > 0 {
             warn(
-                "unmatched_end",
+                WarningCode::UnmatchedEnd,
                 None,
                 format!(
                     "ignored {} SLICE_END events with no open slice on their track",
@@ -1193,7 +1194,7 @@ impl<'b> Reader<'b> {
         }
         if self.unclosed > 0 {
             warn(
-                "unclosed_begin",
+                WarningCode::UnclosedBegin,
                 None,
                 format!(
                     "{} SLICE_BEGIN events had no END; closed at the last time seen on their track",
@@ -1203,7 +1204,7 @@ impl<'b> Reader<'b> {
         }
         if self.unknown_tracks > 0 {
             warn(
-                "unknown_track",
+                WarningCode::UnknownTrack,
                 None,
                 format!(
                     "{} tracks were used before (or without) their descriptor",
@@ -1213,7 +1214,7 @@ impl<'b> Reader<'b> {
         }
         if self.state_events > 0 {
             warn(
-                "unsupported_phase",
+                WarningCode::UnsupportedPhase,
                 None,
                 format!(
                     "skipped {} track events of a type steplens does not model",
@@ -1223,7 +1224,7 @@ impl<'b> Reader<'b> {
         }
         if self.clocks.len() > 1 {
             warn(
-                "mixed_clocks",
+                WarningCode::MixedClocks,
                 None,
                 format!(
                     "events use {} clocks (ids {:?}); their times are not converted between clocks",
@@ -1233,7 +1234,7 @@ impl<'b> Reader<'b> {
             );
         }
         if kept == 0 {
-            warn("empty", None, "the trace has no packets".into());
+            warn(WarningCode::Empty, None, "the trace has no packets".into());
         }
         let mut by_phase = Vec::new();
         for (ph, n) in [
