@@ -19,9 +19,7 @@ fn table_codes(text: &str, heading: &str) -> BTreeSet<String> {
         .take_while(|l| l.starts_with('|'))
         .filter_map(|l| {
             let cell = l.trim_start_matches('|').split('|').next()?.trim();
-            cell.strip_prefix('`')?
-                .strip_suffix('`')
-                .map(str::to_owned)
+            cell.strip_prefix('`')?.strip_suffix('`').map(str::to_owned)
         })
         .collect()
 }
@@ -39,4 +37,18 @@ fn every_warning_code_is_documented_and_no_other() {
     for c in WarningCode::ALL {
         assert_eq!(serde_json::to_value(c).unwrap(), c.as_str());
     }
+}
+
+#[test]
+fn every_finding_kind_has_its_section_in_findings_md() {
+    let doc = std::fs::read_to_string(support::repo().join("docs/findings.md")).unwrap();
+    let documented: BTreeSet<&str> = doc
+        .lines()
+        .filter_map(|l| l.strip_prefix("## `")?.split('`').next())
+        .collect();
+    let code: BTreeSet<&str> = steplens_analysis::detect::FINDING_KINDS
+        .iter()
+        .copied()
+        .collect();
+    assert_eq!(documented, code);
 }

@@ -308,7 +308,12 @@ fn report_on_the_annotated_export_equals_the_original() {
             without_slice_ids(serde_json::to_value(&report).unwrap()),
             without_slice_ids(serde_json::to_value(&back).unwrap()),
         );
-        assert!(!back.ops.iter().any(|op| op.name.starts_with("host-device sync")));
+        assert!(
+            !back
+                .ops
+                .iter()
+                .any(|op| op.name.starts_with("host-device sync"))
+        );
         assert_eq!(a, b, "{rel}");
     }
 }

@@ -31,13 +31,44 @@ pub struct BudgetError {
 /// # Errors
 /// On TOML syntax errors, unknown keys and values of the wrong type, with the line.
 pub fn parse_budget(text: &str) -> Result<Budget, BudgetError> {
-    toml::from_str(text).map_err(|e| BudgetError {
+    let budget: Budget = toml::from_str(text).map_err(|e| BudgetError {
         line: e
             .span()
             .and_then(|span| text.get(..span.start))
-            .map(|before| before.matches('\n').count() + 1),
+            .map(|before| line_of(text, before.len())),
         message: e.message().to_owned(),
-    })
+    })?;
+    // Finding kinds name limits: a misspelt kind would silently limit nothing.
+    let kinds = budget
+        .check
+        .lost_time
+        .keys()
+        .map(|k| (k, "check.lost_time"))
+        .chain(
+            budget
+                .check
+                .allow_new
+                .iter()
+                .map(|k| (k, "check.allow_new")),
+        );
+    for (kind, table) in kinds {
+        if !crate::detect::FINDING_KINDS.contains(&kind.as_str()) {
+            return Err(BudgetError {
+                line: text.find(kind.as_str()).map(|at| line_of(text, at)),
+                message: format!(
+                    "unknown finding kind `{kind}` in {table} (known: {})",
+                    crate::detect::FINDING_KINDS.join(", ")
+                ),
+            });
+        }
+    }
+    Ok(budget)
+}
+
+/// The 1-based line of byte `at` of `text`.
+fn line_of(text: &str, at: usize) -> usize {
+    text.get(..at)
+        .map_or(1, |before| before.matches('\n').count() + 1)
 }
 
 #[cfg(test)]
@@ -59,5 +90,25 @@ mod tests {
         );
         let err = parse_budget("[check.step_time]\nmax_ms = \"fast\"\n").unwrap_err();
         assert_eq!(err.line, Some(2));
+    }
+
+    #[test]
+    fn a_misspelt_finding_kind_is_an_error_with_its_line() {
+        let err = parse_budget(
+            "[check]\nwarmup_steps = 1\n\n[check.lost_time.sync_pont]\nmax_ms = 5.0\n",
+        )
+        .unwrap_err();
+        assert_eq!(err.line, Some(4), "{err}");
+        assert!(
+            err.message.contains("unknown finding kind `sync_pont`"),
+            "{err}"
+        );
+        let err =
+            parse_budget("[check]\nallow_new = [\"recompile\", \"sync_pont\"]\n").unwrap_err();
+        assert_eq!(err.line, Some(2), "{err}");
+        assert!(
+            parse_budget("[check]\nallow_new = [\"sync_point\"]\n[check.lost_time.recompile]\n")
+                .is_ok()
+        );
     }
 }

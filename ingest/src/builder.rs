@@ -1160,7 +1160,11 @@ impl TimelineBuilder {
         let damaged: Vec<bool> = t
             .sources
             .iter()
-            .map(|s| s.warnings.iter().any(|w| w.code.as_str().starts_with("damaged")))
+            .map(|s| {
+                s.warnings
+                    .iter()
+                    .any(|w| w.code.as_str().starts_with("damaged"))
+            })
             .collect();
         if !damaged.contains(&true) {
             return;

@@ -223,7 +223,12 @@ pub(crate) fn read_hw_csv(
             ),
         });
     }
-    if events == 0 && summary.warnings.iter().all(|w| w.code != WarningCode::Damaged) {
+    if events == 0
+        && summary
+            .warnings
+            .iter()
+            .all(|w| w.code != WarningCode::Damaged)
+    {
         summary.warnings.push(Warning {
             code: WarningCode::Empty,
             offset: None,

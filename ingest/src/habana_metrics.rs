@@ -3,10 +3,10 @@
 //! cpu_fallback, recipe_cache, memory_defragmentation). The bridge writes it incrementally, so a
 //! crashed run leaves the array unterminated: every complete dump before the damage is kept.
 
-use crate::model::WarningCode;
 use crate::builder::TimelineBuilder;
 use crate::error::IngestError;
 use crate::json::Cursor;
+use crate::model::WarningCode;
 use crate::model::{MetricDump, Warning};
 
 /// What reading a metrics file produced.

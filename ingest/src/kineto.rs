@@ -23,7 +23,9 @@ const PROGRESS_EVERY: u64 = 1 << 16;
 /// Event keys with a meaning steplens reads past on purpose: thread-clock times, stack frames,
 /// the second id of old async events, display colours. Each is counted in an `ignored_keys`
 /// warning, so nothing a trace says is dropped silently.
-const IGNORED_KEYS: &[&str] = &["tts", "tdur", "sf", "stack", "esf", "estack", "id2", "cname"];
+const IGNORED_KEYS: &[&str] = &[
+    "tts", "tdur", "sf", "stack", "esf", "estack", "id2", "cname",
+];
 
 /// Top-level values longer than this are not kept as metadata text.
 const MAX_TOP_LEVEL_VALUE: usize = 1 << 20;
@@ -640,7 +642,10 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
         } else {
             format!("{cat_text} {id:#x}")
         };
-        let (process, lane) = (LaneId::Str(b.intern(&process)), LaneId::Str(b.intern(&lane)));
+        let (process, lane) = (
+            LaneId::Str(b.intern(&process)),
+            LaneId::Str(b.intern(&lane)),
+        );
         let track = b.track(self.source, process, lane);
         let cat = b.intern_cat(cat_text);
         let name = b.intern(ev.name.as_deref().unwrap_or(""));

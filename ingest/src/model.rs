@@ -677,7 +677,31 @@ pub enum WarningCode {
 
 impl WarningCode {
     /// Every code, in documentation order.
-    pub const ALL: &'static [Self] = &[Self::Damaged, Self::DamagedGzip, Self::TrailingData, Self::Empty, Self::IncompleteStep, Self::NegativeDuration, Self::OverlongSlice, Self::TimeClamped, Self::Overlap, Self::UnclosedBegin, Self::UnmatchedEnd, Self::UnsupportedPhase, Self::MalformedEvent, Self::MalformedRow, Self::IgnoredKeys, Self::SkippedMembers, Self::DataLoss, Self::SkippedPackets, Self::UnknownTrack, Self::MixedClocks, Self::SpmuWrapped, Self::ClockAligned, Self::ClockNotAligned];
+    pub const ALL: &'static [Self] = &[
+        Self::Damaged,
+        Self::DamagedGzip,
+        Self::TrailingData,
+        Self::Empty,
+        Self::IncompleteStep,
+        Self::NegativeDuration,
+        Self::OverlongSlice,
+        Self::TimeClamped,
+        Self::Overlap,
+        Self::UnclosedBegin,
+        Self::UnmatchedEnd,
+        Self::UnsupportedPhase,
+        Self::MalformedEvent,
+        Self::MalformedRow,
+        Self::IgnoredKeys,
+        Self::SkippedMembers,
+        Self::DataLoss,
+        Self::SkippedPackets,
+        Self::UnknownTrack,
+        Self::MixedClocks,
+        Self::SpmuWrapped,
+        Self::ClockAligned,
+        Self::ClockNotAligned,
+    ];
 
     /// The stable machine-readable name (the serde name).
     #[must_use]

@@ -164,7 +164,12 @@ fn memory_instants_become_allocated_and_reserved_counters_per_device() {
 fn flow_names(t: &Timeline) -> Vec<(String, String)> {
     t.flows
         .iter()
-        .map(|f| (t.slice_name(f.from).to_owned(), t.slice_name(f.to).to_owned()))
+        .map(|f| {
+            (
+                t.slice_name(f.from).to_owned(),
+                t.slice_name(f.to).to_owned(),
+            )
+        })
         .collect()
 }
 
@@ -206,10 +211,7 @@ fn flow_v2_bind_ids_join_slices() {
             {"ph":"X","name":"consumer","pid":1,"tid":2,"ts":30,"dur":10,"bind_id":"0x2a","flow_in":true},
             {"ph":"X","name":"orphan","pid":1,"tid":2,"ts":50,"dur":10,"bind_id":7,"flow_in":true}]"#,
     );
-    assert_eq!(
-        flow_names(&t),
-        vec![("producer".into(), "consumer".into())]
-    );
+    assert_eq!(flow_names(&t), vec![("producer".into(), "consumer".into())]);
     assert_eq!(t.flows[0].id, 42);
     assert_eq!(t.stats.unbound_flow_ends, 1, "the orphan's end");
 }
@@ -246,7 +248,12 @@ fn keys_read_past_on_purpose_are_counted_in_a_warning() {
         .iter()
         .find(|w| w.code == "ignored_keys")
         .expect("an ignored_keys warning");
-    for part in ["`tts` on 2 events", "`tdur` on 1 events", "`sf` on 1 events", "`cname` on 1"] {
+    for part in [
+        "`tts` on 2 events",
+        "`tdur` on 1 events",
+        "`sf` on 1 events",
+        "`cname` on 1",
+    ] {
         assert!(w.message.contains(part), "{part} in {}", w.message);
     }
     assert_eq!(t.slices.len(), 2, "the events themselves are kept");

@@ -83,6 +83,10 @@ fn synthetic_perfetto_trace() {
     assert_eq!(t.counters.value, [1024.0, 4096.0, 2048.0]);
     assert_eq!(t.instants.len(), 2);
     assert_eq!(t.steps.len(), 1);
-    let codes: Vec<&str> = t.sources[0].warnings.iter().map(|w| w.code.as_str()).collect();
+    let codes: Vec<&str> = t.sources[0]
+        .warnings
+        .iter()
+        .map(|w| w.code.as_str())
+        .collect();
     assert_eq!(codes, ["data_loss", "data_loss", "skipped_packets"]);
 }

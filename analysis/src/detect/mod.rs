@@ -313,6 +313,20 @@ pub fn run_all(ctx: &Context<'_>) -> Vec<Finding> {
     findings
 }
 
+/// Every finding kind a detector raises, as it appears in reports and budget files
+/// (`docs/findings.md` has a section for each; a test keeps them equal).
+pub const FINDING_KINDS: &[&str] = &[
+    "sync_point",
+    "dataloader_stall",
+    "recompile",
+    "host_bound_gap",
+    "mme_idle_behind_tpc",
+    "cpu_fallback",
+    "non_logical_transpose",
+    "slow_zero_grad",
+    "debug_api_enabled",
+];
+
 /// Who keeps a wall-clock nanosecond that several findings claim, first to last: a compile is
 /// the recompile's even inside a sync wait; waiting for data is the data loader's; device work
 /// that should not be there (transposes), then the MME idling behind vector work, explain the
