@@ -280,6 +280,62 @@ impl From<&StepStats> for StepLike {
     }
 }
 
+fn memory_table(report: &Report) -> Table {
+    use steplens_analysis::memory::human_bytes;
+    let mut table = Table::new(&[
+        ("device", false),
+        ("peak allocated", true),
+        ("at", true),
+        ("peak reserved", true),
+        ("slack at peak", true),
+        ("of device", true),
+        ("allocs", true),
+        ("frees", true),
+        ("never freed", true),
+        ("lost events", true),
+    ]);
+    let origin = report.steps.first().map_or(0, |s| s.start_ns);
+    for m in &report.memory {
+        table.row(vec![
+            m.device.clone(),
+            human_bytes(m.peak_allocated_bytes),
+            human_ns(m.peak_allocated_ns - origin),
+            human_bytes(m.peak_reserved_bytes),
+            human_bytes(m.slack_at_peak_bytes),
+            m.device_total_bytes
+                .filter(|&t| t > 0)
+                .map_or_else(String::new, |t| pct(m.peak_allocated_bytes, t)),
+            thousands(m.allocations),
+            thousands(m.frees),
+            human_bytes(m.never_freed_bytes),
+            thousands(m.integrity_breaks),
+        ]);
+    }
+    table
+}
+
+fn holders_table(report: &Report) -> Table {
+    let mut table = Table::new(&[
+        ("device", false),
+        ("op", false),
+        ("call site", false),
+        ("bytes", true),
+        ("allocs", true),
+    ]);
+    for m in &report.memory {
+        for h in &m.held_at_peak {
+            table.row(vec![
+                m.device.clone(),
+                truncate(&h.op, 60),
+                h.call_site.clone().unwrap_or_default(),
+                steplens_analysis::memory::human_bytes(h.bytes),
+                thousands(h.count),
+            ]);
+        }
+    }
+    table
+}
+
 fn op_table(ops: &[OpStats], top: usize) -> Table {
     // Gaudi device nodes run on several engines at once: say on how many, and their engine
     // time beside the wall time.
@@ -398,6 +454,25 @@ fn summary_line(report: &Report) -> String {
         let _ = write!(line, ", MME and TPC busy together {}", human_ns(overlap));
     }
     let _ = write!(line, "; trace spans {}", human_ns(s.trace_ns));
+    if let Some(m) = steplens_analysis::memory::primary(&report.memory) {
+        let _ = write!(
+            line,
+            "; memory peak {} on {}",
+            steplens_analysis::memory::human_bytes(m.peak_allocated_bytes),
+            m.device
+        );
+        // Within a tenth of the device's memory, the next larger batch or sequence runs out.
+        if let Some(total) = m.device_total_bytes.filter(|&t| t > 0)
+            && m.peak_allocated_bytes * 10 > total * 9
+        {
+            let _ = write!(
+                line,
+                " ({} of its {}: close to out of memory)",
+                pct(m.peak_allocated_bytes, total),
+                steplens_analysis::memory::human_bytes(total)
+            );
+        }
+    }
     line
 }
 
@@ -540,6 +615,14 @@ pub(crate) fn text(
         writeln!(out, "{}", style.bold("Device idle by stream (whole trace)"))?;
         idle_table(report).text(out, style)?;
     }
+    if !report.memory.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "{}", style.bold("Memory (whole trace)"))?;
+        memory_table(report).text(out, style)?;
+        writeln!(out)?;
+        writeln!(out, "{}", style.bold("Held at the allocated peak"))?;
+        holders_table(report).text(out, style)?;
+    }
     writeln!(out)?;
     let shown = top.min(report.ops.len());
     writeln!(
@@ -609,6 +692,12 @@ pub(crate) fn markdown(out: &mut dyn Write, report: &Report, top: usize) -> io::
     if !report.idle.is_empty() {
         writeln!(out, "\n## Device idle by stream (whole trace)\n")?;
         idle_table(report).markdown(out)?;
+    }
+    if !report.memory.is_empty() {
+        writeln!(out, "\n## Memory (whole trace)\n")?;
+        memory_table(report).markdown(out)?;
+        writeln!(out, "\nHeld at the allocated peak:\n")?;
+        holders_table(report).markdown(out)?;
     }
     let shown = top.min(report.ops.len());
     writeln!(

@@ -16,6 +16,7 @@ pub mod engines;
 /// Interval sets live with the Timeline (ingest aligns clocks with them); re-exported here.
 pub use steplens_ingest::intervals;
 pub mod idle;
+pub mod memory;
 pub mod nodes;
 pub mod ops;
 pub mod perfetto_export;

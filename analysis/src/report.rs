@@ -177,6 +177,9 @@ pub struct Report {
     pub idle: Vec<StreamIdle>,
     /// Utilization per engine class over the whole trace.
     pub engines: Vec<EngineStats>,
+    /// Memory per device, from `[memory]` events (`profile_memory=True`); absent without them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory: Vec<crate::memory::DeviceMemory>,
     /// Summary.
     pub summary: Summary,
 }
@@ -193,11 +196,22 @@ pub fn build_report_with(timeline: &Timeline, thresholds: &Thresholds) -> Report
     let channels = channels(timeline);
     let steps = step_breakdown_with(timeline, &channels);
     let ops = op_summary(timeline);
-    let findings = run_all(&Context {
+    let ctx = Context {
         timeline,
         thresholds,
         channels: &channels,
-    });
+    };
+    let mut findings = run_all(&ctx);
+    let memory = crate::memory::memory_by_device(&ctx);
+    findings.extend(crate::memory::findings(&ctx, &memory));
+    let mut steps = steps;
+    if let Some(primary) = crate::memory::primary(&memory) {
+        for (step, m) in steps.iter_mut().zip(&primary.steps) {
+            if step.name == m.step {
+                step.memory_peak_bytes = Some(m.peak_allocated_bytes);
+            }
+        }
+    }
     let (engines, mme_tpc_overlap_ns) = engine_utilization(timeline);
     let mut summary = summarize(timeline, &channels, &steps, &findings);
     summary.mme_tpc_overlap_ns = mme_tpc_overlap_ns;
@@ -233,6 +247,7 @@ pub fn build_report_with(timeline: &Timeline, thresholds: &Thresholds) -> Report
         ops,
         idle: idle_breakdown(timeline, thresholds.kernel_wait_max_ns),
         engines,
+        memory,
         summary,
     }
 }

@@ -51,6 +51,10 @@ pub struct StepStats {
     /// The same per engine class, ns (absent when the trace has no launch links).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub engines_launched: BTreeMap<String, i64>,
+    /// Highest allocated memory in the step on the trace's main memory device (an accelerator,
+    /// else the CPU), bytes; absent without `[memory]` events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_peak_bytes: Option<i64>,
     /// The step was derived from the device timeline (`Iteration#N` of a Synapse-only run),
     /// not annotated by the profiler. Absent when false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -196,6 +200,7 @@ pub fn step_breakdown_with(
                     .collect(),
                 device_launched_ns,
                 engines_launched,
+                memory_peak_bytes: None,
                 derived: step.derived,
             }
         })

@@ -784,10 +784,7 @@ impl MemorySample {
         let int = |key: &[u8]| json::find_key(args, key).and_then(json::lenient_int);
         let kind = int(b"Device Type")?;
         let index = int(b"Device Id").unwrap_or(0);
-        let device = match device_type_name(kind) {
-            "cpu" => "cpu".to_owned(),
-            name => format!("{name}:{}", index.max(0)),
-        };
+        let device = crate::model::torch_device_name(kind, index);
         let float = |key: &[u8]| {
             json::find_key(args, key)
                 .and_then(|t| std::str::from_utf8(t).ok())
@@ -821,22 +818,6 @@ impl MemorySample {
                 v,
             );
         }
-    }
-}
-
-/// The name of a `c10::DeviceType` as PyTorch prints devices (`cuda`, `hpu`, …).
-fn device_type_name(kind: i64) -> &'static str {
-    match kind {
-        0 => "cpu",
-        1 => "cuda",
-        6 => "hip",
-        9 => "xla",
-        12 => "xpu",
-        13 => "mps",
-        15 => "hpu",
-        19 => "mtia",
-        20 => "privateuseone",
-        _ => "device",
     }
 }
 

@@ -622,6 +622,25 @@ impl Step {
     }
 }
 
+/// A device as PyTorch prints it (`cuda:1`, `hpu:0`, `cpu`) from a `c10::DeviceType` number
+/// and a device index, as `[memory]` events give them.
+#[must_use]
+pub fn torch_device_name(kind: i64, index: i64) -> String {
+    let name = match kind {
+        0 => return "cpu".to_owned(),
+        1 => "cuda",
+        6 => "hip",
+        9 => "xla",
+        12 => "xpu",
+        13 => "mps",
+        15 => "hpu",
+        19 => "mtia",
+        20 => "privateuseone",
+        _ => "device",
+    };
+    format!("{name}:{}", index.max(0))
+}
+
 /// What a [`Warning`] is about: a closed set, documented one row each in
 /// `docs/report-schema.md` (a test keeps the two equal).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -1005,6 +1024,25 @@ impl Timeline {
     #[must_use]
     pub fn arg_raw(&self, i: SliceId, key: &str) -> Option<&[u8]> {
         crate::json::find_key(self.args_raw(i)?, key.as_bytes())
+    }
+
+    /// The raw JSON text of one key of instant `i`'s args.
+    #[must_use]
+    pub fn instant_arg_raw(&self, i: usize, key: &str) -> Option<&[u8]> {
+        let track = self.tracks.get(*self.instants.track.get(i)? as usize)?;
+        let args = self.resolve_args(track.source, *self.instants.args.get(i)?)?;
+        crate::json::find_key(args, key.as_bytes())
+    }
+
+    /// One arg of instant `i` as an integer (also when written as a string of digits).
+    #[must_use]
+    pub fn instant_arg_i64(&self, i: usize, key: &str) -> Option<i64> {
+        let raw = self.instant_arg_raw(i, key)?;
+        let text = raw
+            .strip_prefix(b"\"")
+            .and_then(|r| r.strip_suffix(b"\""))
+            .unwrap_or(raw);
+        std::str::from_utf8(text).ok()?.trim().parse().ok()
     }
 
     /// One arg of slice `i` as an integer (also when written as a string of digits).

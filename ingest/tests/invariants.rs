@@ -81,6 +81,8 @@ fn samples_are_all_found() {
             "pt2_x.json.gz",
             "variant_meta_no_tid.json.gz",
             "variant_string_ids.json.gz",
+            "train_clean.json.gz",
+            "train_leak.json.gz",
             "train_anomaly.json.gz",
             "train_clean.json",
             "train_stall.json.gz",

@@ -63,6 +63,13 @@ pub struct Thresholds {
     pub min_finding_pct: f64,
     /// … and at least this long, ns.
     pub min_finding_ns: i64,
+    /// `memory_growth`: the allocated baseline must rise by at least this much over the run of
+    /// steps, bytes.
+    pub memory_growth_min_bytes: i64,
+    /// `reserved_slack`: reserved − allocated at their peaks must reach this, bytes …
+    pub reserved_slack_min_bytes: i64,
+    /// … and this share of the peak reserved, percent.
+    pub reserved_slack_min_pct: f64,
 }
 
 impl Default for Thresholds {
@@ -81,6 +88,9 @@ impl Default for Thresholds {
             recompile_warmup_compiles: 1,
             min_finding_pct: 1.0,
             min_finding_ns: 20_000,
+            memory_growth_min_bytes: 1 << 20,
+            reserved_slack_min_bytes: 256 << 20,
+            reserved_slack_min_pct: 30.0,
         }
     }
 }
@@ -325,6 +335,8 @@ pub const FINDING_KINDS: &[&str] = &[
     "non_logical_transpose",
     "slow_zero_grad",
     "debug_api_enabled",
+    "memory_growth",
+    "reserved_slack",
 ];
 
 /// Who keeps a wall-clock nanosecond that several findings claim, first to last: a compile is

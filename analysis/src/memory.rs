@@ -1,0 +1,463 @@
+//! Memory from the trace itself: the `[memory]` instants a `profile_memory=True` trace carries
+//! (one per allocation or free: `Bytes`, `Total Allocated`, `Total Reserved`, `Addr`,
+//! `Device Type`, `Device Id`).
+//!
+//! Per device: allocation and free counts, the peak of `Total Allocated` (and when), the peak
+//! of `Total Reserved`, the slack at the allocated peak, what holds the peak (the live
+//! allocations then, grouped by the op that made them), the allocations never freed in the
+//! window, per-step start / peak / allocated bytes, and integrity (successive totals must differ
+//! by exactly `Bytes`; a break means lost events). Two findings come from it:
+//! `memory_growth` (the allocated baseline at step start rises across ≥ 3 steps) and
+//! `reserved_slack` (the caching allocator holds far more than is allocated).
+
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
+use steplens_ingest::model::{CategoryClass, SliceId, Timeline, torch_device_name};
+
+use crate::detect::Context;
+use crate::report::{Cost, Finding};
+
+/// Holders listed per device (largest first).
+const TOP_HOLDERS: usize = 10;
+
+/// Memory of one device over the trace.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DeviceMemory {
+    /// Device as PyTorch names it (`cuda:0`, `cpu`, `hpu:0`).
+    pub device: String,
+    /// Allocations (`Bytes` > 0) in the window.
+    pub allocations: u64,
+    /// Frees (`Bytes` < 0) in the window.
+    pub frees: u64,
+    /// Bytes allocated in the window (Σ positive `Bytes`).
+    pub bytes_allocated: i64,
+    /// Highest `Total Allocated`.
+    pub peak_allocated_bytes: i64,
+    /// When it was reached, ns.
+    pub peak_allocated_ns: i64,
+    /// Highest `Total Reserved` (0 where the allocator does not cache, as on the CPU).
+    pub peak_reserved_bytes: i64,
+    /// `Total Reserved − Total Allocated` at the allocated peak.
+    pub slack_at_peak_bytes: i64,
+    /// Device memory from `deviceProperties` (`totalGlobalMem`), when the trace has it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_total_bytes: Option<i64>,
+    /// Successive events whose totals do not differ by exactly `Bytes`: events were lost.
+    pub integrity_breaks: u64,
+    /// The live allocations at the allocated peak, by allocating op, largest first (top 10).
+    pub held_at_peak: Vec<MemoryHolder>,
+    /// Allocations never freed in the window, by allocating op, largest first (top 10).
+    pub never_freed: Vec<MemoryHolder>,
+    /// Σ bytes never freed in the window (all ops).
+    pub never_freed_bytes: i64,
+    /// Per step of the trace.
+    pub steps: Vec<StepMemory>,
+}
+
+/// Bytes held by the allocations of one op (and call site).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct MemoryHolder {
+    /// The innermost op around the allocation (`(no op)` outside every op).
+    pub op: String,
+    /// The user's call site, when the trace has Python frames or call stacks.
+    pub call_site: Option<String>,
+    /// Bytes held.
+    pub bytes: i64,
+    /// Allocations.
+    pub count: u64,
+}
+
+/// One step's memory on one device.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct StepMemory {
+    /// Step name.
+    pub step: String,
+    /// `Total Allocated` when the step starts (the baseline).
+    pub start_allocated_bytes: i64,
+    /// Highest `Total Allocated` in the step.
+    pub peak_allocated_bytes: i64,
+    /// Bytes allocated in the step (Σ positive `Bytes`).
+    pub allocated_bytes: i64,
+    /// Allocations in the step.
+    pub allocations: u64,
+}
+
+/// One `[memory]` event.
+#[derive(Debug, Clone, Copy)]
+struct Event {
+    ts: i64,
+    bytes: i64,
+    total: i64,
+    reserved: i64,
+    addr: i64,
+    /// The instant's index, to find the op around it.
+    instant: usize,
+}
+
+/// The memory of every device with `[memory]` events, devices in name order.
+#[must_use]
+pub fn memory_by_device(ctx: &Context<'_>) -> Vec<DeviceMemory> {
+    let t = ctx.timeline;
+    let Some(memory_name) = t.strings.lookup("[memory]") else {
+        return Vec::new();
+    };
+    let mut per_device: BTreeMap<String, Vec<Event>> = BTreeMap::new();
+    for i in 0..t.instants.len() {
+        if t.instants.name[i] != memory_name {
+            continue;
+        }
+        let int = |key: &str| t.instant_arg_i64(i, key);
+        let (Some(kind), Some(bytes), Some(total)) =
+            (int("Device Type"), int("Bytes"), int("Total Allocated"))
+        else {
+            continue;
+        };
+        let device = torch_device_name(kind, int("Device Id").unwrap_or(0));
+        per_device.entry(device).or_default().push(Event {
+            ts: t.instants.ts[i],
+            bytes,
+            total,
+            reserved: int("Total Reserved").unwrap_or(0),
+            addr: int("Addr").unwrap_or(0),
+            instant: i,
+        });
+    }
+    let total_memory = device_total_memory(t);
+    per_device
+        .into_iter()
+        .map(|(device, mut events)| {
+            events.sort_by_key(|e| (e.ts, e.instant));
+            let mut m = analyse(ctx, &device, &events);
+            if device != "cpu" {
+                m.device_total_bytes = total_memory;
+            }
+            m
+        })
+        .collect()
+}
+
+fn analyse(ctx: &Context<'_>, device: &str, events: &[Event]) -> DeviceMemory {
+    let mut m = DeviceMemory {
+        device: device.to_owned(),
+        allocations: 0,
+        frees: 0,
+        bytes_allocated: 0,
+        peak_allocated_bytes: 0,
+        peak_allocated_ns: 0,
+        peak_reserved_bytes: 0,
+        slack_at_peak_bytes: 0,
+        device_total_bytes: None,
+        integrity_breaks: 0,
+        held_at_peak: Vec::new(),
+        never_freed: Vec::new(),
+        never_freed_bytes: 0,
+        steps: Vec::new(),
+    };
+    let mut peak_index = None;
+    for (k, e) in events.iter().enumerate() {
+        if e.bytes > 0 {
+            m.allocations += 1;
+            m.bytes_allocated += e.bytes;
+        } else if e.bytes < 0 {
+            m.frees += 1;
+        }
+        if k > 0 && e.total - events[k - 1].total != e.bytes {
+            m.integrity_breaks += 1;
+        }
+        if peak_index.is_none() || e.total > m.peak_allocated_bytes {
+            m.peak_allocated_bytes = e.total;
+            m.peak_allocated_ns = e.ts;
+            // A device whose allocator caches nothing reports no reserved memory (the CPU).
+            m.slack_at_peak_bytes = if e.reserved > 0 {
+                (e.reserved - e.total).max(0)
+            } else {
+                0
+            };
+            peak_index = Some(k);
+        }
+        m.peak_reserved_bytes = m.peak_reserved_bytes.max(e.reserved);
+    }
+    // Replay the allocations: live at the peak, and never freed by the end.
+    let mut live: FxHashMap<i64, (i64, usize)> = FxHashMap::default();
+    let mut held_at_peak = None;
+    for (k, e) in events.iter().enumerate() {
+        if e.bytes > 0 {
+            live.insert(e.addr, (e.bytes, e.instant));
+        } else if e.bytes < 0 {
+            live.remove(&e.addr);
+        }
+        if Some(k) == peak_index {
+            held_at_peak = Some(live.values().copied().collect::<Vec<_>>());
+        }
+    }
+    let mut ops = OpLookup::default();
+    m.held_at_peak = ops.group(ctx, held_at_peak.unwrap_or_default());
+    let never: Vec<(i64, usize)> = live.values().copied().collect();
+    m.never_freed_bytes = never.iter().map(|(b, _)| b).sum();
+    m.never_freed = ops.group(ctx, never);
+    m.steps = per_step(ctx.timeline, events);
+    m
+}
+
+fn per_step(t: &Timeline, events: &[Event]) -> Vec<StepMemory> {
+    let Some(source) = t.steps.first().map(|s| s.source) else {
+        return Vec::new();
+    };
+    t.steps
+        .iter()
+        .filter(|s| s.source == source)
+        .map(|s| {
+            let from = events.partition_point(|e| e.ts < s.start);
+            let to = events.partition_point(|e| e.ts < s.end());
+            // Allocated at the start: the total after the last event before the step, else
+            // the first event's total before its own change.
+            let start = match from.checked_sub(1) {
+                Some(k) => events[k].total,
+                None => events.first().map_or(0, |e| e.total - e.bytes),
+            };
+            let inside = &events[from..to];
+            StepMemory {
+                step: s.name.clone(),
+                start_allocated_bytes: start,
+                peak_allocated_bytes: inside
+                    .iter()
+                    .map(|e| e.total)
+                    .max()
+                    .unwrap_or(start)
+                    .max(start),
+                allocated_bytes: inside.iter().filter(|e| e.bytes > 0).map(|e| e.bytes).sum(),
+                allocations: inside.iter().filter(|e| e.bytes > 0).count() as u64,
+            }
+        })
+        .collect()
+}
+
+/// Finds the op around a `[memory]` instant (cached per instant track and op).
+#[derive(Default)]
+struct OpLookup {
+    sites: FxHashMap<SliceId, (String, Option<String>)>,
+}
+
+impl OpLookup {
+    /// The innermost op (ATen op or annotation, not a Python frame) around instant `i`.
+    fn op_of(ctx: &Context<'_>, i: usize) -> Option<SliceId> {
+        let t = ctx.timeline;
+        let slice = t.slice_at(t.instants.track[i], t.instants.ts[i])?;
+        std::iter::once(slice)
+            .chain(ctx.ancestors(slice))
+            .find(|&s| {
+                matches!(
+                    t.slice_class(s),
+                    CategoryClass::CpuOp | CategoryClass::UserAnnotation
+                )
+            })
+    }
+
+    /// Groups `(bytes, instant)` allocations by op and call site, largest first, top 10.
+    fn group(&mut self, ctx: &Context<'_>, allocations: Vec<(i64, usize)>) -> Vec<MemoryHolder> {
+        let mut by: BTreeMap<(String, Option<String>), (i64, u64)> = BTreeMap::new();
+        for (bytes, instant) in allocations {
+            let key = match Self::op_of(ctx, instant) {
+                Some(op) => self
+                    .sites
+                    .entry(op)
+                    .or_insert_with(|| (ctx.timeline.slice_name(op).to_owned(), ctx.call_site(op)))
+                    .clone(),
+                None => ("(no op)".to_owned(), None),
+            };
+            let e = by.entry(key).or_default();
+            e.0 += bytes;
+            e.1 += 1;
+        }
+        let mut out: Vec<MemoryHolder> = by
+            .into_iter()
+            .map(|((op, call_site), (bytes, count))| MemoryHolder {
+                op,
+                call_site,
+                bytes,
+                count,
+            })
+            .collect();
+        out.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.op.cmp(&b.op)));
+        out.truncate(TOP_HOLDERS);
+        out
+    }
+}
+
+/// `totalGlobalMem` of the first device in any input's `deviceProperties`.
+fn device_total_memory(t: &Timeline) -> Option<i64> {
+    t.sources
+        .iter()
+        .flat_map(|s| s.top_level.iter())
+        .filter(|(k, _)| k == "deviceProperties")
+        .find_map(|(_, v)| {
+            let devices: serde_json::Value = serde_json::from_str(v).ok()?;
+            devices
+                .as_array()?
+                .iter()
+                .find_map(|d| d.get("totalGlobalMem")?.as_i64())
+        })
+}
+
+/// The device whose memory the step table shows: an accelerator when the trace has one with
+/// memory events, else the CPU.
+#[must_use]
+pub fn primary(memory: &[DeviceMemory]) -> Option<&DeviceMemory> {
+    memory
+        .iter()
+        .find(|m| m.device != "cpu")
+        .or_else(|| memory.first())
+}
+
+const GROWTH_ADVICE: &str = "Memory allocated at the start of each step keeps rising: something \
+    outlives its step. Look for tensors kept across iterations (a list of losses or outputs \
+    without .item()/.detach(), caches keyed by step, hooks that store activations) and release \
+    them, or store detached CPU copies of what you log.";
+
+const SLACK_ADVICE: &str = "The caching allocator holds far more memory than is allocated \
+    (fragmentation from changing tensor sizes). Set \
+    PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, keep shapes steady (pad or bucket), and \
+    release the cache deliberately (torch.cuda.empty_cache()) only between phases, never \
+    inside the step.";
+
+/// `memory_growth` and `reserved_slack` findings from the per-device memory.
+#[must_use]
+pub fn findings(ctx: &Context<'_>, memory: &[DeviceMemory]) -> Vec<Finding> {
+    let th = ctx.thresholds;
+    let source = ctx.timeline.steps.first().map_or(0, |s| s.source);
+    let mut out = Vec::new();
+    for m in memory {
+        if let Some(f) = growth(ctx, m, source) {
+            out.push(f);
+        }
+        let slack = m.peak_reserved_bytes - m.peak_allocated_bytes;
+        if m.peak_reserved_bytes > 0
+            && slack >= th.reserved_slack_min_bytes
+            && slack as f64 >= m.peak_reserved_bytes as f64 * th.reserved_slack_min_pct / 100.0
+        {
+            out.push(Finding {
+                kind: "reserved_slack".into(),
+                severity: "warning".into(),
+                title: format!(
+                    "{}: {} reserved at peak but at most {} allocated ({} never used by tensors)",
+                    m.device,
+                    human_bytes(m.peak_reserved_bytes),
+                    human_bytes(m.peak_allocated_bytes),
+                    human_bytes(slack)
+                ),
+                step: None,
+                start_ns: m.peak_allocated_ns,
+                end_ns: m.peak_allocated_ns,
+                track: None,
+                ops: Vec::new(),
+                call_site: None,
+                count: 1,
+                lost_ns: 0,
+                evidence: Vec::new(),
+                cost: Cost::pattern(source, Vec::new()),
+                recommendation: SLACK_ADVICE.into(),
+            });
+        }
+    }
+    out
+}
+
+/// The longest run of ≥ 3 steps whose start baseline rises at every step, when it rises by at
+/// least `memory_growth_min_bytes` in all.
+fn growth(ctx: &Context<'_>, m: &DeviceMemory, source: u16) -> Option<Finding> {
+    let steps = &m.steps;
+    let (mut best, mut run_start) = ((0, 0), 0);
+    for k in 1..steps.len() {
+        if steps[k].start_allocated_bytes <= steps[k - 1].start_allocated_bytes {
+            run_start = k;
+        }
+        if k - run_start > best.1 - best.0 {
+            best = (run_start, k);
+        }
+    }
+    let (first, last) = best;
+    if last - first + 1 < 3 {
+        return None;
+    }
+    let rise = steps[last].start_allocated_bytes - steps[first].start_allocated_bytes;
+    if rise < ctx.thresholds.memory_growth_min_bytes {
+        return None;
+    }
+    let per_step = rise / (last - first) as i64;
+    let t = ctx.timeline;
+    let window = |name: &str| {
+        t.steps
+            .iter()
+            .find(|s| s.source == source && s.name == name)
+    };
+    let (start_ns, end_ns) = (
+        window(&steps[first].step).map_or(0, |s| s.start),
+        window(&steps[last].step).map_or(0, |s| s.start),
+    );
+    let top = m.never_freed.first();
+    Some(Finding {
+        kind: "memory_growth".into(),
+        severity: "warning".into(),
+        title: format!(
+            "{}: allocated memory at step start grows {} per step over {} steps (+{}){}",
+            m.device,
+            human_bytes(per_step),
+            last - first + 1,
+            human_bytes(rise),
+            top.map(|h| format!(
+                "; never freed: {} in {} allocation(s) from {}{}",
+                human_bytes(h.bytes),
+                h.count,
+                h.op,
+                h.call_site
+                    .as_deref()
+                    .map(|s| format!(" at {s}"))
+                    .unwrap_or_default()
+            ))
+            .unwrap_or_default()
+        ),
+        step: None,
+        start_ns,
+        end_ns,
+        track: None,
+        ops: m.never_freed.iter().take(3).map(|h| h.op.clone()).collect(),
+        call_site: top.and_then(|h| h.call_site.clone()),
+        count: top.map_or(0, |h| h.count),
+        lost_ns: 0,
+        evidence: Vec::new(),
+        cost: Cost::pattern(source, Vec::new()),
+        recommendation: GROWTH_ADVICE.into(),
+    })
+}
+
+/// Bytes in binary units (`1.50 MiB`).
+#[must_use]
+pub fn human_bytes(bytes: i64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes as f64;
+    let mut unit = 0;
+    while v.abs() >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.2} {}", UNITS[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human_bytes;
+
+    #[test]
+    fn bytes_read_in_binary_units() {
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(1_048_576), "1.00 MiB");
+        assert_eq!(human_bytes(3 * 1_073_741_824 / 2), "1.50 GiB");
+        assert_eq!(human_bytes(-2048), "-2.00 KiB");
+    }
+}
