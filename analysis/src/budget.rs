@@ -43,6 +43,8 @@ pub fn parse_budget(text: &str) -> Result<Budget, BudgetError> {
         .check
         .lost_time
         .keys()
+        // `default` is the limit of every kind without a table of its own.
+        .filter(|k| k.as_str() != crate::check::DEFAULT_KEY)
         .map(|k| (k, "check.lost_time"))
         .chain(
             budget
@@ -107,8 +109,10 @@ mod tests {
             parse_budget("[check]\nallow_new = [\"recompile\", \"sync_pont\"]\n").unwrap_err();
         assert_eq!(err.line, Some(2), "{err}");
         assert!(
-            parse_budget("[check]\nallow_new = [\"sync_point\"]\n[check.lost_time.recompile]\n")
-                .is_ok()
+            parse_budget(
+                "[check]\nallow_new = [\"sync_point\"]\n[check.lost_time.recompile]\n[check.lost_time.default]\n"
+            )
+            .is_ok()
         );
     }
 }
