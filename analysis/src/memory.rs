@@ -124,7 +124,7 @@ pub fn memory_by_device(ctx: &Context<'_>) -> Vec<DeviceMemory> {
             instant: i,
         });
     }
-    let total_memory = device_total_memory(t);
+    let total_memory = t.device.memory_bytes;
     per_device
         .into_iter()
         .map(|(device, mut events)| {
@@ -284,21 +284,6 @@ impl OpLookup {
         out.truncate(TOP_HOLDERS);
         out
     }
-}
-
-/// `totalGlobalMem` of the first device in any input's `deviceProperties`.
-fn device_total_memory(t: &Timeline) -> Option<i64> {
-    t.sources
-        .iter()
-        .flat_map(|s| s.top_level.iter())
-        .filter(|(k, _)| k == "deviceProperties")
-        .find_map(|(_, v)| {
-            let devices: serde_json::Value = serde_json::from_str(v).ok()?;
-            devices
-                .as_array()?
-                .iter()
-                .find_map(|d| d.get("totalGlobalMem")?.as_i64())
-        })
 }
 
 /// The device whose memory the step table shows: an accelerator when the trace has one with

@@ -90,6 +90,8 @@ pub(crate) struct DeviceHints {
     pub(crate) names: Vec<String>,
     pub(crate) property_count: usize,
     pub(crate) rocm_properties: bool,
+    /// Memory of the first device in `deviceProperties` (`totalGlobalMem`), bytes.
+    pub(crate) memory_bytes: Option<i64>,
 }
 
 /// What a reader knows for certain about a track (a Perfetto trace written by steplens names
@@ -1241,6 +1243,7 @@ impl TimelineBuilder {
         self.timeline.device = DeviceInfo {
             kind,
             name: names.into_iter().next(),
+            memory_bytes: hints.memory_bytes,
             count: if kind == DeviceKind::Cpu {
                 0
             } else {

@@ -386,6 +386,11 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
         let hints = &mut self.builder.device;
         hints.property_count = devices.len();
         for device in &devices {
+            if hints.memory_bytes.is_none() {
+                hints.memory_bytes = device
+                    .get("totalGlobalMem")
+                    .and_then(serde_json::Value::as_i64);
+            }
             if let Some(name) = device.get("name").and_then(serde_json::Value::as_str) {
                 hints.names.push(name.to_owned());
                 if name.contains("HPU") || name.contains("GAUDI") || name.contains("Gaudi") {

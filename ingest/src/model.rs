@@ -588,6 +588,9 @@ pub struct DeviceInfo {
     pub kind: DeviceKind,
     /// Device model name (`NVIDIA A100-SXM4-40GB`) when the trace records it.
     pub name: Option<String>,
+    /// Memory of one device (`deviceProperties[].totalGlobalMem`), bytes, when recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<i64>,
     /// Number of devices with activity or properties in the trace.
     pub count: usize,
 }

@@ -300,8 +300,12 @@ class Model:
         self.alloc += nbytes
         if nbytes > 0:
             self.addr += 0x200000
+        # A caching allocator: reserves 20 MiB segments as allocations need them, never returns
+        # them (so reserved stays a little above the peak allocated).
+        seg = 20 * 1024 * 1024
+        self.reserved = max(getattr(self, "reserved", 0), -(-self.alloc // seg) * seg)
         self.mem.append({"t": t, "bytes": nbytes, "addr": self.addr, "allocated": self.alloc,
-                         "reserved": 2 * 1024 * 1024 * 1024})
+                         "reserved": self.reserved})
 
 
 def linear_op(m, t, gemm_us, out_elems, line):

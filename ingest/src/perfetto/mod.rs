@@ -84,6 +84,9 @@ pub(crate) struct TraceNote {
     /// Device model name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) device_name: Option<String>,
+    /// Memory of one device, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) device_memory_bytes: Option<i64>,
     /// Added to every time on export (Perfetto times are unsigned); the reader subtracts it.
     #[serde(default)]
     pub(crate) time_offset_ns: i64,

@@ -641,6 +641,7 @@ impl<'b> Reader<'b> {
         if let Some(name) = &note.device_name {
             hints.names.push(name.clone());
         }
+        hints.memory_bytes = note.device_memory_bytes;
         self.time_offset = note.time_offset_ns;
         self.note = Some(note);
     }

@@ -270,6 +270,7 @@ impl<'t, 'o> Writer<'t, 'o> {
                 .collect(),
             device_kind: self.t.device.kind.as_str().to_owned(),
             device_name: self.t.device.name.clone(),
+            device_memory_bytes: self.t.device.memory_bytes,
             time_offset_ns: self.time_offset,
         };
         let uuid = self.uuid();
