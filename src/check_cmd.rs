@@ -11,7 +11,7 @@ use steplens_analysis::compare::RunFigures;
 use steplens_analysis::units::human_ns;
 
 use crate::render::{Style, Table, truncate};
-use crate::run_input::{Run, load_pair};
+use crate::run_input::{Run, load_pair, load_run};
 use crate::{LoadArgs, output, read_budget};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -27,9 +27,15 @@ pub(crate) struct CheckArgs {
     /// The run to check: trace files (several for ranks) or one saved JSON report.
     #[arg(required = true)]
     current: Vec<PathBuf>,
-    /// The baseline: trace files or one saved JSON report (`steplens report -f json`).
+    /// The baseline: trace files (several for ranks) or one saved JSON report (`steplens
+    /// report -f json`).
     #[arg(long, required = true, num_args = 1.., value_name = "BASE")]
     baseline: Vec<PathBuf>,
+    /// Another baseline run of the same work (a trace or a saved report), repeatable: all
+    /// baseline runs' steps are pooled and the spread between their median steps sets the
+    /// run-to-run noise floor of the step rules.
+    #[arg(long, value_name = "RUN")]
+    baseline_run: Vec<PathBuf>,
     /// Budget file (TOML): `[check]` limits and allowed findings, `[thresholds]` for detectors.
     #[arg(long, value_name = "FILE")]
     budget: Option<PathBuf>,
@@ -69,14 +75,25 @@ pub(crate) fn run(args: &CheckArgs) -> Result<bool> {
     if let Some(warmup) = args.warmup {
         limits.warmup_steps = warmup;
     }
-    let (current, baseline) = load_pair(
+    let (current, mut baseline) = load_pair(
         &args.current,
         &args.baseline,
         &args.load.options(),
         &budget.thresholds,
         false,
     )?;
-    let base_figures = RunFigures::of(&baseline.report, limits.warmup_steps);
+    let mut runs = vec![RunFigures::of(&baseline.report, limits.warmup_steps)];
+    for path in &args.baseline_run {
+        let run = load_run(
+            std::slice::from_ref(path),
+            &args.load.options(),
+            &budget.thresholds,
+            false,
+        )?;
+        runs.push(RunFigures::of(&run.report, limits.warmup_steps));
+        baseline.label = format!("{} | {}", baseline.label, run.label);
+    }
+    let base_figures = RunFigures::pooled(&runs).context("--baseline names no run")?;
     let cur_figures = RunFigures::of(&current.report, limits.warmup_steps);
     let outcome = check(&base_figures, &cur_figures, &limits);
 
@@ -142,11 +159,24 @@ fn side_line(run: &Run, figures: &RunFigures) -> String {
 
 fn verdict(outcome: &CheckOutcome) -> String {
     let failed = outcome.failures().count();
+    let count = |status: Status| outcome.rules.iter().filter(|r| r.status == status).count();
+    let mut also = String::new();
+    for (n, what) in [
+        (
+            count(Status::Inconclusive),
+            "inconclusive (within the noise)",
+        ),
+        (count(Status::Warn), "warnings"),
+    ] {
+        if n > 0 {
+            also.push_str(&format!("; {n} {what}"));
+        }
+    }
     if outcome.passed {
-        format!("passed ({} rules)", outcome.rules.len())
+        format!("passed ({} rules{also})", outcome.rules.len())
     } else {
         format!(
-            "REGRESSED ({failed} of {} rules failed)",
+            "REGRESSED ({failed} of {} rules failed{also})",
             outcome.rules.len()
         )
     }
@@ -156,6 +186,8 @@ fn status_word(status: Status) -> &'static str {
     match status {
         Status::Pass => "pass",
         Status::Fail => "FAIL",
+        Status::Inconclusive => "noise?",
+        Status::Warn => "warn",
         Status::Skipped => "skip",
     }
 }
@@ -204,6 +236,23 @@ fn text(
             for new in &rule.new_findings {
                 writeln!(out, "      {}", style.dim(&new.title))?;
             }
+        }
+    }
+    let others: Vec<&RuleResult> = outcome
+        .rules
+        .iter()
+        .filter(|r| matches!(r.status, Status::Inconclusive | Status::Warn))
+        .collect();
+    if !others.is_empty() {
+        writeln!(out)?;
+        for rule in others {
+            writeln!(
+                out,
+                "  {} {}: {}",
+                style.yellow("?"),
+                rule.rule,
+                rule.message
+            )?;
         }
     }
     Ok(())
@@ -288,6 +337,8 @@ fn markdown(outcome: &CheckOutcome, baseline: &Run, current: &Run) -> String {
     let icon = |s: Status| match s {
         Status::Pass => "✅",
         Status::Fail => "❌",
+        Status::Inconclusive => "❔",
+        Status::Warn => "⚠️",
         Status::Skipped => "➖",
     };
     let table = rules_table(outcome, |s| icon(s).to_owned(), |rule| format!("`{rule}`"));
@@ -319,6 +370,7 @@ fn rules_table(
         ("baseline", true),
         ("current", true),
         ("change", true),
+        ("interval", true),
         ("limit", false),
     ]);
     let ordered = outcome
@@ -333,6 +385,7 @@ fn rules_table(
             rule.baseline.clone(),
             rule.current.clone(),
             rule.change.clone(),
+            rule.interval.clone(),
             rule.limit.clone(),
         ]);
     }
@@ -397,6 +450,15 @@ fn junit(outcome: &CheckOutcome, baseline: &Run, current: &Run, timestamp: &str)
         );
         match rule.status {
             Status::Pass => x.push_str("/>\n"),
+            // Not failures: said in the test case's output so a CI page shows them.
+            Status::Inconclusive | Status::Warn => {
+                let _ = writeln!(
+                    x,
+                    ">\n      <system-out>{}: {}</system-out>\n    </testcase>",
+                    status_word(rule.status).to_lowercase(),
+                    xml_escape(&rule.message)
+                );
+            }
             Status::Skipped => {
                 let _ = writeln!(
                     x,

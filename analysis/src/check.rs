@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::compare::{FindingKey, RunFigures};
+use crate::stats::{Statistic, bootstrap_shift};
 use crate::units::{human_ns, signed_ns};
 
 /// Tolerances for a time figure (step time, lost time per step, op time per step).
@@ -120,6 +121,18 @@ pub struct CheckBudget {
     pub lost_time: BTreeMap<String, TimeLimit>,
     /// Op self time per step: `default` and per op name (device ops end in ` [device]`).
     pub op_self_time: BTreeMap<String, TimeLimit>,
+    /// Confidence of the intervals the per-step rules use (0.5–0.9999).
+    pub confidence: f64,
+    /// Fewest measured steps on each side for a per-step rule to fail; with fewer, a change
+    /// past the tolerance is inconclusive.
+    pub min_steps: usize,
+    /// Op self-time rules fail the check (by default they only warn: op time is noisier than
+    /// step time, and an op that got slower without moving the step costs nothing).
+    pub fail_on_op_rules: bool,
+    /// Run-to-run noise of the step time assumed with a single baseline run, percent: a step
+    /// rule fails only when its interval's lower end is above it. With several baseline runs
+    /// the spread between their medians is measured instead (at least 2 %).
+    pub noise_floor_pct: f64,
 }
 
 /// Key of the fallback entry in the per-name limit tables.
@@ -140,6 +153,10 @@ impl Default for CheckBudget {
             engine_utilization: BTreeMap::new(),
             lost_time: BTreeMap::new(),
             op_self_time: BTreeMap::new(),
+            confidence: 0.99,
+            min_steps: 3,
+            fail_on_op_rules: false,
+            noise_floor_pct: 10.0,
         }
     }
 }
@@ -191,8 +208,13 @@ impl CheckBudget {
 pub enum Status {
     /// Within the budget.
     Pass,
-    /// Regressed past the budget.
+    /// Regressed past the budget, beyond noise.
     Fail,
+    /// Past the budget on its face, but within the noise (the interval reaches zero) or with too
+    /// few steps to tell: profile more steps.
+    Inconclusive,
+    /// Past the budget on a rule that does not fail the check (op self time, by default).
+    Warn,
     /// Not comparable (a figure missing on one side).
     Skipped,
 }
@@ -213,6 +235,10 @@ pub struct RuleResult {
     pub change: String,
     /// The limit as shown.
     pub limit: String,
+    /// The change's confidence interval as shown (`[+0.21 ms, +1.4 ms] at 99%`), for rules
+    /// compared over per-step samples.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub interval: String,
     /// One line saying why it passed, failed or was skipped.
     pub message: String,
     /// For `new_findings.*`: the findings the baseline lacks.
@@ -230,6 +256,7 @@ impl RuleResult {
             current,
             change: String::new(),
             limit,
+            interval: String::new(),
             message: String::new(),
             new_findings: Vec::new(),
         }
@@ -284,6 +311,13 @@ pub fn check(baseline: &RunFigures, current: &RunFigures, budget: &CheckBudget) 
             baseline.step_p50_ns,
             current.step_p50_ns,
             budget.step_time,
+            Samples::of(
+                &baseline.step_samples_ns,
+                &current.step_samples_ns,
+                Statistic::Median,
+                budget,
+            )
+            .map(|s| s.with_floor(step_noise_pct(baseline, budget))),
         ),
         time_rule(
             "step_time_mean",
@@ -291,6 +325,13 @@ pub fn check(baseline: &RunFigures, current: &RunFigures, budget: &CheckBudget) 
             baseline.step_mean_ns,
             current.step_mean_ns,
             budget.step_time_mean,
+            Samples::of(
+                &baseline.step_samples_ns,
+                &current.step_samples_ns,
+                Statistic::Mean,
+                budget,
+            )
+            .map(|s| s.with_floor(step_noise_pct(baseline, budget))),
         ),
         pct_rule(
             "device_busy",
@@ -320,26 +361,42 @@ pub fn check(baseline: &RunFigures, current: &RunFigures, budget: &CheckBudget) 
         .chain(current.lost_ns_per_step.keys())
         .collect();
     for kind in &kinds {
+        let samples = |run: &RunFigures| {
+            run.lost_samples_ns
+                .get(*kind)
+                .cloned()
+                .unwrap_or_else(|| vec![0; run.step_samples_ns.len()])
+        };
+        let (base_samples, cur_samples) = (samples(baseline), samples(current));
         rules.push(time_rule(
             &format!("lost_time.{kind}"),
             &format!("{kind} lost time per step"),
             Some(baseline.lost_ns_per_step.get(*kind).copied().unwrap_or(0)),
             Some(current.lost_ns_per_step.get(*kind).copied().unwrap_or(0)),
             budget.lost_limit(kind),
+            Samples::of(&base_samples, &cur_samples, Statistic::Mean, budget),
         ));
     }
     for kind in &kinds {
         rules.push(new_findings_rule(kind, baseline, current, budget));
     }
     for op in top_ops(baseline, current, budget.top_ops) {
-        rules.push(time_rule(
+        let mut rule = time_rule(
             &format!("op_self_time.{op}"),
             &format!("{op} self time per step"),
             Some(baseline.op_self_ns_per_step.get(&op).copied().unwrap_or(0)),
             Some(current.op_self_ns_per_step.get(&op).copied().unwrap_or(0)),
             budget.op_limit(&op),
-        ));
+            None,
+        );
+        if rule.status == Status::Fail && !budget.fail_on_op_rules {
+            rule.status = Status::Warn;
+            rule.message
+                .push_str(" (a warning: op rules fail only with fail_on_op_rules)");
+        }
+        rules.push(rule);
     }
+    explain_step_time(&mut rules, baseline, current);
     CheckOutcome {
         schema: CHECK_SCHEMA.to_owned(),
         passed: rules.iter().all(|r| r.status != Status::Fail),
@@ -369,12 +426,61 @@ fn ms_to_ns(ms: f64) -> i64 {
     (ms * 1e6).round() as i64
 }
 
+/// Per-step samples of both runs for a rule, with how to compare them.
+#[derive(Clone, Copy)]
+struct Samples<'a> {
+    baseline: &'a [i64],
+    current: &'a [i64],
+    statistic: Statistic,
+    confidence: f64,
+    min_steps: usize,
+    /// Run-to-run noise, percent of the baseline figure, the interval must clear.
+    floor_pct: f64,
+}
+
+impl<'a> Samples<'a> {
+    fn of(
+        baseline: &'a [i64],
+        current: &'a [i64],
+        statistic: Statistic,
+        budget: &CheckBudget,
+    ) -> Option<Self> {
+        Some(Self {
+            baseline,
+            current,
+            statistic,
+            confidence: budget.confidence,
+            min_steps: budget.min_steps.max(1),
+            floor_pct: 0.0,
+        })
+    }
+
+    /// The same samples held to a run-to-run noise floor.
+    fn with_floor(mut self, floor_pct: f64) -> Self {
+        self.floor_pct = floor_pct.max(0.0);
+        self
+    }
+}
+
+/// The run-to-run noise of the baseline's step time, percent: measured from several baseline
+/// runs, else the budget's assumption.
+fn step_noise_pct(baseline: &RunFigures, budget: &CheckBudget) -> f64 {
+    let medians = &baseline.run_step_p50_ns;
+    match (medians.iter().min(), medians.iter().max()) {
+        (Some(&lo), Some(&hi)) if medians.len() >= 2 && lo > 0 => {
+            ((hi - lo) as f64 * 100.0 / lo as f64).max(2.0)
+        }
+        _ => budget.noise_floor_pct,
+    }
+}
+
 fn time_rule(
     rule: &str,
     what: &str,
     baseline: Option<i64>,
     current: Option<i64>,
     limit: TimeLimit,
+    samples: Option<Samples<'_>>,
 ) -> RuleResult {
     let shown = |v: Option<i64>| v.map_or_else(|| "-".to_owned(), human_ns);
     let mut result = RuleResult::passing(rule, shown(baseline), shown(current), limit.describe());
@@ -409,15 +515,61 @@ fn time_rule(
         }
     });
     let has_tolerance = limit.max_increase_ms.is_some() || limit.max_increase_pct.is_some();
+    let shift = samples.as_ref().and_then(|s| {
+        bootstrap_shift(s.baseline, s.current, s.statistic, s.confidence).map(|shift| (s, shift))
+    });
+    if let Some((s, shift)) = &shift {
+        result.interval = format!(
+            "[{}, {}] at {}%",
+            signed_ns(shift.low.round() as i64),
+            signed_ns(shift.high.round() as i64),
+            s.confidence * 100.0
+        );
+    }
     if has_tolerance && delta > 0 && over_abs && over_rel {
-        result.status = Status::Fail;
-        result.message = format!(
+        let past = format!(
             "{what} went from {} to {}: {}, past {}",
             human_ns(base),
             human_ns(cur),
             result.change,
             limit.describe()
         );
+        match (&samples, &shift) {
+            // Without per-step samples (a run without steps) the figures are all there is.
+            (None, _) => {
+                result.status = Status::Fail;
+                result.message = past;
+            }
+            (Some(s), _) if s.baseline.len() < s.min_steps || s.current.len() < s.min_steps => {
+                result.status = Status::Inconclusive;
+                result.message = format!(
+                    "{past}; too few steps to tell ({} and {}, {} needed on each side): profile more steps",
+                    s.baseline.len(),
+                    s.current.len(),
+                    s.min_steps
+                );
+            }
+            (Some(s), Some((_, shift)))
+                if shift.significant_increase()
+                    && shift.low > base as f64 * s.floor_pct / 100.0 =>
+            {
+                result.status = Status::Fail;
+                result.message = format!("{past}, beyond noise ({})", result.interval);
+            }
+            (Some(s), _) => {
+                result.status = Status::Inconclusive;
+                let floor = if s.floor_pct > 0.0 {
+                    format!(" or reaches the {:.1}% run-to-run noise floor", s.floor_pct)
+                } else {
+                    String::new()
+                };
+                result.message = format!(
+                    "{past}, but within the noise ({} includes no change{floor}): profile more \
+                     steps, or give several baseline runs",
+                    result.interval
+                );
+            }
+        }
     } else {
         result.message = format!(
             "{what} {} (baseline {}, {})",
@@ -427,6 +579,50 @@ fn time_rule(
         );
     }
     result
+}
+
+/// When the step time failed, names the ops whose self time per step grew the most, with their
+/// share of the step's growth.
+fn explain_step_time(rules: &mut [RuleResult], baseline: &RunFigures, current: &RunFigures) {
+    let (Some(base), Some(cur)) = (baseline.step_p50_ns, current.step_p50_ns) else {
+        return;
+    };
+    let growth = cur - base;
+    if growth <= 0 {
+        return;
+    }
+    let mut grown: Vec<(&String, i64)> = current
+        .op_self_ns_per_step
+        .iter()
+        .map(|(op, &ns)| {
+            (
+                op,
+                ns - baseline.op_self_ns_per_step.get(op).copied().unwrap_or(0),
+            )
+        })
+        .filter(|(_, d)| *d > 0)
+        .collect();
+    grown.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+    let named: Vec<String> = grown
+        .iter()
+        .take(3)
+        .map(|(op, d)| {
+            format!(
+                "{op} {} ({:.0}% of it)",
+                signed_ns(*d),
+                *d as f64 * 100.0 / growth as f64
+            )
+        })
+        .collect();
+    if named.is_empty() {
+        return;
+    }
+    for rule in rules
+        .iter_mut()
+        .filter(|r| r.rule.starts_with("step_time") && r.status == Status::Fail)
+    {
+        rule.message = format!("{}; grew most: {}", rule.message, named.join(", "));
+    }
 }
 
 fn change_text(base: i64, cur: i64) -> String {
@@ -526,6 +722,7 @@ fn new_findings_rule(
         } else {
             "none new".to_owned()
         },
+        interval: String::new(),
         message,
         new_findings: new,
     }
@@ -551,7 +748,110 @@ mod tests {
             findings: BTreeMap::new(),
             lost_ns_per_step: BTreeMap::new(),
             op_self_ns_per_step: BTreeMap::new(),
+            step_samples_ns: vec![step_ns; 3],
+            lost_samples_ns: BTreeMap::new(),
+            run_step_p50_ns: vec![step_ns],
         }
+    }
+
+    /// A run whose steps are `ms` apart from one another (noisy), median `median_ms`.
+    fn noisy(median_ms: f64, spread_ms: f64, steps: usize) -> RunFigures {
+        let samples: Vec<i64> = (0..steps)
+            .map(|i| {
+                let offset = (i as f64 / (steps - 1).max(1) as f64 - 0.5) * 2.0 * spread_ms;
+                ((median_ms + offset) * 1e6) as i64
+            })
+            .collect();
+        let mut figures = run((median_ms * 1e6) as i64);
+        figures.step_samples_ns = samples;
+        figures.steps_measured = steps;
+        figures
+    }
+
+    #[test]
+    fn a_change_within_the_noise_is_inconclusive_and_does_not_fail() {
+        // +10 % on the median, but steps spread ±50 %: the interval reaches zero.
+        let outcome = check(
+            &noisy(10.0, 5.0, 6),
+            &noisy(11.0, 5.0, 6),
+            &CheckBudget::default(),
+        );
+        let r = rule(&outcome, "step_time");
+        assert_eq!(r.status, Status::Inconclusive, "{}", r.message);
+        assert!(r.message.contains("profile more steps"), "{}", r.message);
+        assert!(r.interval.ends_with("at 99%"), "{}", r.interval);
+        assert!(outcome.passed);
+        // +20 % with steps ±2 % apart is a regression, past the 10 % run-to-run noise floor.
+        let outcome = check(
+            &noisy(10.0, 0.2, 6),
+            &noisy(12.0, 0.2, 6),
+            &CheckBudget::default(),
+        );
+        assert_eq!(rule(&outcome, "step_time").status, Status::Fail);
+        // +8 % is within the assumed run-to-run noise of a single baseline run …
+        let outcome = check(
+            &noisy(10.0, 0.2, 6),
+            &noisy(10.8, 0.2, 6),
+            &CheckBudget::default(),
+        );
+        let r = rule(&outcome, "step_time");
+        assert_eq!(r.status, Status::Inconclusive, "{}", r.message);
+        assert!(
+            r.message.contains("10.0% run-to-run noise floor"),
+            "{}",
+            r.message
+        );
+        // … but not when several baseline runs agree within 1 %.
+        let mut runs = vec![
+            noisy(10.0, 0.2, 6),
+            noisy(10.1, 0.2, 6),
+            noisy(10.05, 0.2, 6),
+        ];
+        for r in &mut runs[1..] {
+            r.findings.clear();
+        }
+        let pooled = RunFigures::pooled(&runs).unwrap();
+        assert_eq!(pooled.run_step_p50_ns.len(), 3);
+        assert_eq!(pooled.step_samples_ns.len(), 18);
+        let outcome = check(&pooled, &noisy(10.8, 0.2, 6), &CheckBudget::default());
+        assert_eq!(rule(&outcome, "step_time").status, Status::Fail);
+    }
+
+    #[test]
+    fn too_few_steps_are_inconclusive() {
+        let outcome = check(
+            &noisy(10.0, 0.1, 2),
+            &noisy(12.0, 0.1, 2),
+            &CheckBudget::default(),
+        );
+        let r = rule(&outcome, "step_time");
+        assert_eq!(r.status, Status::Inconclusive);
+        assert!(r.message.contains("too few steps"), "{}", r.message);
+    }
+
+    #[test]
+    fn op_rules_warn_unless_the_budget_makes_them_fail_and_explain_a_slower_step() {
+        let mut base = run(10_000_000);
+        let mut cur = run(12_000_000);
+        base.op_self_ns_per_step
+            .insert("aten::mm".into(), 4_000_000);
+        cur.op_self_ns_per_step.insert("aten::mm".into(), 5_500_000);
+        let outcome = check(&base, &cur, &CheckBudget::default());
+        assert_eq!(rule(&outcome, "op_self_time.aten::mm").status, Status::Warn);
+        let step = rule(&outcome, "step_time");
+        assert_eq!(step.status, Status::Fail);
+        assert!(
+            step.message
+                .contains("grew most: aten::mm +1.50 ms (75% of it)"),
+            "{}",
+            step.message
+        );
+        let strict = CheckBudget {
+            fail_on_op_rules: true,
+            ..CheckBudget::default()
+        };
+        let outcome = check(&base, &cur, &strict);
+        assert_eq!(rule(&outcome, "op_self_time.aten::mm").status, Status::Fail);
     }
 
     fn rule<'a>(outcome: &'a CheckOutcome, name: &str) -> &'a RuleResult {
@@ -571,7 +871,11 @@ mod tests {
 
     #[test]
     fn both_tolerances_must_be_exceeded() {
-        let budget = CheckBudget::default(); // +5 % and +0.1 ms
+        // +5 % and +0.1 ms; no run-to-run noise assumed, to test the tolerances alone.
+        let budget = CheckBudget {
+            noise_floor_pct: 0.0,
+            ..CheckBudget::default()
+        };
         // +20 % but only 20 µs: noise on a tiny step.
         let tiny = check(&run(100_000), &run(120_000), &budget);
         assert_eq!(rule(&tiny, "step_time").status, Status::Pass);

@@ -99,6 +99,15 @@ pub struct RunFigures {
     /// Op self time per step by op name (host and device ops apart), ns, over the whole trace.
     /// Self time, so a slower kernel fails one rule rather than every op wrapped around it.
     pub op_self_ns_per_step: BTreeMap<String, i64>,
+    /// Duration of each measured step, ns: the samples the step-time rules compare.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub step_samples_ns: Vec<i64>,
+    /// Lost time of each measured step by finding kind, ns (0 in a step without the kind).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub lost_samples_ns: BTreeMap<String, Vec<i64>>,
+    /// Median step of each run these figures pool (one entry for a single run).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub run_step_p50_ns: Vec<i64>,
 }
 
 /// An op's name as compared across runs: device ops are marked so a host op and the kernel of
@@ -200,6 +209,20 @@ impl RunFigures {
             }
             *lost_by_kind.entry(finding.kind.clone()).or_insert(0) += finding.lost_ns;
         }
+        // Per measured step and kind, for the statistical rules.
+        let mut lost_samples_ns: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+        for finding in report.findings.iter().filter(|f| !is_warmup(f)) {
+            let Some(at) = finding
+                .step
+                .as_deref()
+                .and_then(|name| steps.iter().position(|s| s.name == name))
+            else {
+                continue;
+            };
+            lost_samples_ns
+                .entry(finding.kind.clone())
+                .or_insert_with(|| vec![0; steps.len()])[at] += finding.lost_ns;
+        }
         let per_step = steps.len().max(1) as i64;
         let lost_ns_per_step = lost_by_kind
             .into_iter()
@@ -229,7 +252,72 @@ impl RunFigures {
             findings,
             lost_ns_per_step,
             op_self_ns_per_step,
+            run_step_p50_ns: median(durations.clone()).into_iter().collect(),
+            step_samples_ns: durations,
+            lost_samples_ns,
         }
+    }
+}
+
+impl RunFigures {
+    /// Several runs of the same work as one side: their steps pooled (medians and means over
+    /// all of them), findings seen in any run, lost and op time per step averaged over runs, and
+    /// each run's median kept to measure the run-to-run noise.
+    #[must_use]
+    pub fn pooled(runs: &[Self]) -> Option<Self> {
+        let (first, rest) = runs.split_first()?;
+        if rest.is_empty() {
+            return Some(first.clone());
+        }
+        let mut out = first.clone();
+        let n = runs.len() as i64;
+        for run in rest {
+            out.steps_total += run.steps_total;
+            out.steps_measured += run.steps_measured;
+            out.warmup_skipped += run.warmup_skipped;
+            out.step_samples_ns.extend(&run.step_samples_ns);
+            out.run_step_p50_ns.extend(&run.run_step_p50_ns);
+            for (key, group) in &run.findings {
+                out.findings
+                    .entry(key.clone())
+                    .or_insert_with(|| group.clone());
+            }
+        }
+        let kinds: std::collections::BTreeSet<&String> =
+            runs.iter().flat_map(|r| r.lost_samples_ns.keys()).collect();
+        out.lost_samples_ns = kinds
+            .into_iter()
+            .map(|kind| {
+                let pooled = runs
+                    .iter()
+                    .flat_map(|r| {
+                        r.lost_samples_ns
+                            .get(kind)
+                            .cloned()
+                            .unwrap_or_else(|| vec![0; r.step_samples_ns.len()])
+                    })
+                    .collect();
+                (kind.clone(), pooled)
+            })
+            .collect();
+        let average = |get: &dyn Fn(&Self) -> &BTreeMap<String, i64>| {
+            let mut sum: BTreeMap<String, i64> = BTreeMap::new();
+            for run in runs {
+                for (k, v) in get(run) {
+                    *sum.entry(k.clone()).or_insert(0) += v;
+                }
+            }
+            sum.into_iter().map(|(k, v)| (k, v / n)).collect()
+        };
+        out.lost_ns_per_step = average(&|r: &Self| &r.lost_ns_per_step);
+        out.op_self_ns_per_step = average(&|r: &Self| &r.op_self_ns_per_step);
+        let samples = &out.step_samples_ns;
+        out.step_p50_ns = median(samples.clone());
+        out.step_mean_ns =
+            (!samples.is_empty()).then(|| samples.iter().sum::<i64>() / samples.len() as i64);
+        out.step_min_ns = samples.iter().min().copied();
+        out.step_max_ns = samples.iter().max().copied();
+        Some(out)
     }
 }
 

@@ -21,6 +21,7 @@ pub mod nodes;
 pub mod ops;
 pub mod perfetto_export;
 pub mod report;
+pub mod stats;
 pub mod steps;
 #[cfg(feature = "tables")]
 pub mod table;

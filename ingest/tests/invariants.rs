@@ -51,6 +51,14 @@ fn samples_are_all_found() {
     assert_eq!(
         names,
         [
+            "ddp_rank0.json.gz",
+            "ddp_rank1.json.gz",
+            "ddp_rank2.json.gz",
+            "ddp_rank3.json.gz",
+            "newsync.json.gz",
+            "same_script_a.json.gz",
+            "same_script_b.json.gz",
+            "slow25.json.gz",
             "train_hpu.bridge.json.gz",
             "train_hpu.hw.csv",
             "train_hpu.tef.json.gz",
