@@ -143,8 +143,17 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
         }
     }
 
-    /// Reads the whole document.
+    /// Reads the whole document. Its flavour comes from what this document shows: the HPU
+    /// hint of an input read before it (a Gaudi metrics file beside a CUDA trace) does not
+    /// make it a bridge trace.
     pub(crate) fn read(mut self) -> Result<ReadSummary, IngestError> {
+        let hpu_before = std::mem::take(&mut self.builder.device.saw_hpu);
+        let result = self.read_document();
+        self.builder.device.saw_hpu |= hpu_before;
+        result
+    }
+
+    fn read_document(&mut self) -> Result<ReadSummary, IngestError> {
         if self.cur.buf.starts_with(b"\xEF\xBB\xBF") {
             self.cur.pos = 3;
         }
@@ -194,8 +203,8 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
             format: self.flavor.id(),
             events: self.events,
             by_phase,
-            warnings: self.warnings,
-            top_level: self.top_level,
+            warnings: std::mem::take(&mut self.warnings),
+            top_level: std::mem::take(&mut self.top_level),
             rank: self.rank,
             world_size: self.world_size,
         })

@@ -258,3 +258,22 @@ fn keys_read_past_on_purpose_are_counted_in_a_warning() {
     }
     assert_eq!(t.slices.len(), 2, "the events themselves are kept");
 }
+
+/// Device hints are per input: a Gaudi metrics file read before a CUDA trace does not make the
+/// CUDA trace a bridge trace (issue #12), in either order.
+#[test]
+fn a_cuda_trace_keeps_its_format_beside_a_gaudi_metrics_file() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../samples");
+    let cuda = root.join("hta/cuda_event_sync.json.gz");
+    let metrics = root.join("gaudi/train_hpu.metrics.json");
+    for order in [[&metrics, &cuda], [&cuda, &metrics]] {
+        let paths: Vec<&std::path::Path> = order.iter().map(|p| p.as_path()).collect();
+        let t = steplens_ingest::load_many(&paths, &LoadOptions::default(), None).expect("load");
+        let cuda_source = t
+            .sources
+            .iter()
+            .find(|s| s.path.ends_with("cuda_event_sync.json.gz"))
+            .expect("the CUDA source");
+        assert_eq!(cuda_source.format, "kineto-json", "order {paths:?}");
+    }
+}
