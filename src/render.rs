@@ -280,6 +280,58 @@ impl From<&StepStats> for StepLike {
     }
 }
 
+fn ranks_table(ranks: &steplens_analysis::ranks::RanksReport) -> Table {
+    let opt = |v: Option<i64>| v.map_or_else(|| "-".to_owned(), human_ns);
+    let mut table = Table::new(&[
+        ("rank", true),
+        ("from", false),
+        ("steps", true),
+        ("median step", true),
+        ("compute", true),
+        ("in collectives", true),
+        ("last to arrive", true),
+        ("waited", true),
+    ]);
+    for r in &ranks.ranks {
+        table.row(vec![
+            r.rank.to_string(),
+            r.rank_from.clone(),
+            thousands(r.steps as u64),
+            opt(r.step_p50_ns),
+            opt(r.compute_p50_ns),
+            opt(r.collective_p50_ns),
+            format!("{} of {}", r.last_arrivals, r.collectives),
+            human_ns(r.wait_ns),
+        ]);
+    }
+    table
+}
+
+fn collectives_table(ranks: &steplens_analysis::ranks::RanksReport) -> Table {
+    let mut table = Table::new(&[
+        ("collective", false),
+        ("count", true),
+        ("latency p50", true),
+        ("wait p50", true),
+        ("max start skew", true),
+        ("size", true),
+        ("bus GB/s", true),
+    ]);
+    for c in &ranks.collectives {
+        table.row(vec![
+            c.name.clone(),
+            thousands(c.count as u64),
+            human_ns(c.latency_p50_ns),
+            human_ns(c.wait_p50_ns),
+            human_ns(c.max_start_skew_ns),
+            c.bytes
+                .map_or_else(String::new, steplens_analysis::memory::human_bytes),
+            c.bus_gbps.map_or_else(String::new, |g| format!("{g:.2}")),
+        ]);
+    }
+    table
+}
+
 fn memory_table(report: &Report) -> Table {
     use steplens_analysis::memory::human_bytes;
     let mut table = Table::new(&[
@@ -615,6 +667,16 @@ pub(crate) fn text(
         writeln!(out, "{}", style.bold("Device idle by stream (whole trace)"))?;
         idle_table(report).text(out, style)?;
     }
+    if let Some(ranks) = &report.ranks {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{}",
+            style.bold(&format!("Ranks ({}; {})", ranks.world_size, ranks.clock))
+        )?;
+        ranks_table(ranks).text(out, style)?;
+        collectives_table(ranks).text(out, style)?;
+    }
     if !report.memory.is_empty() {
         writeln!(out)?;
         writeln!(out, "{}", style.bold("Memory (whole trace)"))?;
@@ -692,6 +754,12 @@ pub(crate) fn markdown(out: &mut dyn Write, report: &Report, top: usize) -> io::
     if !report.idle.is_empty() {
         writeln!(out, "\n## Device idle by stream (whole trace)\n")?;
         idle_table(report).markdown(out)?;
+    }
+    if let Some(ranks) = &report.ranks {
+        writeln!(out, "\n## Ranks ({}; {})\n", ranks.world_size, ranks.clock)?;
+        ranks_table(ranks).markdown(out)?;
+        writeln!(out)?;
+        collectives_table(ranks).markdown(out)?;
     }
     if !report.memory.is_empty() {
         writeln!(out, "\n## Memory (whole trace)\n")?;

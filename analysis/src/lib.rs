@@ -20,6 +20,7 @@ pub mod memory;
 pub mod nodes;
 pub mod ops;
 pub mod perfetto_export;
+pub mod ranks;
 pub mod report;
 pub mod stats;
 pub mod steps;

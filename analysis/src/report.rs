@@ -180,6 +180,9 @@ pub struct Report {
     /// Memory per device, from `[memory]` events (`profile_memory=True`); absent without them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub memory: Vec<crate::memory::DeviceMemory>,
+    /// The ranks of a multi-input run with collectives; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ranks: Option<crate::ranks::RanksReport>,
     /// Summary.
     pub summary: Summary,
 }
@@ -204,6 +207,10 @@ pub fn build_report_with(timeline: &Timeline, thresholds: &Thresholds) -> Report
     let mut findings = run_all(&ctx);
     let memory = crate::memory::memory_by_device(&ctx);
     findings.extend(crate::memory::findings(&ctx, &memory));
+    let ranks = crate::ranks::ranks(timeline).map(|(ranks, straggler)| {
+        findings.extend(straggler);
+        ranks
+    });
     let mut steps = steps;
     if let Some(primary) = crate::memory::primary(&memory) {
         for (step, m) in steps.iter_mut().zip(&primary.steps) {
@@ -248,6 +255,7 @@ pub fn build_report_with(timeline: &Timeline, thresholds: &Thresholds) -> Report
         idle: idle_breakdown(timeline, thresholds.kernel_wait_max_ns),
         engines,
         memory,
+        ranks,
         summary,
     }
 }

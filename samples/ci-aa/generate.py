@@ -6,6 +6,9 @@
 - ``slow25.json.gz``: the single-process loop with +25 % work per step (a larger hidden layer
   in one extra matmul per step), a real regression.
 - ``newsync.json.gz``: the single-process loop reading ``loss.item()`` every step (a new sync).
+- ``straggler_rank{0..3}.json.gz``: the 4-rank DDP run again, but rank 2 computes an extra
+  256x1024 @ 1024x1024 matmul (with ``aten::mm`` in the trace) every step before its forward:
+  the planted straggler the others wait for in every all_reduce.
 
 The machine is shared and noisy (2 cores, 4 ranks): that is the point.
 
@@ -75,7 +78,7 @@ def single(variant: str):
     profile(step, os.path.join(HERE, f"{variant}.json.gz"))
 
 
-def rank_main(rank, world):
+def rank_main(rank, world, prefix="ddp", slow_rank=None):
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = "29517"
     dist.init_process_group("gloo", rank=rank, world_size=world)
@@ -86,21 +89,30 @@ def rank_main(rank, world):
     xs = [torch.randn(256, 128) for _ in range(4)]
     ys = [torch.randint(0, 10, (256,)) for _ in range(4)]
 
+    heavy = torch.randn(1024, 1024)
+    extra_in = torch.randn(256, 1024)
+
     def step(i):
+        if rank == slow_rank:
+            for _ in range(3):
+                extra_in.mm(heavy)
         loss = nn.functional.cross_entropy(m(xs[i % 4]), ys[i % 4])
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
 
-    profile(step, os.path.join(HERE, f"ddp_rank{rank}.json.gz"))
+    profile(step, os.path.join(HERE, f"{prefix}_rank{rank}.json.gz"))
     dist.destroy_process_group()
 
 
 if __name__ == "__main__":
-    which = sys.argv[1:] or ["ddp", "same_script_a", "same_script_b", "slow25", "newsync"]
+    which = sys.argv[1:] or ["ddp", "same_script_a", "same_script_b", "slow25", "newsync",
+                             "straggler"]
     for w in which:
         if w == "ddp":
             mp.spawn(rank_main, args=(4,), nprocs=4, join=True)
+        elif w == "straggler":
+            mp.spawn(rank_main, args=(4, "straggler", 2), nprocs=4, join=True)
         else:
             single(w)
         print("done", w)

@@ -337,6 +337,7 @@ pub const FINDING_KINDS: &[&str] = &[
     "debug_api_enabled",
     "memory_growth",
     "reserved_slack",
+    "straggler",
 ];
 
 /// Who keeps a wall-clock nanosecond that several findings claim, first to last: a compile is

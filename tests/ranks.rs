@@ -1,0 +1,80 @@
+//! Many ranks as one run (issue #16) on real 4-rank DDP runs (gloo over localhost, torch CPU
+//! profiler; `samples/ci-aa/generate.py`): ranks from `distributedInfo`, every `gloo:all_reduce`
+//! matched across the ranks, per-rank compute and collective time, and a `straggler` finding only
+//! where one was planted (rank 2 computes three extra 256x1024x1024 matmuls per step).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use serde_json::Value;
+
+mod support;
+
+fn report(prefix: &str) -> Value {
+    let paths: Vec<String> = (0..4)
+        .map(|r| {
+            support::repo()
+                .join(format!("samples/ci-aa/{prefix}_rank{r}.json.gz"))
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    let mut args = vec!["report", "-f", "json"];
+    // Given out of order: ranks come from the traces, not the argument order.
+    args.extend([&paths[2], &paths[0], &paths[3], &paths[1]].map(String::as_str));
+    let out = support::steplens(&args);
+    assert!(out.status.success(), "{}", support::stderr(&out));
+    serde_json::from_str(&support::stdout(&out)).unwrap()
+}
+
+fn stragglers(r: &Value) -> Vec<&Value> {
+    r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "straggler")
+        .collect()
+}
+
+#[test]
+fn a_balanced_run_has_matched_collectives_and_no_straggler() {
+    let r = report("ddp");
+    let ranks = &r["ranks"];
+    assert_eq!(ranks["world_size"], 4);
+    assert_eq!(ranks["backend"], "gloo");
+    let rows = ranks["ranks"].as_array().unwrap();
+    let ids: Vec<i64> = rows.iter().map(|x| x["rank"].as_i64().unwrap()).collect();
+    assert_eq!(ids, [0, 1, 2, 3]);
+    for row in rows {
+        assert_eq!(row["rank_from"], "distributedInfo");
+        assert_eq!(row["collectives"], 20, "one all_reduce per step, 20 steps");
+        let step = row["step_p50_ns"].as_i64().unwrap();
+        let compute = row["compute_p50_ns"].as_i64().unwrap();
+        let comm = row["collective_p50_ns"].as_i64().unwrap();
+        assert!(
+            compute > 0 && comm > 0 && compute + comm <= step * 2,
+            "{row}"
+        );
+    }
+    let coll = &ranks["collectives"][0];
+    assert_eq!(coll["name"], "all_reduce");
+    assert_eq!(coll["count"], 20);
+    assert!(ranks["clock"].as_str().unwrap().starts_with("one host"));
+    assert!(stragglers(&r).is_empty(), "{:?}", stragglers(&r));
+}
+
+#[test]
+fn the_planted_straggler_is_named_with_what_it_did_differently() {
+    let r = report("straggler");
+    let found = stragglers(&r);
+    assert_eq!(found.len(), 1, "{found:?}");
+    let title = found[0]["title"].as_str().unwrap();
+    assert!(title.starts_with("rank 2 arrives last"), "{title}");
+    assert!(title.contains("grew most: aten::mm"), "{title}");
+    assert!(found[0]["lost_ns"].as_i64().unwrap() > 0);
+    let rows = r["ranks"]["ranks"].as_array().unwrap();
+    assert!(
+        rows[2]["last_arrivals"].as_u64().unwrap() >= 15,
+        "{}",
+        rows[2]
+    );
+}
