@@ -54,6 +54,9 @@ pub(crate) struct CheckArgs {
     /// Also append a Markdown summary to FILE (e.g. `$GITHUB_STEP_SUMMARY`).
     #[arg(long, value_name = "FILE")]
     summary_md: Option<PathBuf>,
+    /// Also write a self-contained HTML page of the verdict to FILE (a CI artifact).
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
     #[command(flatten)]
     load: LoadArgs,
 }
@@ -122,6 +125,12 @@ pub(crate) fn run(args: &CheckArgs) -> Result<bool> {
     }
     if let Some(path) = &args.summary_md {
         append_file(path, &markdown(&outcome, &baseline, &current))?;
+    }
+    if let Some(path) = &args.html {
+        write_file(
+            path,
+            &crate::html::check_page(&outcome, &baseline.label, &current.label),
+        )?;
     }
     Ok(outcome.passed)
 }

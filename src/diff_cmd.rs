@@ -78,6 +78,7 @@ pub(crate) fn run(args: &DiffArgs) -> Result<()> {
         }
         ReportFormat::Text => write(&mut out, &result, args.top, Some(Style { color }))?,
         ReportFormat::Md => write(&mut out, &result, args.top, None)?,
+        ReportFormat::Html => out.write_all(crate::html::diff_page(&result).as_bytes())?,
     }
     out.flush()?;
     Ok(())

@@ -9,6 +9,7 @@ mod check_cmd;
 mod diff_cmd;
 mod export_cmd;
 mod export_perfetto;
+mod html;
 mod progress;
 mod render;
 mod run_input;
@@ -97,6 +98,8 @@ enum ReportFormat {
     Md,
     /// The `steplens.report/1` JSON contract.
     Json,
+    /// One self-contained HTML page with charts (open it in a browser; no network needed).
+    Html,
 }
 
 #[derive(Debug, clap::Args)]
@@ -258,6 +261,7 @@ fn report(args: &ReportArgs) -> Result<()> {
         }
         ReportFormat::Text => render::text(&mut out, &report, args.top, color)?,
         ReportFormat::Md => render::markdown(&mut out, &report, args.top)?,
+        ReportFormat::Html => out.write_all(html::report_page(&report, &timeline).as_bytes())?,
     }
     out.flush()?;
     Ok(())

@@ -1,0 +1,1020 @@
+//! `steplens report -f html`: one self-contained page (inline CSS, JS and SVG; no network) with
+//! the overview, the charts, the ranked findings with a small evidence timeline each, and
+//! sortable, filterable tables.
+//!
+//! Built by hand rather than with a template engine: the page is a handful of fixed sections,
+//! and every string from a trace goes through [`esc`] (one function, tested with a kernel named
+//! `<script>`), so a template engine would add a build-time dependency to the CLI and nothing
+//! the escaping does not already give. Charts are SVG written here for the same reason; hovering
+//! shows values through SVG `<title>` tooltips, which every browser renders natively. Colours
+//! are the Okabe–Ito palette (colour-blind safe).
+
+use std::fmt::Write as _;
+
+use steplens_analysis::Report;
+use steplens_analysis::memory::human_bytes;
+use steplens_analysis::steps::Channels;
+use steplens_analysis::units::human_ns;
+use steplens_ingest::Timeline;
+
+/// Okabe–Ito: orange, sky blue, bluish green, yellow, blue, vermillion, reddish purple, grey.
+const PALETTE: [&str; 8] = [
+    "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#999999",
+];
+
+/// Escapes text for HTML content and attribute values.
+pub(crate) fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+const STYLE: &str = r#"
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1200px;padding:16px 24px;color:#222}
+h1{font-size:22px;margin:8px 0}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd}
+.headline{font-size:17px;background:#f4f7fb;border-left:4px solid #0072B2;padding:8px 12px}
+.muted{color:#666}.warn{color:#a05a00}
+table{border-collapse:collapse;font-size:13px;margin:6px 0}th,td{padding:3px 8px;border-bottom:1px solid #eee;text-align:left;vertical-align:top}
+td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}th{cursor:pointer;background:#fafafa;position:sticky;top:0}
+.finding{border:1px solid #ddd;border-radius:6px;padding:8px 12px;margin:10px 0}
+.sev-critical{border-left:5px solid #D55E00}.sev-warning{border-left:5px solid #E69F00}.sev-info{border-left:5px solid #56B4E9}
+.kind{font-weight:600}.advice{margin:4px 0 0;color:#333}
+.legend span{display:inline-block;margin-right:14px}.legend i{display:inline-block;width:11px;height:11px;margin-right:4px;vertical-align:-1px}
+input.filter{margin:4px 0;padding:3px 6px;width:280px}
+svg text{font:11px system-ui,sans-serif;fill:#333}
+@media print{th{position:static}.noprint{display:none}}
+"#;
+
+const SCRIPT: &str = r#"
+document.querySelectorAll('table.sortable').forEach(function(t){
+  t.querySelectorAll('th').forEach(function(th,col){
+    th.addEventListener('click',function(){
+      var body=t.tBodies[0],rows=Array.prototype.slice.call(body.rows);
+      var asc=th.dataset.dir!=='asc';th.dataset.dir=asc?'asc':'desc';
+      rows.sort(function(a,b){
+        var x=a.cells[col].dataset.v,y=b.cells[col].dataset.v;
+        if(x!==undefined&&y!==undefined){return asc?x-y:y-x;}
+        x=a.cells[col].textContent;y=b.cells[col].textContent;
+        return asc?x.localeCompare(y):y.localeCompare(x);});
+      rows.forEach(function(r){body.appendChild(r);});});});});
+document.querySelectorAll('input.filter').forEach(function(inp){
+  inp.addEventListener('input',function(){
+    var q=inp.value.toLowerCase(),t=document.getElementById(inp.dataset.table);
+    Array.prototype.forEach.call(t.tBodies[0].rows,function(r){
+      r.style.display=r.textContent.toLowerCase().indexOf(q)>=0?'':'none';});});});
+var kinds=document.getElementById('kind-filter');
+if(kinds){kinds.addEventListener('change',function(){
+  document.querySelectorAll('.finding').forEach(function(f){
+    f.style.display=(!kinds.value||f.dataset.kind===kinds.value)?'':'none';});});}
+"#;
+
+/// The whole page.
+pub(crate) fn report_page(report: &Report, timeline: &Timeline) -> String {
+    let mut h = String::new();
+    h.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
+    h.push_str("<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">");
+    let _ = write!(
+        h,
+        "<title>steplens report — {}</title>",
+        esc(&sources_label(report))
+    );
+    let _ = write!(h, "<style>{STYLE}</style></head><body>");
+    let _ = write!(h, "<h1>steplens report</h1>");
+    overview(&mut h, report);
+    top_findings(&mut h, report);
+    step_chart(&mut h, report);
+    utilization_chart(&mut h, timeline);
+    lost_chart(&mut h, report);
+    ops_chart(&mut h, report);
+    findings(&mut h, report);
+    tables(&mut h, report);
+    close_page(&mut h);
+    h
+}
+
+/// The page's head, its styles and its first heading.
+fn open_page(title: &str, heading: &str) -> String {
+    let mut h = String::from("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
+    h.push_str("<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">");
+    let _ = write!(
+        h,
+        "<title>{}</title><style>{STYLE}</style></head><body><h1>{}</h1>",
+        esc(title),
+        esc(heading)
+    );
+    h
+}
+
+/// The page's script (sorting, filtering) and its end.
+fn close_page(h: &mut String) {
+    let _ = writeln!(h, "<script>{SCRIPT}</script></body></html>");
+}
+
+fn sources_label(report: &Report) -> String {
+    report
+        .sources
+        .iter()
+        .map(|s| s.path.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn pct(part: i64, whole: i64) -> f64 {
+    if whole > 0 {
+        part as f64 * 100.0 / whole as f64
+    } else {
+        0.0
+    }
+}
+
+/// `median step 31.5 ms; 38 % lost: 21 % host_bound_gap, 12 % sync_point …`.
+fn headline(report: &Report) -> String {
+    let s = &report.summary;
+    let total: i64 = report.steps.iter().map(|st| st.dur_ns).sum();
+    let mut line = match s.p50_step_ns {
+        Some(p50) => format!("median step {}", human_ns(p50)),
+        None => format!("no steps; trace spans {}", human_ns(s.trace_ns)),
+    };
+    if total > 0 {
+        let mut kinds: Vec<(&String, &i64)> =
+            s.lost_ns_by_kind.iter().filter(|(_, v)| **v > 0).collect();
+        kinds.sort_by_key(|(_, v)| std::cmp::Reverse(**v));
+        let parts: Vec<String> = kinds
+            .iter()
+            .map(|(k, v)| format!("{:.0}% {k}", pct(**v, total)))
+            .collect();
+        let lost = s.lost_pct_of_steps.unwrap_or(0.0);
+        if parts.is_empty() {
+            line.push_str("; no time lost to findings");
+        } else {
+            let _ = write!(line, "; {lost:.0}% lost: {}", parts.join(", "));
+        }
+    }
+    line
+}
+
+fn overview(h: &mut String, report: &Report) {
+    let _ = write!(h, "<p class=\"headline\">{}</p>", esc(&headline(report)));
+    h.push_str("<table>");
+    let device = match &report.device.name {
+        Some(name) => format!(
+            "{} ({name}), {} active",
+            report.device.kind, report.device.count
+        ),
+        None => format!("{}, {} active", report.device.kind, report.device.count),
+    };
+    let rows = [
+        ("device", device),
+        ("steps", report.steps.len().to_string()),
+        ("trace span", human_ns(report.summary.trace_ns)),
+        (
+            "device busy",
+            report
+                .summary
+                .device_busy_pct
+                .map_or_else(|| "-".into(), |p| format!("{p:.1}%")),
+        ),
+    ];
+    for (k, v) in rows {
+        let _ = write!(h, "<tr><th>{k}</th><td>{}</td></tr>", esc(&v));
+    }
+    for s in &report.sources {
+        let _ = write!(
+            h,
+            "<tr><th>source</th><td>{} <span class=\"muted\">({}, {} events)</span>",
+            esc(&s.path),
+            esc(&s.format),
+            s.events
+        );
+        for w in &s.warnings {
+            let _ = write!(
+                h,
+                "<br><span class=\"warn\">warning: {}</span>",
+                esc(&w.message)
+            );
+        }
+        h.push_str("</td></tr>");
+    }
+    h.push_str("</table>");
+}
+
+fn top_findings(h: &mut String, report: &Report) {
+    h.push_str("<h2>What to change first</h2>");
+    if report.findings.is_empty() {
+        h.push_str("<p>No findings: nothing in this trace costs a material share of a step.</p>");
+        return;
+    }
+    h.push_str("<ol>");
+    let mut advised: Vec<&str> = Vec::new();
+    for f in report.findings.iter().take(5) {
+        let _ = write!(
+            h,
+            "<li><span class=\"kind\">{}</span> — {} <span class=\"muted\">(lost {})</span>",
+            esc(&f.kind),
+            esc(&f.title),
+            human_ns(f.lost_ns)
+        );
+        if !advised.contains(&f.recommendation.as_str()) {
+            advised.push(&f.recommendation);
+            let _ = write!(h, "<p class=\"advice\">{}</p>", esc(&f.recommendation));
+        }
+        h.push_str("</li>");
+    }
+    h.push_str("</ol>");
+}
+
+fn legend(h: &mut String, items: &[(&str, &str)]) {
+    h.push_str("<div class=\"legend\">");
+    for (name, colour) in items {
+        let _ = write!(
+            h,
+            "<span><i style=\"background:{colour}\"></i>{}</span>",
+            esc(name)
+        );
+    }
+    h.push_str("</div>");
+}
+
+/// Stacked bar per step: device busy, then the step's idle time split into compile, sync,
+/// data-loader and other (host) time.
+fn step_chart(h: &mut String, report: &Report) {
+    if report.steps.is_empty() {
+        return;
+    }
+    h.push_str("<h2>Steps</h2>");
+    let lost = |step: &str, kind: &str| -> i64 {
+        report
+            .findings
+            .iter()
+            .filter(|f| f.step.as_deref() == Some(step) && f.kind == kind)
+            .map(|f| f.lost_ns)
+            .sum()
+    };
+    let has_device = report.steps.iter().any(|s| s.device_busy_ns.is_some());
+    let series: [(&str, &str); 5] = [
+        (
+            if has_device {
+                "device busy"
+            } else {
+                "host busy"
+            },
+            PALETTE[4],
+        ),
+        ("compile", PALETTE[6]),
+        ("sync wait", PALETTE[5]),
+        ("data loader", PALETTE[0]),
+        (
+            if has_device {
+                "device idle, host working"
+            } else {
+                "other"
+            },
+            PALETTE[7],
+        ),
+    ];
+    legend(h, &series);
+    let (w, ht, left, bottom) = (1100.0, 260.0, 60.0, 40.0);
+    let max = report
+        .steps
+        .iter()
+        .map(|s| s.dur_ns)
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64;
+    let n = report.steps.len() as f64;
+    let bar = ((w - left) / n * 0.8).max(1.0);
+    let _ = write!(
+        h,
+        "<svg width=\"{w}\" height=\"{ht}\" role=\"img\" aria-label=\"step time\">"
+    );
+    axis_y(h, left, ht - bottom, max);
+    for (i, s) in report.steps.iter().enumerate() {
+        let busy = if has_device {
+            s.device_busy_ns.unwrap_or(0)
+        } else {
+            s.host_busy_ns
+        };
+        let parts = [
+            busy,
+            lost(&s.name, "recompile"),
+            lost(&s.name, "sync_point"),
+            lost(&s.name, "dataloader_stall").max(0),
+        ];
+        // The parts share one step: each is cut to what the ones before it left (a sync wait
+        // overlaps device work; the bar shows the step's wall time, never more).
+        let mut left_over = s.dur_ns;
+        let parts = parts.map(|v| {
+            let v = v.clamp(0, left_over);
+            left_over -= v;
+            v
+        });
+        let rest = left_over;
+        let x = left + i as f64 * (w - left) / n + 2.0;
+        let mut y = ht - bottom;
+        for (k, v) in parts.iter().chain(std::iter::once(&rest)).enumerate() {
+            let hh = *v as f64 / max * (ht - bottom - 10.0);
+            y -= hh;
+            let _ = write!(
+                h,
+                "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{bar:.1}\" height=\"{hh:.1}\" fill=\"{}\"><title>{}: {} {} ({:.0}% of {})</title></rect>",
+                series[k].1,
+                esc(&s.name),
+                series[k].0,
+                human_ns(*v),
+                pct(*v, s.dur_ns),
+                human_ns(s.dur_ns)
+            );
+        }
+        if report.steps.len() <= 40 {
+            let _ = write!(
+                h,
+                "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+                x + bar / 2.0,
+                ht - bottom + 14.0,
+                esc(s.name.trim_start_matches("ProfilerStep"))
+            );
+        }
+    }
+    if let Some(p50) = report.summary.p50_step_ns {
+        let y = ht - bottom - p50 as f64 / max * (ht - bottom - 10.0);
+        let _ = write!(
+            h,
+            "<line x1=\"{left}\" x2=\"{w}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#000\" stroke-dasharray=\"4 3\"><title>median step {}</title></line><text x=\"{}\" y=\"{:.1}\">median {}</text>",
+            human_ns(p50),
+            w - 90.0,
+            y - 3.0,
+            human_ns(p50)
+        );
+    }
+    h.push_str("</svg>");
+}
+
+/// A y axis with ticks in human time units.
+fn axis_y(h: &mut String, left: f64, base: f64, max: f64) {
+    let _ = write!(
+        h,
+        "<line x1=\"{left}\" x2=\"{left}\" y1=\"10\" y2=\"{base}\" stroke=\"#999\"/>"
+    );
+    for k in 0..=4 {
+        let v = max * f64::from(k) / 4.0;
+        let y = base - (base - 10.0) * f64::from(k) / 4.0;
+        let _ = write!(
+            h,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text><line x1=\"{left}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#eee\"/>",
+            left - 4.0,
+            y + 4.0,
+            human_ns(v as i64),
+            left + 1040.0
+        );
+    }
+}
+
+/// Busy share per engine class in 120 bins over the trace, with step boundaries.
+fn utilization_chart(h: &mut String, timeline: &Timeline) {
+    let channels = steplens_analysis::steps::channels(timeline);
+    let mut engines: std::collections::BTreeMap<&String, Vec<&Channels>> = Default::default();
+    for c in channels.values() {
+        for name in c.engines.keys() {
+            engines.entry(name).or_default().push(c);
+        }
+    }
+    let Some((from, to)) = timeline.time_range() else {
+        return;
+    };
+    if engines.is_empty() || to <= from {
+        return;
+    }
+    h.push_str("<h2>Engine utilization over the trace</h2>");
+    let names: Vec<(&str, &str)> = engines
+        .keys()
+        .enumerate()
+        .map(|(i, n)| (n.as_str(), PALETTE[i % PALETTE.len()]))
+        .collect();
+    legend(h, &names);
+    let (w, ht, left, bottom, bins) = (1100.0, 200.0, 60.0, 24.0, 120usize);
+    let span = (to - from) as f64;
+    let _ = write!(
+        h,
+        "<svg width=\"{w}\" height=\"{ht}\" role=\"img\" aria-label=\"utilization\">"
+    );
+    for k in 0..=4 {
+        let y = ht - bottom - (ht - bottom - 10.0) * f64::from(k) / 4.0;
+        let _ = write!(
+            h,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}%</text><line x1=\"{left}\" x2=\"{w}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#eee\"/>",
+            left - 4.0,
+            y + 4.0,
+            k * 25
+        );
+    }
+    for step in &timeline.steps {
+        let x = left + (step.start - from) as f64 / span * (w - left);
+        let _ = write!(
+            h,
+            "<line x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"10\" y2=\"{}\" stroke=\"#bbb\" stroke-dasharray=\"2 3\"><title>{}</title></line>",
+            ht - bottom,
+            esc(&step.name)
+        );
+    }
+    for (i, (name, sets)) in engines.iter().enumerate() {
+        let mut points = String::new();
+        for b in 0..bins {
+            let a = from + (span * b as f64 / bins as f64) as i64;
+            let z = from + (span * (b + 1) as f64 / bins as f64) as i64;
+            let busy: i64 = sets
+                .iter()
+                .filter_map(|c| c.engines.get(*name))
+                .map(|set| set.covered(a, z))
+                .sum();
+            let share = (busy as f64 / (z - a).max(1) as f64 / sets.len() as f64).min(1.0);
+            let x = left + (b as f64 + 0.5) / bins as f64 * (w - left);
+            let y = ht - bottom - share * (ht - bottom - 10.0);
+            let _ = write!(points, "{x:.1},{y:.1} ");
+        }
+        let _ = write!(
+            h,
+            "<polyline points=\"{points}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.6\"><title>{} busy share per bin of {}</title></polyline>",
+            PALETTE[i % PALETTE.len()],
+            esc(name),
+            human_ns((span / bins as f64) as i64)
+        );
+    }
+    let _ = write!(
+        h,
+        "<text x=\"{left}\" y=\"{}\">0</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text></svg>",
+        ht - 6.0,
+        w,
+        ht - 6.0,
+        human_ns(to - from)
+    );
+}
+
+/// Horizontal bars with a label, a value shown as text and a tooltip.
+fn hbars(h: &mut String, rows: &[(String, i64, &str)]) {
+    let max = rows.iter().map(|r| r.1).max().unwrap_or(1).max(1) as f64;
+    let (w, left, row_h) = (1100.0, 360.0, 20.0);
+    let ht = rows.len() as f64 * row_h + 10.0;
+    let _ = write!(h, "<svg width=\"{w}\" height=\"{ht}\" role=\"img\">");
+    for (i, (label, v, colour)) in rows.iter().enumerate() {
+        let y = i as f64 * row_h + 4.0;
+        let bw = *v as f64 / max * (w - left - 90.0);
+        let short: String = label.chars().take(55).collect();
+        let _ = write!(
+            h,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text><rect x=\"{left}\" y=\"{y:.1}\" width=\"{bw:.1}\" height=\"{:.1}\" fill=\"{colour}\"><title>{}: {}</title></rect><text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
+            left - 6.0,
+            y + 12.0,
+            esc(&short),
+            row_h - 5.0,
+            esc(label),
+            human_ns(*v),
+            left + bw + 4.0,
+            y + 12.0,
+            human_ns(*v)
+        );
+    }
+    h.push_str("</svg>");
+}
+
+/// One colour per finding kind, the same as the step chart's where the kind is there.
+fn kind_colour(kind: &str) -> &'static str {
+    match kind {
+        "recompile" => PALETTE[6],
+        "sync_point" => PALETTE[5],
+        "dataloader_stall" => PALETTE[0],
+        "host_bound_gap" => PALETTE[7],
+        "mme_idle_behind_tpc" => PALETTE[1],
+        "non_logical_transpose" => PALETTE[2],
+        "straggler" => PALETTE[4],
+        _ => PALETTE[3],
+    }
+}
+
+fn lost_chart(h: &mut String, report: &Report) {
+    let rows: Vec<(String, i64, &str)> = report
+        .summary
+        .lost_ns_by_kind
+        .iter()
+        .filter(|(_, v)| **v > 0)
+        .map(|(k, v)| (k.clone(), *v, kind_colour(k)))
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    h.push_str("<h2>Lost time by finding kind</h2>");
+    hbars(h, &rows);
+}
+
+fn ops_chart(h: &mut String, report: &Report) {
+    let mut ops: Vec<&steplens_analysis::ops::OpStats> = report.ops.iter().collect();
+    ops.sort_by_key(|o| std::cmp::Reverse(o.self_ns));
+    let rows: Vec<(String, i64, &str)> = ops
+        .iter()
+        .take(15)
+        .map(|o| {
+            let device = o.track_kind == "device";
+            let label = format!("{} [{}]", o.name, o.track_kind);
+            (
+                label,
+                o.self_ns,
+                if device { PALETTE[2] } else { PALETTE[1] },
+            )
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    h.push_str("<h2>Top ops by self time</h2>");
+    legend(h, &[("host", PALETTE[1]), ("device", PALETTE[2])]);
+    hbars(h, &rows);
+}
+
+fn findings(h: &mut String, report: &Report) {
+    h.push_str("<h2>Findings</h2>");
+    if report.findings.is_empty() {
+        h.push_str("<p>None.</p>");
+        return;
+    }
+    let mut kinds: Vec<&str> = report.findings.iter().map(|f| f.kind.as_str()).collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    h.push_str(
+        "<p class=\"noprint\">Kind: <select id=\"kind-filter\"><option value=\"\">all</option>",
+    );
+    for k in &kinds {
+        let _ = write!(h, "<option>{}</option>", esc(k));
+    }
+    h.push_str("</select></p>");
+    for f in &report.findings {
+        let _ = write!(
+            h,
+            "<div class=\"finding sev-{}\" data-kind=\"{}\"><div><span class=\"kind\">{}</span> <span class=\"muted\">{} · lost {}{}{}</span></div><div>{}</div>",
+            esc(&f.severity),
+            esc(&f.kind),
+            esc(&f.kind),
+            esc(&f.severity),
+            human_ns(f.lost_ns),
+            f.step
+                .as_deref()
+                .map(|s| format!(" · {}", esc(s)))
+                .unwrap_or_default(),
+            f.call_site
+                .as_deref()
+                .map(|s| format!(" · {}", esc(s)))
+                .unwrap_or_default(),
+            esc(&f.title)
+        );
+        evidence_timeline(h, report, f);
+        let _ = write!(
+            h,
+            "<p class=\"advice\">{}</p></div>",
+            esc(&f.recommendation)
+        );
+    }
+}
+
+/// The evidence slices of a finding drawn in its step's window (else around the finding).
+fn evidence_timeline(h: &mut String, report: &Report, f: &steplens_analysis::report::Finding) {
+    let spans: Vec<(i64, i64, String)> = f
+        .evidence
+        .iter()
+        .filter_map(|e| {
+            Some((
+                e.get("start_ns")?.as_i64()?,
+                e.get("dur_ns")?.as_i64()?,
+                e.get("name")?.as_str()?.to_owned(),
+            ))
+        })
+        .collect();
+    if spans.is_empty() {
+        return;
+    }
+    let step = f
+        .step
+        .as_deref()
+        .and_then(|name| report.steps.iter().find(|s| s.name == name));
+    let (from, to) = match step {
+        Some(s) => (s.start_ns, s.start_ns + s.dur_ns),
+        None => {
+            let a = spans.iter().map(|s| s.0).min().unwrap_or(0);
+            let z = spans.iter().map(|s| s.0 + s.1).max().unwrap_or(a + 1);
+            (a, z.max(a + 1))
+        }
+    };
+    let (w, ht) = (700.0, 34.0);
+    let span = (to - from).max(1) as f64;
+    let _ = write!(
+        h,
+        "<svg width=\"{w}\" height=\"{ht}\" role=\"img\" aria-label=\"evidence\"><rect x=\"0\" y=\"8\" width=\"{w}\" height=\"18\" fill=\"#f3f3f3\"><title>{} {}</title></rect>",
+        step.map_or("window", |s| s.name.as_str()),
+        human_ns(to - from)
+    );
+    for (start, dur, name) in spans.iter().take(200) {
+        let x = ((start - from) as f64 / span * w).clamp(0.0, w);
+        let bw = (*dur as f64 / span * w).max(1.5).min(w - x);
+        let _ = write!(
+            h,
+            "<rect x=\"{x:.1}\" y=\"10\" width=\"{bw:.1}\" height=\"14\" fill=\"{}\"><title>{}: {} at +{}</title></rect>",
+            PALETTE[5],
+            esc(name),
+            human_ns(*dur),
+            human_ns(start - from)
+        );
+    }
+    h.push_str("<line x1=\"0\" x2=\"0\" y1=\"4\" y2=\"30\" stroke=\"#333\"/>");
+    let _ = write!(
+        h,
+        "<line x1=\"{w}\" x2=\"{w}\" y1=\"4\" y2=\"30\" stroke=\"#333\"/></svg>"
+    );
+}
+
+/// A sortable, filterable table: `cells` are (shown text, sort value for numbers).
+fn table(h: &mut String, id: &str, heads: &[(&str, bool)], rows: &[Vec<(String, Option<f64>)>]) {
+    let _ = write!(
+        h,
+        "<input class=\"filter noprint\" data-table=\"{id}\" placeholder=\"filter rows…\"><table class=\"sortable\" id=\"{id}\"><thead><tr>"
+    );
+    for (name, numeric) in heads {
+        let _ = write!(
+            h,
+            "<th{}>{}</th>",
+            if *numeric { " class=\"n\"" } else { "" },
+            esc(name)
+        );
+    }
+    h.push_str("</tr></thead><tbody>");
+    for row in rows {
+        h.push_str("<tr>");
+        for (text, value) in row {
+            match value {
+                Some(v) => {
+                    let _ = write!(h, "<td class=\"n\" data-v=\"{v}\">{}</td>", esc(text));
+                }
+                None => {
+                    let _ = write!(h, "<td>{}</td>", esc(text));
+                }
+            }
+        }
+        h.push_str("</tr>");
+    }
+    h.push_str("</tbody></table>");
+}
+
+fn ns_cell(ns: i64) -> (String, Option<f64>) {
+    (human_ns(ns), Some(ns as f64))
+}
+
+fn text_cell(s: &str) -> (String, Option<f64>) {
+    (s.to_owned(), None)
+}
+
+fn tables(h: &mut String, report: &Report) {
+    if !report.steps.is_empty() {
+        h.push_str("<h2>Steps table</h2>");
+        let rows: Vec<Vec<(String, Option<f64>)>> = report
+            .steps
+            .iter()
+            .map(|s| {
+                vec![
+                    text_cell(&s.name),
+                    ns_cell(s.dur_ns),
+                    ns_cell(s.host_busy_ns),
+                    s.device_busy_ns.map_or_else(|| text_cell("-"), ns_cell),
+                    s.device_launched_ns.map_or_else(|| text_cell("-"), ns_cell),
+                    ns_cell(s.dataloader_ns),
+                    s.memory_peak_bytes
+                        .map_or_else(|| text_cell("-"), |b| (human_bytes(b), Some(b as f64))),
+                ]
+            })
+            .collect();
+        table(
+            h,
+            "steps",
+            &[
+                ("step", false),
+                ("duration", true),
+                ("host busy", true),
+                ("device busy", true),
+                ("device launched", true),
+                ("data loader", true),
+                ("memory peak", true),
+            ],
+            &rows,
+        );
+    }
+    if !report.engines.is_empty() {
+        h.push_str("<h2>Engines</h2>");
+        let rows: Vec<Vec<(String, Option<f64>)>> = report
+            .engines
+            .iter()
+            .map(|e| {
+                vec![
+                    text_cell(&e.class),
+                    (e.engines.to_string(), Some(e.engines as f64)),
+                    ns_cell(e.busy_ns),
+                    (format!("{:.1}%", e.busy_pct), Some(e.busy_pct)),
+                    (
+                        format!("{:.1}%", e.mean_engine_utilization_pct),
+                        Some(e.mean_engine_utilization_pct),
+                    ),
+                ]
+            })
+            .collect();
+        table(
+            h,
+            "engines",
+            &[
+                ("class", false),
+                ("engines", true),
+                ("busy", true),
+                ("% of trace", true),
+                ("mean per engine", true),
+            ],
+            &rows,
+        );
+    }
+    if !report.idle.is_empty() {
+        h.push_str("<h2>Device idle by stream</h2>");
+        let rows: Vec<Vec<(String, Option<f64>)>> = report
+            .idle
+            .iter()
+            .map(|i| {
+                vec![
+                    text_cell(&i.stream),
+                    (i.kernels.to_string(), Some(i.kernels as f64)),
+                    ns_cell(i.idle_ns),
+                    ns_cell(i.host_wait_ns),
+                    ns_cell(i.kernel_wait_ns),
+                    ns_cell(i.other_ns),
+                ]
+            })
+            .collect();
+        table(
+            h,
+            "idle",
+            &[
+                ("stream", false),
+                ("kernels", true),
+                ("idle", true),
+                ("host wait", true),
+                ("kernel wait", true),
+                ("other", true),
+            ],
+            &rows,
+        );
+    }
+    h.push_str("<h2>Ops (all)</h2>");
+    let rows: Vec<Vec<(String, Option<f64>)>> = report
+        .ops
+        .iter()
+        .map(|o| {
+            vec![
+                text_cell(&o.name),
+                text_cell(&o.track_kind),
+                (o.count.to_string(), Some(o.count as f64)),
+                ns_cell(o.total_ns),
+                ns_cell(o.self_ns),
+                ns_cell(o.mean_ns),
+                ns_cell(o.p50_ns),
+                ns_cell(o.p99_ns),
+            ]
+        })
+        .collect();
+    table(
+        h,
+        "ops",
+        &[
+            ("op", false),
+            ("where", false),
+            ("count", true),
+            ("total", true),
+            ("self", true),
+            ("mean", true),
+            ("p50", true),
+            ("p99", true),
+        ],
+        &rows,
+    );
+}
+
+/// `steplens diff -f html`: the two runs' figures, lost time by kind before and after, the
+/// findings that appeared or went, and every op change (sortable, filterable).
+pub(crate) fn diff_page(d: &steplens_analysis::diff::Diff) -> String {
+    let mut h = open_page(
+        &format!("steplens diff — {} vs {}", d.a_label, d.b_label),
+        "steplens diff",
+    );
+    let median = |f: &steplens_analysis::compare::RunFigures| f.step_p50_ns.unwrap_or(0);
+    let (a, b) = (median(&d.a), median(&d.b));
+    let _ = write!(
+        h,
+        "<p class=\"headline\">median step {} → {} ({:+.1}%): A = {}, B = {}</p>",
+        human_ns(a),
+        human_ns(b),
+        if a > 0 {
+            (b - a) as f64 * 100.0 / a as f64
+        } else {
+            0.0
+        },
+        esc(&d.a_label),
+        esc(&d.b_label)
+    );
+    let kinds: std::collections::BTreeSet<&String> =
+        d.a.lost_ns_per_step
+            .keys()
+            .chain(d.b.lost_ns_per_step.keys())
+            .collect();
+    if !kinds.is_empty() {
+        h.push_str("<h2>Lost time per step by finding kind, A then B</h2>");
+        legend(
+            &mut h,
+            &[("A (before)", PALETTE[7]), ("B (after)", PALETTE[5])],
+        );
+        let mut rows = Vec::new();
+        for k in kinds {
+            rows.push((
+                format!("{k} (A)"),
+                d.a.lost_ns_per_step.get(k).copied().unwrap_or(0),
+                PALETTE[7],
+            ));
+            rows.push((
+                format!("{k} (B)"),
+                d.b.lost_ns_per_step.get(k).copied().unwrap_or(0),
+                PALETTE[5],
+            ));
+        }
+        hbars(&mut h, &rows);
+    }
+    h.push_str("<h2>Findings</h2><ul>");
+    for (what, list) in [
+        ("appeared", &d.appeared),
+        ("gone", &d.gone),
+        ("persisting", &d.persisting),
+    ] {
+        for f in list.iter() {
+            let title =
+                f.b.as_ref()
+                    .or(f.a.as_ref())
+                    .map_or("", |g| g.title.as_str());
+            let _ = write!(
+                h,
+                "<li><b>{what}</b> {} — {}</li>",
+                esc(&f.key.to_string()),
+                esc(title)
+            );
+        }
+    }
+    h.push_str("</ul><h2>Op changes (per step)</h2>");
+    let rows: Vec<Vec<(String, Option<f64>)>> = d
+        .ops
+        .iter()
+        .map(|o| {
+            vec![
+                text_cell(&o.name),
+                text_cell(&format!("{:?}", o.status).to_lowercase()),
+                ns_cell(o.a_ns_per_step),
+                ns_cell(o.b_ns_per_step),
+                (
+                    steplens_analysis::units::signed_ns(o.delta_ns_per_step),
+                    Some(o.delta_ns_per_step as f64),
+                ),
+            ]
+        })
+        .collect();
+    table(
+        &mut h,
+        "ops",
+        &[
+            ("op", false),
+            ("status", false),
+            ("A", true),
+            ("B", true),
+            ("change", true),
+        ],
+        &rows,
+    );
+    close_page(&mut h);
+    h
+}
+
+/// `steplens check --html FILE`: the verdict, every rule with its interval, and lost time per
+/// step by kind, baseline beside current.
+pub(crate) fn check_page(
+    outcome: &steplens_analysis::check::CheckOutcome,
+    baseline: &str,
+    current: &str,
+) -> String {
+    use steplens_analysis::check::Status;
+    let mut h = open_page("steplens check", "steplens check");
+    let count = |st: Status| outcome.rules.iter().filter(|r| r.status == st).count();
+    let _ = write!(
+        h,
+        "<p class=\"headline\">{}: {} rules, {} failed, {} inconclusive, {} warnings<br><span class=\"muted\">baseline {} · current {}</span></p>",
+        if outcome.passed {
+            "passed"
+        } else {
+            "REGRESSED"
+        },
+        outcome.rules.len(),
+        count(Status::Fail),
+        count(Status::Inconclusive),
+        count(Status::Warn),
+        esc(baseline),
+        esc(current)
+    );
+    let kinds: std::collections::BTreeSet<&String> = outcome
+        .baseline
+        .lost_ns_per_step
+        .keys()
+        .chain(outcome.current.lost_ns_per_step.keys())
+        .collect();
+    if !kinds.is_empty() {
+        h.push_str("<h2>Lost time per step by finding kind</h2>");
+        legend(&mut h, &[("baseline", PALETTE[7]), ("current", PALETTE[5])]);
+        let mut rows = Vec::new();
+        for k in kinds {
+            let get = |m: &std::collections::BTreeMap<String, i64>| m.get(k).copied().unwrap_or(0);
+            rows.push((
+                format!("{k} (baseline)"),
+                get(&outcome.baseline.lost_ns_per_step),
+                PALETTE[7],
+            ));
+            rows.push((
+                format!("{k} (current)"),
+                get(&outcome.current.lost_ns_per_step),
+                PALETTE[5],
+            ));
+        }
+        hbars(&mut h, &rows);
+    }
+    h.push_str("<h2>Rules</h2>");
+    let order = |st: Status| -> f64 {
+        match st {
+            Status::Fail => 0.0,
+            Status::Inconclusive => 1.0,
+            Status::Warn => 2.0,
+            Status::Pass => 3.0,
+            Status::Skipped => 4.0,
+        }
+    };
+    let mut rules: Vec<&steplens_analysis::check::RuleResult> = outcome.rules.iter().collect();
+    rules.sort_by(|a, b| order(a.status).total_cmp(&order(b.status)));
+    let rows: Vec<Vec<(String, Option<f64>)>> = rules
+        .iter()
+        .map(|r| {
+            let status = serde_json::to_value(r.status)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            vec![
+                (status, Some(order(r.status))),
+                text_cell(&r.rule),
+                text_cell(&r.baseline),
+                text_cell(&r.current),
+                text_cell(&r.change),
+                text_cell(&r.interval),
+                text_cell(&r.limit),
+                text_cell(&r.message),
+            ]
+        })
+        .collect();
+    table(
+        &mut h,
+        "rules",
+        &[
+            ("verdict", false),
+            ("rule", false),
+            ("baseline", false),
+            ("current", false),
+            ("change", false),
+            ("interval", false),
+            ("limit", false),
+            ("why", false),
+        ],
+        &rows,
+    );
+    close_page(&mut h);
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::esc;
+
+    #[test]
+    fn trace_text_is_escaped() {
+        assert_eq!(
+            esc("<script>alert('x')</script> & \"q\""),
+            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;"
+        );
+    }
+}

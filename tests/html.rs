@@ -1,0 +1,106 @@
+//! `report -f html` and `diff -f html`: one self-contained page (no network reference), charts as
+//! inline SVG, every finding, every op row, and text from the trace escaped (a kernel named
+//! `<script>` renders as text).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+fn html_of(args: &[&str]) -> String {
+    let out = support::steplens(args);
+    assert!(out.status.success(), "{}", support::stderr(&out));
+    support::stdout(&out)
+}
+
+fn assert_self_contained(page: &str) {
+    assert!(page.starts_with("<!DOCTYPE html>"));
+    assert!(page.trim_end().ends_with("</html>"));
+    for remote in ["http://", "https://", "src=\"//", "<link"] {
+        // The SVG namespace is the only URL a page may name, and it is never fetched.
+        let hits = page.matches(remote).count();
+        assert_eq!(hits, 0, "{remote} appears in the page");
+    }
+}
+
+#[test]
+fn a_report_page_has_charts_findings_and_every_op() {
+    let sample = support::repo().join("samples/kineto-compat/pt2_x.json.gz");
+    let page = html_of(&["report", "-f", "html", sample.to_str().unwrap()]);
+    assert_self_contained(&page);
+    assert!(
+        page.matches("<svg").count() >= 5,
+        "charts and evidence timelines"
+    );
+    assert!(page.contains("median step"));
+    assert!(page.contains("data-kind=\"dataloader_stall\""));
+    assert!(page.contains("data-kind=\"sync_point\""));
+    let json = support::stdout(&support::steplens(&[
+        "report",
+        "-f",
+        "json",
+        sample.to_str().unwrap(),
+    ]));
+    let report: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let ops = report["ops"].as_array().unwrap().len();
+    let table = page.split("id=\"ops\"").nth(1).expect("the ops table");
+    assert_eq!(
+        table.matches("<tr>").count(),
+        ops + 1,
+        "every op row and the header"
+    );
+}
+
+#[test]
+fn trace_text_is_escaped_in_the_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("evil.json");
+    std::fs::write(
+        &trace,
+        r#"[{"ph":"X","cat":"user_annotation","name":"ProfilerStep#1","pid":1,"tid":1,"ts":0,"dur":100},
+            {"ph":"X","cat":"cpu_op","name":"<script>alert(1)</script>","pid":1,"tid":1,"ts":1,"dur":50}]"#,
+    )
+    .unwrap();
+    let page = html_of(&["report", "-f", "html", trace.to_str().unwrap()]);
+    assert!(!page.contains("<script>alert(1)"), "unescaped trace text");
+    assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    // The page's own script is the only one.
+    assert_eq!(page.matches("<script>").count(), 1);
+}
+
+#[test]
+fn a_diff_page_compares_the_runs() {
+    let a = support::repo().join("samples/ci-aa/same_script_a.json.gz");
+    let b = support::repo().join("samples/ci-aa/newsync.json.gz");
+    let page = html_of(&[
+        "diff",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "-f",
+        "html",
+    ]);
+    assert_self_contained(&page);
+    assert!(page.contains("steplens diff"));
+    assert!(page.contains("<b>appeared</b> sync_point"), "the new sync");
+    assert!(page.contains("id=\"ops\""));
+}
+
+#[test]
+fn a_check_page_is_written_beside_the_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let page_path = dir.path().join("check.html");
+    let base = support::repo().join("samples/ci-aa/same_script_a.json.gz");
+    let cur = support::repo().join("samples/ci-aa/newsync.json.gz");
+    let out = support::steplens(&[
+        "check",
+        cur.to_str().unwrap(),
+        "--baseline",
+        base.to_str().unwrap(),
+        "--html",
+        page_path.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "the new sync fails the check");
+    let page = std::fs::read_to_string(&page_path).unwrap();
+    assert_self_contained(&page);
+    assert!(page.contains("REGRESSED"));
+    assert!(page.contains("new_findings.sync_point"));
+}
