@@ -9,6 +9,7 @@ mod dataloader_stall;
 mod debug_api;
 mod gaudi;
 mod host_bound_gap;
+mod layer_patterns;
 mod mme_idle;
 mod non_logical_transpose;
 mod recompile;
@@ -311,6 +312,7 @@ pub fn run_all(ctx: &Context<'_>) -> Vec<Finding> {
     findings.extend(non_logical_transpose::detect(ctx));
     findings.extend(slow_zero_grad::detect(ctx));
     findings.extend(debug_api::detect(ctx));
+    findings.extend(layer_patterns::detect(ctx));
     settle_lost_time(ctx, &mut findings);
     let compiling = compile_time_per_step(ctx, &findings);
     findings.retain(|f| is_material(ctx, f, &compiling));
@@ -338,6 +340,8 @@ pub const FINDING_KINDS: &[&str] = &[
     "memory_growth",
     "reserved_slack",
     "straggler",
+    "explicit_pad",
+    "bias_before_batchnorm",
 ];
 
 /// Who keeps a wall-clock nanosecond that several findings claim, first to last: a compile is
@@ -349,6 +353,7 @@ const OWNER_ORDER: &[&str] = &[
     "recompile",
     "dataloader_stall",
     "non_logical_transpose",
+    "explicit_pad",
     "mme_idle_behind_tpc",
     "sync_point",
     "host_bound_gap",

@@ -1,0 +1,225 @@
+//! Layer patterns the performance guides advise against, read from the op sequence and the
+//! `record_shapes` args of the forward pass:
+//!
+//! - `explicit_pad`: a pad op (`aten::pad` / `aten::constant_pad_nd`, outermost) whose output is
+//!   the next convolution's input — the input shape grown in its trailing dimensions, the next
+//!   convolution on the same thread. The convolution's own `padding=` does it without the copy.
+//!   Counted per step and call site; lost = the pad op's time (the copy it makes). A pattern
+//!   finding: the copy is small next to the convolution, but it is pure waste in every step, so
+//!   it is reported whatever its share.
+//! - `bias_before_batchnorm`: a convolution or linear with a bias (a non-empty third `Input Dims`
+//!   entry) whose next op on the thread is `aten::batch_norm` over as many channels as the layer
+//!   has outputs: the norm subtracts the mean, so the bias does nothing but cost a parameter and
+//!   its gradient. One finding per step; count = such layers; a pattern finding (the bias add is
+//!   fused into the layer's kernel, so no time of its own shows).
+
+use std::collections::BTreeMap;
+
+use steplens_ingest::model::{CategoryClass, SliceId, Timeline};
+
+use super::non_logical_transpose::tensor_arg;
+use super::{Context, severity, short_ns};
+use crate::report::{Cost, Finding};
+
+const PAD_OPS: &[&str] = &["aten::pad", "aten::constant_pad_nd"];
+const CONV_OPS: &[&str] = &[
+    "aten::conv1d",
+    "aten::conv2d",
+    "aten::conv3d",
+    "aten::convolution",
+    "aten::_convolution",
+];
+const BIASED_OPS: &[&str] = &[
+    "aten::conv1d",
+    "aten::conv2d",
+    "aten::conv3d",
+    "aten::linear",
+];
+
+const PAD_ADVICE: &str = "A separate pad copies the whole activation before the convolution \
+    reads it. Give the convolution the padding instead (nn.Conv2d(..., padding=p), or \
+    padding_mode='reflect'/'replicate' for non-zero padding) and drop the F.pad call.";
+
+const BIAS_ADVICE: &str = "A batch norm right after this layer subtracts the mean, which \
+    cancels the layer's bias: create the layer with bias=False to save the parameter, its \
+    gradient and its optimizer update.";
+
+/// Whether `slice` is an outermost op of one of `names` (not inside another of them).
+fn outermost_of(ctx: &Context<'_>, slice: SliceId, names: &[&str]) -> bool {
+    let t = ctx.timeline;
+    names.contains(&t.slice_name(slice))
+        && !ctx
+            .ancestors(slice)
+            .any(|a| names.contains(&t.slice_name(a)))
+}
+
+/// The first op (ATen, not a Python frame or annotation) that starts after `slice` ends on its
+/// track, skipping scalar bookkeeping (BatchNorm's `num_batches_tracked.add_(1)` runs between a
+/// layer and its norm).
+fn next_op(t: &Timeline, slice: SliceId) -> Option<SliceId> {
+    let track = t.slice_track(slice)?;
+    let end = t.slices.end(slice);
+    let range = t.track_slices_between(track, end, i64::MAX);
+    range.into_iter().find(|&j| {
+        t.slice_class(j) == CategoryClass::CpuOp
+            && !tensor_arg(t, j, "Input Dims", 0).is_some_and(|shape| shape.is_empty())
+    })
+}
+
+/// Whether `padded` is `shape` grown in some trailing dimensions (and equal elsewhere).
+fn is_padded(shape: &[i64], padded: &[i64]) -> bool {
+    shape.len() == padded.len()
+        && shape.iter().zip(padded).all(|(a, b)| b >= a)
+        && shape.iter().zip(padded).any(|(a, b)| b > a)
+        && shape.first() == padded.first()
+}
+
+pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
+    let mut findings = explicit_pad(ctx);
+    findings.extend(bias_before_batchnorm(ctx));
+    findings
+}
+
+fn explicit_pad(ctx: &Context<'_>) -> Vec<Finding> {
+    let t = ctx.timeline;
+    if PAD_OPS.iter().all(|n| t.strings.lookup(n).is_none()) {
+        return Vec::new();
+    }
+    // (source, step, call site) → pads.
+    let mut groups: BTreeMap<(u16, usize, Option<String>), Vec<SliceId>> = BTreeMap::new();
+    for (_, track) in ctx.host_tracks() {
+        for i in track.slices.clone() {
+            if !outermost_of(ctx, i, PAD_OPS) {
+                continue;
+            }
+            let Some(shape) = tensor_arg(t, i, "Input Dims", 0) else {
+                continue;
+            };
+            let Some(next) = next_op(t, i).filter(|&j| CONV_OPS.contains(&t.slice_name(j))) else {
+                continue;
+            };
+            if !tensor_arg(t, next, "Input Dims", 0).is_some_and(|p| is_padded(&shape, &p)) {
+                continue;
+            }
+            let Some(step) = ctx.step_at(track.source, t.slices.start[i as usize]) else {
+                continue;
+            };
+            groups
+                .entry((track.source, step, ctx.call_site(i)))
+                .or_default()
+                .push(i);
+        }
+    }
+    groups
+        .into_iter()
+        .map(|((source, step, call_site), pads)| {
+            let s = &t.steps[step];
+            let lost: i64 = pads.iter().map(|&p| t.slices.dur[p as usize]).sum();
+            let first = pads[0];
+            Finding {
+                kind: "explicit_pad".into(),
+                severity: severity(lost, s.dur).into(),
+                title: format!(
+                    "{}× pad before a convolution{} in {} ({} copying)",
+                    pads.len(),
+                    call_site
+                        .as_deref()
+                        .map(|c| format!(" at {c}"))
+                        .unwrap_or_default(),
+                    s.name,
+                    short_ns(lost)
+                ),
+                step: Some(s.name.clone()),
+                start_ns: t.slices.start[first as usize],
+                end_ns: t.slices.end(first),
+                track: ctx.track_name(first),
+                ops: vec![t.slice_name(first).to_owned()],
+                call_site,
+                count: pads.len() as u64,
+                lost_ns: lost,
+                evidence: pads.iter().map(|&p| ctx.evidence(p)).collect(),
+                cost: Cost::pattern(
+                    source,
+                    pads.iter()
+                        .map(|&p| (t.slices.start[p as usize], t.slices.end(p)))
+                        .collect(),
+                ),
+                recommendation: PAD_ADVICE.into(),
+            }
+        })
+        .collect()
+}
+
+fn bias_before_batchnorm(ctx: &Context<'_>) -> Vec<Finding> {
+    let t = ctx.timeline;
+    if t.strings.lookup("aten::batch_norm").is_none() {
+        return Vec::new();
+    }
+    let mut per_step: BTreeMap<(u16, usize), Vec<SliceId>> = BTreeMap::new();
+    for (_, track) in ctx.host_tracks() {
+        for i in track.slices.clone() {
+            if !outermost_of(ctx, i, BIASED_OPS) {
+                continue;
+            }
+            // A bias is the third input; its shape is [out_features].
+            let Some(bias) = tensor_arg(t, i, "Input Dims", 2).filter(|b| b.len() == 1) else {
+                continue;
+            };
+            let Some(next) = next_op(t, i).filter(|&j| t.slice_name(j) == "aten::batch_norm")
+            else {
+                continue;
+            };
+            let channels = tensor_arg(t, next, "Input Dims", 0).and_then(|s| s.get(1).copied());
+            if channels != Some(bias[0]) {
+                continue;
+            }
+            if let Some(step) = ctx.step_at(track.source, t.slices.start[i as usize]) {
+                per_step.entry((track.source, step)).or_default().push(i);
+            }
+        }
+    }
+    per_step
+        .into_iter()
+        .map(|((source, step), layers)| {
+            let s = &t.steps[step];
+            let first = layers[0];
+            let mut names: Vec<&str> = layers.iter().map(|&l| t.slice_name(l)).collect();
+            names.dedup();
+            Finding {
+                kind: "bias_before_batchnorm".into(),
+                severity: "info".into(),
+                title: format!(
+                    "{} layer(s) with a bias feed straight into batch norm in {} ({})",
+                    layers.len(),
+                    s.name,
+                    names.join(", ")
+                ),
+                step: Some(s.name.clone()),
+                start_ns: t.slices.start[first as usize],
+                end_ns: t.slices.end(first),
+                track: ctx.track_name(first),
+                ops: names.iter().map(|n| (*n).to_owned()).collect(),
+                call_site: ctx.call_site(first),
+                count: layers.len() as u64,
+                lost_ns: 0,
+                evidence: layers.iter().map(|&l| ctx.evidence(l)).collect(),
+                cost: Cost::pattern(source, Vec::new()),
+                recommendation: BIAS_ADVICE.into(),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_padded;
+
+    #[test]
+    fn padded_shapes() {
+        assert!(is_padded(&[8, 3, 32, 32], &[8, 3, 34, 34]));
+        assert!(!is_padded(&[8, 3, 32, 32], &[8, 3, 32, 32]));
+        assert!(!is_padded(&[8, 3, 32, 32], &[8, 3, 30, 30]));
+        assert!(!is_padded(&[8, 3, 32], &[8, 3, 34, 34]));
+        assert!(!is_padded(&[8, 3, 32, 32], &[16, 3, 34, 34]));
+    }
+}
