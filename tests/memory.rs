@@ -124,6 +124,6 @@ fn reserved_slack_lost_events_and_device_capacity() {
     assert_eq!(kinds, ["reserved_slack"]);
     // 110 MiB of 1088 MiB is far from full: no out-of-memory note.
     let text = support::stdout(&support::steplens(&["report", path.to_str().unwrap()]));
-    assert!(text.contains("memory peak 110.00 MiB on cuda:0"), "{text}");
+    assert!(text.contains("memory peak 110.0 MiB on cuda:0"), "{text}");
     assert!(!text.contains("close to out of memory"), "{text}");
 }

@@ -417,21 +417,11 @@ fn growth(ctx: &Context<'_>, m: &DeviceMemory, source: u16) -> Option<Finding> {
     })
 }
 
-/// Bytes in binary units (`1.50 MiB`).
+/// Bytes in binary units ([`crate::units::human_bytes`] for the signed figures of this module;
+/// a negative value reads as 0).
 #[must_use]
 pub fn human_bytes(bytes: i64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = bytes as f64;
-    let mut unit = 0;
-    while v.abs() >= 1024.0 && unit + 1 < UNITS.len() {
-        v /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{v:.2} {}", UNITS[unit])
-    }
+    crate::units::human_bytes(bytes.max(0).unsigned_abs())
 }
 
 #[cfg(test)]
@@ -441,8 +431,8 @@ mod tests {
     #[test]
     fn bytes_read_in_binary_units() {
         assert_eq!(human_bytes(512), "512 B");
-        assert_eq!(human_bytes(1_048_576), "1.00 MiB");
+        assert_eq!(human_bytes(1_048_576), "1.0 MiB");
         assert_eq!(human_bytes(3 * 1_073_741_824 / 2), "1.50 GiB");
-        assert_eq!(human_bytes(-2048), "-2.00 KiB");
+        assert_eq!(human_bytes(-2048), "0 B");
     }
 }
