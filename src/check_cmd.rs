@@ -11,7 +11,7 @@ use steplens_analysis::compare::RunFigures;
 use steplens_analysis::units::human_ns;
 
 use crate::render::{Style, Table, truncate};
-use crate::run_input::{Run, load_pair, load_run};
+use crate::run_input::{Run, is_baseline_set, load_pair, load_run, read_baseline_set};
 use crate::{LoadArgs, output, read_budget};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -27,8 +27,8 @@ pub(crate) struct CheckArgs {
     /// The run to check: trace files (several for ranks) or one saved JSON report.
     #[arg(required = true)]
     current: Vec<PathBuf>,
-    /// The baseline: trace files (several for ranks) or one saved JSON report (`steplens
-    /// report -f json`).
+    /// The baseline: trace files (several for ranks), one saved JSON report (`steplens report -f
+    /// json`), or a baseline set kept by `steplens baseline update` (its runs are pooled).
     #[arg(long, required = true, num_args = 1.., value_name = "BASE")]
     baseline: Vec<PathBuf>,
     /// Another baseline run of the same work (a trace or a saved report), repeatable: all
@@ -78,14 +78,45 @@ pub(crate) fn run(args: &CheckArgs) -> Result<bool> {
     if let Some(warmup) = args.warmup {
         limits.warmup_steps = warmup;
     }
-    let (current, mut baseline) = load_pair(
-        &args.current,
-        &args.baseline,
-        &args.load.options(),
-        &budget.thresholds,
-        false,
-    )?;
-    let mut runs = vec![RunFigures::of(&baseline.report, limits.warmup_steps)];
+    let (current, mut baseline, mut runs) = match args.baseline.as_slice() {
+        // A baseline set (`steplens baseline update`): every kept run, newest shown.
+        [path] if is_baseline_set(path) => {
+            let set = read_baseline_set(path)?;
+            let runs: Vec<RunFigures> = set
+                .runs
+                .iter()
+                .map(|r| RunFigures::of(r, limits.warmup_steps))
+                .collect();
+            let newest =
+                set.runs.into_iter().next_back().with_context(|| {
+                    format!("{}: the baseline set holds no run", path.display())
+                })?;
+            let current = load_run(
+                &args.current,
+                &args.load.options(),
+                &budget.thresholds,
+                false,
+            )?;
+            let baseline = Run {
+                label: format!("{} ({} runs)", path.display(), runs.len()),
+                ops: steplens_analysis::table::ops_from_report(&newest),
+                report: newest,
+                from_report: true,
+            };
+            (current, baseline, runs)
+        }
+        _ => {
+            let (current, baseline) = load_pair(
+                &args.current,
+                &args.baseline,
+                &args.load.options(),
+                &budget.thresholds,
+                false,
+            )?;
+            let runs = vec![RunFigures::of(&baseline.report, limits.warmup_steps)];
+            (current, baseline, runs)
+        }
+    };
     for path in &args.baseline_run {
         let run = load_run(
             std::slice::from_ref(path),

@@ -4,6 +4,7 @@
 //! printed as one line. Exit status: 0 on success, 1 when `check` finds a regression, 2 on bad
 //! input or usage.
 
+mod baseline_cmd;
 mod bench;
 mod check_cmd;
 mod diff_cmd;
@@ -41,6 +42,9 @@ enum Command {
     Check(check_cmd::CheckArgs),
     /// Two runs side by side: steps, engines, ops and findings.
     Diff(diff_cmd::DiffArgs),
+    /// Keep a rolling set of accepted runs for `check --baseline` (`baseline update FILE RUN…`).
+    #[command(subcommand)]
+    Baseline(baseline_cmd::BaselineCommand),
     /// Write tables (Parquet/CSV) or a Perfetto trace with the findings drawn on it.
     Export(export_cmd::ExportArgs),
     /// Measure ingest and report speed and memory on a (generated) large trace.
@@ -145,13 +149,16 @@ fn main() -> ExitCode {
         Command::Info(args) => args.json,
         Command::Check(args) => args.json_output(),
         Command::Diff(args) => args.json_output(),
-        Command::Export(_) | Command::Bench(_) | Command::View { .. } => false,
+        Command::Export(_) | Command::Bench(_) | Command::Baseline(_) | Command::View { .. } => {
+            false
+        }
     };
     let result = match cli.command {
         Command::Report(args) => report(&args).map(|()| true),
         Command::Info(args) => info(&args).map(|()| true),
         Command::Check(args) => check_cmd::run(&args),
         Command::Diff(args) => diff_cmd::run(&args).map(|()| true),
+        Command::Baseline(command) => baseline_cmd::run(&command).map(|()| true),
         Command::Export(args) => export_cmd::run(&args).map(|()| true),
         Command::Bench(args) => bench::run(&args).map(|()| true),
         Command::View { traces } => steplens_viewer::run(traces)

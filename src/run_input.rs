@@ -44,6 +44,52 @@ fn saved_report_schema(path: &Path) -> Option<String> {
     Some(tag[..end].to_owned())
 }
 
+/// Schema tag of a baseline set (`steplens baseline update`).
+pub(crate) const BASELINE_SET_SCHEMA: &str = "steplens.baselines/1";
+
+/// A rolling set of accepted runs' reports, newest last, that `check --baseline` pools.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub(crate) struct BaselineSet {
+    /// [`BASELINE_SET_SCHEMA`].
+    pub(crate) schema: String,
+    /// How many runs the set keeps.
+    pub(crate) keep: usize,
+    /// The runs' reports, oldest first.
+    pub(crate) runs: Vec<Report>,
+}
+
+/// Whether `path` starts like a baseline set.
+pub(crate) fn is_baseline_set(path: &Path) -> bool {
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let mut head = vec![0u8; SNIFF_BYTES];
+    let n = file.read(&mut head).unwrap_or(0);
+    String::from_utf8_lossy(&head[..n]).contains(&format!("\"{BASELINE_SET_SCHEMA}\""))
+}
+
+/// Reads a baseline set.
+pub(crate) fn read_baseline_set(path: &Path) -> Result<BaselineSet> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("{}: cannot read", path.display()))?;
+    let set: BaselineSet = serde_json::from_str(&text).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: line {} column {}: not a valid {BASELINE_SET_SCHEMA} file: {e}",
+            path.display(),
+            e.line(),
+            e.column()
+        )
+    })?;
+    if set.schema != BASELINE_SET_SCHEMA {
+        bail!(
+            "{}: baseline schema {} is not supported (this steplens reads {BASELINE_SET_SCHEMA})",
+            path.display(),
+            set.schema
+        );
+    }
+    Ok(set)
+}
+
 /// Loads one side: a saved report, or traces analysed with `thresholds`.
 pub(crate) fn load_run(
     paths: &[PathBuf],

@@ -228,3 +228,59 @@ fn identical_work_never_fails_and_planted_regressions_always_do() {
     assert!(false_alarms.is_empty(), "{}", false_alarms.join("\n"));
     assert!(missed.is_empty(), "{}", missed.join("\n"));
 }
+
+/// `steplens baseline update` keeps the newest `--keep` runs in one file, and `check --baseline
+/// FILE` pools them: a run of the same work passes, a new sync fails.
+#[test]
+fn a_baseline_set_keeps_the_newest_runs_and_checks_against_them_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let set = dir.path().join("baseline.json");
+    let set_arg = set.to_str().unwrap();
+    for run in ["newsync", "same_script_a", "same_script_b"] {
+        let path = aa(&format!("{run}.json.gz"));
+        let out = support::steplens(&[
+            "baseline",
+            "update",
+            set_arg,
+            path.to_str().unwrap(),
+            "--keep",
+            "2",
+        ]);
+        assert!(out.status.success(), "{}", support::stderr(&out));
+    }
+    let kept = support::read_json(&set);
+    assert_eq!(kept["schema"], "steplens.baselines/1");
+    assert_eq!(
+        kept["runs"].as_array().unwrap().len(),
+        2,
+        "the oldest run was dropped"
+    );
+    let same = check(&aa("same_script_a.json.gz"), &set);
+    assert!(failed_rules(&same).is_empty(), "{:?}", failed_rules(&same));
+    assert_eq!(
+        same["baseline"]["run_step_p50_ns"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    let sync = check(&aa("newsync.json.gz"), &set);
+    assert!(
+        failed_rules(&sync)
+            .iter()
+            .any(|f| f.starts_with("\"new_findings.sync_point")),
+        "{:?}",
+        failed_rules(&sync)
+    );
+    // A file that is not a set is never overwritten.
+    let other = dir.path().join("notes.txt");
+    std::fs::write(&other, "keep me").unwrap();
+    let out = support::steplens(&[
+        "baseline",
+        "update",
+        other.to_str().unwrap(),
+        aa("newsync.json.gz").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(std::fs::read_to_string(&other).unwrap(), "keep me");
+}
