@@ -225,7 +225,63 @@ fn one_line(err: &anyhow::Error) -> String {
 }
 
 /// Loads the traces with a progress bar on stderr for slow loads.
+/// File names a directory argument loads: traces, not truth files or saved reports.
+fn is_trace_name(name: &str) -> bool {
+    let trace = [
+        ".json",
+        ".json.gz",
+        ".pftrace",
+        ".perfetto-trace",
+        ".csv",
+        ".hltv",
+        ".gz",
+    ]
+    .iter()
+    .any(|ext| name.ends_with(ext));
+    trace
+        && !name.ends_with(".truth.json")
+        && !name.ends_with(".report.json")
+        && !name.starts_with('.')
+}
+
+/// The inputs with every directory replaced by the traces in it (sorted by name): a run's
+/// per-rank traces are usually one directory.
+pub(crate) fn expand_dirs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, IngestError> {
+    let mut out = Vec::new();
+    for path in paths {
+        if !path.is_dir() {
+            out.push(path.clone());
+            continue;
+        }
+        let entries = std::fs::read_dir(path).map_err(|e| IngestError::Io {
+            path: path.display().to_string(),
+            source: e,
+        })?;
+        let mut found: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| {
+                p.is_file()
+                    && p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(is_trace_name)
+            })
+            .collect();
+        found.sort();
+        if found.is_empty() {
+            return Err(IngestError::NotATrace {
+                path: path.display().to_string(),
+                reason: "a directory with no trace files in it".into(),
+            });
+        }
+        out.extend(found);
+    }
+    Ok(out)
+}
+
 fn load(paths: &[PathBuf], options: &LoadOptions) -> Result<Timeline, IngestError> {
+    let expanded = expand_dirs(paths)?;
+    let paths = expanded.as_slice();
     let refs: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
     let label = match paths {
         [one] => one.display().to_string(),

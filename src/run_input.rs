@@ -132,7 +132,8 @@ pub(crate) fn load_run(
     if paths.len() > 1 && paths.iter().any(|p| saved_report_schema(p).is_some()) {
         bail!("{label}: a saved report stands alone; it cannot be combined with other inputs");
     }
-    let refs: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
+    let expanded = crate::expand_dirs(paths)?;
+    let refs: Vec<&Path> = expanded.iter().map(PathBuf::as_path).collect();
     let timeline = steplens_ingest::load_many(&refs, options, None)?;
     let report = steplens_analysis::build_report_with(&timeline, thresholds);
     let ops = if with_shapes {

@@ -78,3 +78,28 @@ fn the_planted_straggler_is_named_with_what_it_did_differently() {
         rows[2]
     );
 }
+
+/// A directory argument loads every trace in it (sorted), here one rank per file.
+#[test]
+fn a_directory_of_rank_traces_is_one_run() {
+    let dir = tempfile::tempdir().unwrap();
+    for r in 0..4 {
+        let name = format!("straggler_rank{r}.json.gz");
+        std::fs::copy(
+            support::repo().join("samples/ci-aa").join(&name),
+            dir.path().join(&name),
+        )
+        .unwrap();
+    }
+    // Not traces: left out.
+    std::fs::write(dir.path().join("notes.truth.json"), "{}").unwrap();
+    let out = support::steplens(&["report", "-f", "json", dir.path().to_str().unwrap()]);
+    assert!(out.status.success(), "{}", support::stderr(&out));
+    let r: Value = serde_json::from_str(&support::stdout(&out)).unwrap();
+    assert_eq!(r["sources"].as_array().unwrap().len(), 4);
+    assert_eq!(stragglers(&r).len(), 1);
+    let empty = tempfile::tempdir().unwrap();
+    let out = support::steplens(&["report", empty.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(support::stderr(&out).contains("no trace files"));
+}
