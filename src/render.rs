@@ -291,6 +291,7 @@ fn ranks_table(ranks: &steplens_analysis::ranks::RanksReport) -> Table {
         ("in collectives", true),
         ("last to arrive", true),
         ("waited", true),
+        ("comm hidden", true),
     ]);
     for r in &ranks.ranks {
         table.row(vec![
@@ -302,6 +303,8 @@ fn ranks_table(ranks: &steplens_analysis::ranks::RanksReport) -> Table {
             opt(r.collective_p50_ns),
             format!("{} of {}", r.last_arrivals, r.collectives),
             human_ns(r.wait_ns),
+            r.comm_overlap_pct
+                .map_or_else(|| "-".to_owned(), |p| format!("{p:.0}%")),
         ]);
     }
     table

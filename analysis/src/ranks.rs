@@ -43,6 +43,9 @@ pub struct RankStats {
     pub wait_ns: i64,
     /// Clock offset applied to this rank to align it with rank 0's clock, ns (0 on one host).
     pub clock_offset_ns: i64,
+    /// Share of the time in collectives during which compute ran elsewhere on the rank (ops on
+    /// other host threads, non-collective kernels), percent: communication hidden behind compute.
+    pub comm_overlap_pct: Option<f64>,
 }
 
 /// Collectives of one name over the run.
@@ -88,6 +91,8 @@ pub struct RanksReport {
 #[derive(Debug, Clone)]
 struct Occurrence {
     name: String,
+    /// Index of the track it ran on.
+    track: usize,
     key: (String, i64),
     start: i64,
     end: i64,
@@ -320,6 +325,7 @@ pub fn ranks(t: &Timeline) -> Option<(RanksReport, Vec<Finding>)> {
         .map(|r| {
             let source = r as u16;
             let (step_p50, compute, coll, steps) = step_split(t, source, &occurrences[r]);
+            let comm_overlap_pct = comm_overlap(t, source, &occurrences[r]);
             RankStats {
                 rank: rank_of[r].0,
                 source,
@@ -332,6 +338,7 @@ pub fn ranks(t: &Timeline) -> Option<(RanksReport, Vec<Finding>)> {
                 last_arrivals: last_arrivals[r],
                 wait_ns: wait[r],
                 clock_offset_ns: applied[r],
+                comm_overlap_pct,
             }
         })
         .collect();
@@ -375,8 +382,13 @@ fn same_host(t: &Timeline) -> bool {
 
 /// The collectives of one input, of the most specific kind it has, in time order.
 fn collect(t: &Timeline, source: u16) -> Vec<Occurrence> {
-    let mut found: Vec<(u8, SliceId, String)> = Vec::new();
-    for track in t.tracks.iter().filter(|tr| tr.source == source) {
+    let mut found: Vec<(u8, SliceId, String, usize)> = Vec::new();
+    for (track_index, track) in t
+        .tracks
+        .iter()
+        .enumerate()
+        .filter(|(_, tr)| tr.source == source)
+    {
         if !matches!(
             track.kind,
             TrackKind::HostThread | TrackKind::DeviceEngine { .. }
@@ -393,7 +405,7 @@ fn collect(t: &Timeline, source: u16) -> Vec<Occurrence> {
                 collective_of(name)
             };
             if let Some((level, op)) = hit {
-                found.push((level, i, op));
+                found.push((level, i, op, track_index));
             }
         }
     }
@@ -405,7 +417,7 @@ fn collect(t: &Timeline, source: u16) -> Vec<Occurrence> {
     let mut ordinal: BTreeMap<String, i64> = BTreeMap::new();
     found
         .into_iter()
-        .map(|(_, i, op)| {
+        .map(|(_, i, op, track)| {
             let seq = t.arg_i64(i, "Seq");
             let group = t
                 .arg_str(i, "Process Group Name")
@@ -421,6 +433,7 @@ fn collect(t: &Timeline, source: u16) -> Vec<Occurrence> {
                 .map(|e| e * t.arg_str(i, "dtype").map_or(4, |d| dtype_bytes(&d)));
             Occurrence {
                 name: op,
+                track,
                 key,
                 start: t.slices.start[i as usize],
                 end: t.slices.end(i),
@@ -437,6 +450,43 @@ fn dtype_bytes(dtype: &str) -> i64 {
         "byte" | "char" | "bool" | "int8" | "uint8" => 1,
         _ => 4,
     }
+}
+
+/// The share of `occ`'s time during which `source` computed elsewhere: outermost host ops on
+/// threads that carry no collective, and device kernels that are not collectives.
+fn comm_overlap(t: &Timeline, source: u16, occ: &[Occurrence]) -> Option<f64> {
+    let comm = IntervalSet::from_ranges(occ.iter().map(|o| (o.start, o.end)).collect());
+    let total = comm.total();
+    if total == 0 {
+        return None;
+    }
+    let mut compute = Vec::new();
+    for (track_index, track) in t
+        .tracks
+        .iter()
+        .enumerate()
+        .filter(|(_, tr)| tr.source == source)
+    {
+        let carries_comm = occ.iter().any(|o| o.track == track_index);
+        for i in track.slices.clone() {
+            let class = t.slice_class(i);
+            let idx = i as usize;
+            let outermost = t.slices.parent[idx] == steplens_ingest::model::NO_PARENT
+                || !t.slice_class(t.slices.parent[idx]).is_host_work();
+            let counts = match track.kind {
+                TrackKind::HostThread => !carries_comm && class.is_host_work() && outermost,
+                TrackKind::DeviceEngine { .. } => {
+                    class.is_device_work() && collective_of(t.slice_name(i)).is_none()
+                }
+                _ => false,
+            };
+            if counts {
+                compute.push((t.slices.start[idx], t.slices.end(i)));
+            }
+        }
+    }
+    let hidden = comm.intersect(&IntervalSet::from_ranges(compute)).total();
+    Some((hidden as f64 * 1000.0 / total as f64).round() / 10.0)
 }
 
 /// Per step of `source`: median step, median time outside and inside collectives.
