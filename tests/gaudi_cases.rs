@@ -22,21 +22,6 @@ fn cases_dir() -> PathBuf {
     support::repo().join("samples/gaudi-cases")
 }
 
-/// Every `*.truth.json` in `samples/gaudi-cases/`, sorted.
-fn truth_files() -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir(cases_dir())
-        .expect("list samples/gaudi-cases")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.ends_with(".truth.json"))
-        })
-        .collect();
-    out.sort();
-    out
-}
-
 /// `steplens report -f json TRACE`, parsed. Warnings on stderr are allowed (the TEF array is
 /// left open on purpose); a failed run is not.
 fn report(trace: &Path) -> Value {
@@ -204,7 +189,7 @@ fn compare(truth_path: &Path) -> Vec<String> {
 
 #[test]
 fn every_case_has_a_trace_and_a_truth() {
-    let truths = truth_files();
+    let truths = support::truth_files(&cases_dir());
     // 5 torch scenarios × (bridge, plugin) + the Synapse-only one × (TEF, HW CSV).
     assert_eq!(truths.len(), 12, "{truths:?}");
     for t in &truths {
@@ -222,7 +207,7 @@ fn every_case_has_a_trace_and_a_truth() {
 #[test]
 fn gaudi_cases_match_their_truth() {
     let mut bad = Vec::new();
-    for t in truth_files() {
+    for t in support::truth_files(&cases_dir()) {
         bad.extend(compare(&t));
     }
     assert!(

@@ -21,16 +21,6 @@ fn dir() -> PathBuf {
     support::repo().join("samples/kineto-compat")
 }
 
-fn truth_files() -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir(dir())
-        .expect("list samples/kineto-compat")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.to_string_lossy().ends_with(".truth.json"))
-        .collect();
-    out.sort();
-    out
-}
-
 fn report(trace: &Path) -> Value {
     let path = trace.to_str().expect("UTF-8 path");
     let out = support::steplens(&["report", "-f", "json", path]);
@@ -133,7 +123,7 @@ fn compare(truth_path: &Path) -> Vec<String> {
 
 #[test]
 fn every_historical_schema_gives_the_planted_answer() {
-    let files = truth_files();
+    let files = support::truth_files(&dir());
     assert!(files.len() >= 8, "kineto-compat samples missing: {files:?}");
     let bad: Vec<String> = files.iter().flat_map(|p| compare(p)).collect();
     assert!(bad.is_empty(), "{}", bad.join("\n"));

@@ -66,6 +66,21 @@ pub(crate) fn sample_traces() -> Vec<PathBuf> {
     out
 }
 
+/// Every `*.truth.json` in `dir`, sorted.
+pub(crate) fn truth_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("list {}: {e}", dir.display()))
+        .map(|e| e.expect("entry").path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.ends_with(".truth.json"))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
 /// The findings of one kind.
 pub(crate) fn findings_of<'r>(report: &'r Report, kind: &str) -> Vec<&'r Finding> {
     report.findings.iter().filter(|f| f.kind == kind).collect()
