@@ -96,6 +96,7 @@ pub(crate) fn report_page(report: &Report, timeline: &Timeline) -> String {
     lost_chart(&mut h, report);
     ops_chart(&mut h, report);
     findings(&mut h, report);
+    ranks_and_memory(&mut h, report);
     tables(&mut h, report);
     close_page(&mut h);
     h
@@ -677,6 +678,161 @@ fn text_cell(s: &str) -> (String, Option<f64>) {
     (s.to_owned(), None)
 }
 
+fn opt_ns_cell(v: Option<i64>) -> (String, Option<f64>) {
+    v.map_or_else(|| text_cell("-"), ns_cell)
+}
+
+fn bytes_cell(b: i64) -> (String, Option<f64>) {
+    (human_bytes(b), Some(b as f64))
+}
+
+/// The ranks of a multi-rank run and the memory per device, when the report has them.
+fn ranks_and_memory(h: &mut String, report: &Report) {
+    if let Some(ranks) = &report.ranks {
+        let _ = write!(
+            h,
+            "<h2>Ranks</h2><p>{} ranks{}; {}</p>",
+            ranks.world_size,
+            ranks
+                .backend
+                .as_deref()
+                .map(|b| format!(" ({})", esc(b)))
+                .unwrap_or_default(),
+            esc(&ranks.clock)
+        );
+        let rows: Vec<Vec<(String, Option<f64>)>> = ranks
+            .ranks
+            .iter()
+            .map(|r| {
+                vec![
+                    (r.rank.to_string(), Some(r.rank as f64)),
+                    text_cell(&r.rank_from),
+                    opt_ns_cell(r.step_p50_ns),
+                    opt_ns_cell(r.compute_p50_ns),
+                    opt_ns_cell(r.collective_p50_ns),
+                    (
+                        format!("{} of {}", r.last_arrivals, r.collectives),
+                        Some(r.last_arrivals as f64),
+                    ),
+                    ns_cell(r.wait_ns),
+                    r.comm_overlap_pct
+                        .map_or_else(|| text_cell("-"), |p| (format!("{p:.0}%"), Some(p))),
+                ]
+            })
+            .collect();
+        table(
+            h,
+            "ranks",
+            &[
+                ("rank", true),
+                ("from", false),
+                ("median step", true),
+                ("compute", true),
+                ("in collectives", true),
+                ("last to arrive", true),
+                ("waited", true),
+                ("comm hidden", true),
+            ],
+            &rows,
+        );
+        let rows: Vec<Vec<(String, Option<f64>)>> = ranks
+            .collectives
+            .iter()
+            .map(|c| {
+                vec![
+                    text_cell(&c.name),
+                    (c.count.to_string(), Some(c.count as f64)),
+                    ns_cell(c.latency_p50_ns),
+                    ns_cell(c.wait_p50_ns),
+                    ns_cell(c.max_start_skew_ns),
+                    c.bytes.map_or_else(|| text_cell(""), bytes_cell),
+                    c.bus_gbps
+                        .map_or_else(|| text_cell(""), |g| (format!("{g:.2}"), Some(g))),
+                ]
+            })
+            .collect();
+        table(
+            h,
+            "collectives",
+            &[
+                ("collective", false),
+                ("count", true),
+                ("latency p50", true),
+                ("wait p50", true),
+                ("max start skew", true),
+                ("size", true),
+                ("bus GB/s", true),
+            ],
+            &rows,
+        );
+    }
+    if !report.memory.is_empty() {
+        h.push_str("<h2>Memory</h2>");
+        let rows: Vec<Vec<(String, Option<f64>)>> = report
+            .memory
+            .iter()
+            .map(|m| {
+                vec![
+                    text_cell(&m.device),
+                    bytes_cell(m.peak_allocated_bytes),
+                    bytes_cell(m.peak_reserved_bytes),
+                    bytes_cell(m.slack_at_peak_bytes),
+                    (m.allocations.to_string(), Some(m.allocations as f64)),
+                    (m.frees.to_string(), Some(m.frees as f64)),
+                    bytes_cell(m.never_freed_bytes),
+                    (
+                        m.integrity_breaks.to_string(),
+                        Some(m.integrity_breaks as f64),
+                    ),
+                ]
+            })
+            .collect();
+        table(
+            h,
+            "memory",
+            &[
+                ("device", false),
+                ("peak allocated", true),
+                ("peak reserved", true),
+                ("slack at peak", true),
+                ("allocations", true),
+                ("frees", true),
+                ("never freed", true),
+                ("lost events", true),
+            ],
+            &rows,
+        );
+        h.push_str("<p>Held at the allocated peak:</p>");
+        let rows: Vec<Vec<(String, Option<f64>)>> = report
+            .memory
+            .iter()
+            .flat_map(|m| {
+                m.held_at_peak.iter().map(|hold| {
+                    vec![
+                        text_cell(&m.device),
+                        text_cell(&hold.op),
+                        text_cell(hold.call_site.as_deref().unwrap_or("")),
+                        bytes_cell(hold.bytes),
+                        (hold.count.to_string(), Some(hold.count as f64)),
+                    ]
+                })
+            })
+            .collect();
+        table(
+            h,
+            "holders",
+            &[
+                ("device", false),
+                ("op", false),
+                ("call site", false),
+                ("bytes", true),
+                ("allocations", true),
+            ],
+            &rows,
+        );
+    }
+}
+
 fn tables(h: &mut String, report: &Report) {
     if !report.steps.is_empty() {
         h.push_str("<h2>Steps table</h2>");
@@ -688,8 +844,8 @@ fn tables(h: &mut String, report: &Report) {
                     text_cell(&s.name),
                     ns_cell(s.dur_ns),
                     ns_cell(s.host_busy_ns),
-                    s.device_busy_ns.map_or_else(|| text_cell("-"), ns_cell),
-                    s.device_launched_ns.map_or_else(|| text_cell("-"), ns_cell),
+                    opt_ns_cell(s.device_busy_ns),
+                    opt_ns_cell(s.device_launched_ns),
                     ns_cell(s.dataloader_ns),
                     s.memory_peak_bytes
                         .map_or_else(|| text_cell("-"), |b| (human_bytes(b), Some(b as f64))),

@@ -104,3 +104,24 @@ fn a_check_page_is_written_beside_the_verdict() {
     assert!(page.contains("REGRESSED"));
     assert!(page.contains("new_findings.sync_point"));
 }
+
+#[test]
+fn ranks_and_memory_have_their_tables() {
+    let ranks: Vec<String> = (0..4)
+        .map(|r| {
+            support::repo()
+                .join(format!("samples/ci-aa/straggler_rank{r}.json.gz"))
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    let mut args = vec!["report", "-f", "html"];
+    args.extend(ranks.iter().map(String::as_str));
+    let page = html_of(&args);
+    assert!(page.contains("id=\"ranks\"") && page.contains("id=\"collectives\""));
+    assert!(page.contains("data-kind=\"straggler\""));
+    let leak = support::repo().join("samples/memory/train_leak.json.gz");
+    let page = html_of(&["report", "-f", "html", leak.to_str().unwrap()]);
+    assert!(page.contains("id=\"memory\"") && page.contains("id=\"holders\""));
+    assert!(page.contains("generate.py:50"));
+}
