@@ -25,15 +25,20 @@ pub(crate) struct Run {
 /// How far into a file to look for a report's schema tag.
 const SNIFF_BYTES: usize = 4096;
 
-/// The schema tag of a saved report, when `path` is one.
-fn saved_report_schema(path: &Path) -> Option<String> {
+/// The first [`SNIFF_BYTES`] of a file (none for stdin or an unreadable path).
+fn file_head(path: &Path) -> Option<String> {
     if path.as_os_str() == "-" {
         return None;
     }
     let mut head = vec![0u8; SNIFF_BYTES];
     let mut file = std::fs::File::open(path).ok()?;
     let n = file.read(&mut head).ok()?;
-    let head = String::from_utf8_lossy(&head[..n]);
+    Some(String::from_utf8_lossy(&head[..n]).into_owned())
+}
+
+/// The schema tag of a saved report, when `path` is one.
+fn saved_report_schema(path: &Path) -> Option<String> {
+    let head = file_head(path)?;
     let trimmed = head.trim_start();
     if !trimmed.starts_with('{') {
         return None;
@@ -60,12 +65,7 @@ pub(crate) struct BaselineSet {
 
 /// Whether `path` starts like a baseline set.
 pub(crate) fn is_baseline_set(path: &Path) -> bool {
-    let Ok(mut file) = std::fs::File::open(path) else {
-        return false;
-    };
-    let mut head = vec![0u8; SNIFF_BYTES];
-    let n = file.read(&mut head).unwrap_or(0);
-    String::from_utf8_lossy(&head[..n]).contains(&format!("\"{BASELINE_SET_SCHEMA}\""))
+    file_head(path).is_some_and(|head| head.contains(&format!("\"{BASELINE_SET_SCHEMA}\"")))
 }
 
 /// Reads a baseline set.

@@ -311,13 +311,15 @@ pub fn check(baseline: &RunFigures, current: &RunFigures, budget: &CheckBudget) 
             baseline.step_p50_ns,
             current.step_p50_ns,
             budget.step_time,
-            Samples::of(
-                &baseline.step_samples_ns,
-                &current.step_samples_ns,
-                Statistic::Median,
-                budget,
-            )
-            .map(|s| s.with_floor(step_noise_pct(baseline, budget))),
+            Some(
+                Samples::of(
+                    &baseline.step_samples_ns,
+                    &current.step_samples_ns,
+                    Statistic::Median,
+                    budget,
+                )
+                .with_floor(step_noise_pct(baseline, budget)),
+            ),
         ),
         time_rule(
             "step_time_mean",
@@ -325,13 +327,15 @@ pub fn check(baseline: &RunFigures, current: &RunFigures, budget: &CheckBudget) 
             baseline.step_mean_ns,
             current.step_mean_ns,
             budget.step_time_mean,
-            Samples::of(
-                &baseline.step_samples_ns,
-                &current.step_samples_ns,
-                Statistic::Mean,
-                budget,
-            )
-            .map(|s| s.with_floor(step_noise_pct(baseline, budget))),
+            Some(
+                Samples::of(
+                    &baseline.step_samples_ns,
+                    &current.step_samples_ns,
+                    Statistic::Mean,
+                    budget,
+                )
+                .with_floor(step_noise_pct(baseline, budget)),
+            ),
         ),
         pct_rule(
             "device_busy",
@@ -374,7 +378,12 @@ pub fn check(baseline: &RunFigures, current: &RunFigures, budget: &CheckBudget) 
             Some(baseline.lost_ns_per_step.get(*kind).copied().unwrap_or(0)),
             Some(current.lost_ns_per_step.get(*kind).copied().unwrap_or(0)),
             budget.lost_limit(kind),
-            Samples::of(&base_samples, &cur_samples, Statistic::Mean, budget),
+            Some(Samples::of(
+                &base_samples,
+                &cur_samples,
+                Statistic::Mean,
+                budget,
+            )),
         ));
     }
     for kind in &kinds {
@@ -444,15 +453,15 @@ impl<'a> Samples<'a> {
         current: &'a [i64],
         statistic: Statistic,
         budget: &CheckBudget,
-    ) -> Option<Self> {
-        Some(Self {
+    ) -> Self {
+        Self {
             baseline,
             current,
             statistic,
             confidence: budget.confidence,
             min_steps: budget.min_steps.max(1),
             floor_pct: 0.0,
-        })
+        }
     }
 
     /// The same samples held to a run-to-run noise floor.

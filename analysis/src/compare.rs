@@ -191,6 +191,7 @@ impl RunFigures {
         };
         let mut findings: BTreeMap<FindingKey, FindingGroup> = BTreeMap::new();
         let mut lost_by_kind: BTreeMap<String, i64> = BTreeMap::new();
+        let mut lost_samples_ns: BTreeMap<String, Vec<i64>> = BTreeMap::new();
         for finding in report.findings.iter().filter(|f| !is_warmup(f)) {
             let group = findings
                 .entry(FindingKey::of(finding))
@@ -208,20 +209,16 @@ impl RunFigures {
                 group.severity.clone_from(&finding.severity);
             }
             *lost_by_kind.entry(finding.kind.clone()).or_insert(0) += finding.lost_ns;
-        }
-        // Per measured step and kind, for the statistical rules.
-        let mut lost_samples_ns: BTreeMap<String, Vec<i64>> = BTreeMap::new();
-        for finding in report.findings.iter().filter(|f| !is_warmup(f)) {
-            let Some(at) = finding
+            // Per measured step and kind, for the statistical rules.
+            if let Some(at) = finding
                 .step
                 .as_deref()
                 .and_then(|name| steps.iter().position(|s| s.name == name))
-            else {
-                continue;
-            };
-            lost_samples_ns
-                .entry(finding.kind.clone())
-                .or_insert_with(|| vec![0; steps.len()])[at] += finding.lost_ns;
+            {
+                lost_samples_ns
+                    .entry(finding.kind.clone())
+                    .or_insert_with(|| vec![0; steps.len()])[at] += finding.lost_ns;
+            }
         }
         let per_step = steps.len().max(1) as i64;
         let lost_ns_per_step = lost_by_kind
@@ -257,9 +254,7 @@ impl RunFigures {
             lost_samples_ns,
         }
     }
-}
 
-impl RunFigures {
     /// Several runs of the same work as one side: their steps pooled (medians and means over
     /// all of them), findings seen in any run, lost and op time per step averaged over runs, and
     /// each run's median kept to measure the run-to-run noise.

@@ -234,7 +234,7 @@ fn per_step(t: &Timeline, events: &[Event]) -> Vec<StepMemory> {
         .collect()
 }
 
-/// Finds the op around a `[memory]` instant (cached per instant track and op).
+/// Finds the op around a `[memory]` instant, with each op's name and call site looked up once.
 #[derive(Default)]
 struct OpLookup {
     sites: FxHashMap<SliceId, (String, Option<String>)>,

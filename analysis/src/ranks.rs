@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use steplens_ingest::model::{SliceId, Timeline, TrackKind};
 
+use crate::compare::median;
 use crate::intervals::IntervalSet;
 use crate::report::{Cost, Finding};
 
@@ -232,12 +233,13 @@ pub fn ranks(t: &Timeline) -> Option<(RanksReport, Vec<Finding>)> {
     let reference = 0;
     let offsets: Vec<i64> = (0..occurrences.len())
         .map(|r| {
-            let mut d: Vec<i64> = matched
-                .iter()
-                .map(|m| occurrences[reference][m[reference]].end - occurrences[r][m[r]].end)
-                .collect();
-            d.sort_unstable();
-            d.get(d.len() / 2).copied().unwrap_or(0)
+            median(
+                matched
+                    .iter()
+                    .map(|m| occurrences[reference][m[reference]].end - occurrences[r][m[r]].end)
+                    .collect(),
+            )
+            .unwrap_or(0)
         })
         .collect();
     let same_host = same_host(t);
@@ -294,10 +296,7 @@ pub fn ranks(t: &Timeline) -> Option<(RanksReport, Vec<Finding>)> {
     let collectives = per_name
         .into_iter()
         .map(|(name, rows)| {
-            let p50 = |mut v: Vec<i64>| {
-                v.sort_unstable();
-                v.get(v.len() / 2).copied().unwrap_or(0)
-            };
+            let p50 = |v: Vec<i64>| median(v).unwrap_or(0);
             let latency = p50(rows.iter().map(|r| r.latency).collect());
             let bytes = rows.iter().find_map(|r| r.bytes);
             let bus_gbps = bytes.filter(|_| latency > 0).map(|b| {
@@ -506,11 +505,7 @@ fn step_split(
         colls.push(c);
         computes.push(s.dur - c);
     }
-    let p50 = |mut v: Vec<i64>| {
-        v.sort_unstable();
-        v.get(v.len() / 2).copied()
-    };
-    (p50(durs), p50(computes), p50(colls), steps.len())
+    (median(durs), median(computes), median(colls), steps.len())
 }
 
 const STRAGGLER_ADVICE: &str = "One rank reaches the collectives late and every other rank \
@@ -538,13 +533,12 @@ fn straggler(t: &Timeline, rows: &[RankStats], caused: &[i64], matched: usize) -
     if row.last_arrivals * 2 <= matched || row.last_arrivals * n <= matched * 2 {
         return Vec::new();
     }
-    let mut sorted: Vec<i64> = rows
+    let others = rows
         .iter()
         .filter(|r| r.rank != row.rank)
         .filter_map(|r| r.compute_p50_ns)
         .collect();
-    sorted.sort_unstable();
-    let Some(&others_p50) = sorted.get(sorted.len() / 2) else {
+    let Some(others_p50) = median(others) else {
         return Vec::new();
     };
     let extra = row.compute_p50_ns.unwrap_or(0) - others_p50;
@@ -604,17 +598,13 @@ fn grown_ops(t: &Timeline, source: u16, rows: &[RankStats]) -> Vec<String> {
     let mut grown: Vec<(String, i64)> = per_rank[mine]
         .iter()
         .map(|(op, &ns)| {
-            let mut others: Vec<i64> = per_rank
+            let others = per_rank
                 .iter()
                 .enumerate()
                 .filter(|(i, _)| *i != mine)
                 .map(|(_, m)| m.get(op).copied().unwrap_or(0))
                 .collect();
-            others.sort_unstable();
-            (
-                op.clone(),
-                ns - others.get(others.len() / 2).copied().unwrap_or(0),
-            )
+            (op.clone(), ns - median(others).unwrap_or(0))
         })
         .filter(|(_, d)| *d > 0)
         .collect();

@@ -197,7 +197,7 @@ pub fn build_report(timeline: &Timeline) -> Report {
 #[must_use]
 pub fn build_report_with(timeline: &Timeline, thresholds: &Thresholds) -> Report {
     let channels = channels(timeline);
-    let steps = step_breakdown_with(timeline, &channels);
+    let mut steps = step_breakdown_with(timeline, &channels);
     let ops = op_summary(timeline);
     let ctx = Context {
         timeline,
@@ -211,7 +211,6 @@ pub fn build_report_with(timeline: &Timeline, thresholds: &Thresholds) -> Report
         findings.extend(straggler);
         ranks
     });
-    let mut steps = steps;
     if let Some(primary) = crate::memory::primary(&memory) {
         for (step, m) in steps.iter_mut().zip(&primary.steps) {
             if step.name == m.step {

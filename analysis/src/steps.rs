@@ -240,14 +240,9 @@ fn launched_per_step(timeline: &Timeline) -> Vec<Option<Launched>> {
         if !linked_sources.contains(&source) {
             linked_sources.push(source);
         }
-        let at = slices.start[flow.from as usize];
-        let after = steps.partition_point(|s| (s.source, s.start) <= (source, at));
-        let Some(i) = after.checked_sub(1) else {
+        let Some(i) = timeline.step_at(host.source, slices.start[flow.from as usize]) else {
             continue;
         };
-        if steps[i].source != source || at >= steps[i].end() {
-            continue;
-        }
         let to = flow.to as usize;
         let range = (
             slices.start[to],

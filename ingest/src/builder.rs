@@ -2,7 +2,6 @@
 //! orders the tracks, sorts and nests the slices, binds flows to slices, finds the steps and the
 //! device, and turns repairs into warnings.
 
-use crate::model::WarningCode;
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
@@ -11,7 +10,7 @@ use crate::intervals::IntervalSet;
 use crate::model::{
     ArgsRef, CatId, CategoryClass, Counters, DeviceInfo, DeviceKind, EngineClass, Flow, Instants,
     LaneId, NO_PARENT, NodeMetrics, SliceId, Slices, SourceInfo, Step, StrId, Timeline, Track,
-    TrackId, TrackKind, Warning,
+    TrackId, TrackKind, Warning, WarningCode,
 };
 use crate::source::SourceData;
 
@@ -511,11 +510,12 @@ impl TimelineBuilder {
         self.timeline.stats.unsupported_phase += 1;
     }
 
-    /// Counts an event missing a field it needs.
+    /// Counts a flow end that binds to no partner.
     pub(crate) fn count_unbound_flow_end(&mut self) {
         self.timeline.stats.unbound_flow_ends += 1;
     }
 
+    /// Counts an event missing a field it needs.
     pub(crate) fn count_malformed(&mut self) {
         self.timeline.stats.malformed += 1;
     }
@@ -1165,7 +1165,7 @@ impl TimelineBuilder {
             .map(|s| {
                 s.warnings
                     .iter()
-                    .any(|w| w.code.as_str().starts_with("damaged"))
+                    .any(|w| matches!(w.code, WarningCode::Damaged | WarningCode::DamagedGzip))
             })
             .collect();
         if !damaged.contains(&true) {

@@ -17,7 +17,6 @@
 //! A last row with fewer columns (a file cut short) keeps the rows before it with a `damaged`
 //! warning naming its line and byte offset.
 
-use crate::model::WarningCode;
 use rustc_hash::FxHashMap;
 use serde_json::{Map, Value, json};
 
@@ -25,7 +24,7 @@ use crate::builder::{TimelineBuilder, gaudi_engine_class};
 use crate::csv::{Record, Records};
 use crate::error::IngestError;
 use crate::json::micros_to_ns;
-use crate::model::{ArgsRef, CatId, EngineClass, LaneId, StrId, TrackId, Warning};
+use crate::model::{ArgsRef, CatId, EngineClass, LaneId, StrId, TrackId, Warning, WarningCode};
 
 /// What a CSV reader returns, like the Kineto reader's summary.
 #[derive(Debug, Default)]

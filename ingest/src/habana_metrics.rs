@@ -6,8 +6,7 @@
 use crate::builder::TimelineBuilder;
 use crate::error::IngestError;
 use crate::json::Cursor;
-use crate::model::WarningCode;
-use crate::model::{MetricDump, Warning};
+use crate::model::{MetricDump, Warning, WarningCode};
 
 /// What reading a metrics file produced.
 pub(crate) struct MetricsSummary {

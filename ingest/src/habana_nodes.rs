@@ -8,7 +8,6 @@
 //! twice when the HW trace is loaded too), and a [`NodeMetrics`] row on the Timeline, which the
 //! builder binds to the node's slice and to the HW-trace slices it describes.
 
-use crate::model::WarningCode;
 use std::borrow::Cow;
 
 use rustc_hash::FxHashMap;
@@ -19,7 +18,7 @@ use crate::csv::{Records, is_missing};
 use crate::error::IngestError;
 use crate::habana_csv::CsvSummary;
 use crate::json::micros_to_ns;
-use crate::model::{ArgsRef, LaneId, NodeMetrics, Warning};
+use crate::model::{ArgsRef, LaneId, NodeMetrics, Warning, WarningCode};
 
 /// Category of the node slices.
 pub(crate) const CATEGORY: &str = "analyzed_node";

@@ -6,12 +6,11 @@
 //! Zip bombs are bounded: at most [`MAX_ENTRIES`] entries are looked at, and the members read
 //! may inflate to at most `LoadOptions::max_inflated_bytes` in total (`--max-inflated-bytes`).
 
-use crate::model::WarningCode;
 use std::io::{Cursor as IoCursor, Read};
 
 use crate::builder::TimelineBuilder;
 use crate::error::IngestError;
-use crate::model::Warning;
+use crate::model::{Warning, WarningCode};
 use crate::source::{Input, SourceData};
 use crate::{Format, LoadOptions};
 

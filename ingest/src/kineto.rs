@@ -6,13 +6,12 @@
 //! ns-resolution timestamps, and input cut short (everything before the damage is kept and a
 //! warning names the byte offset).
 
-use crate::model::WarningCode;
 use std::borrow::Cow;
 
 use crate::builder::{FlowPhase, TimelineBuilder};
 use crate::error::IngestError;
 use crate::json::{self, Cursor, SyntaxError};
-use crate::model::{ArgsRef, CategoryClass, LaneId, Warning};
+use crate::model::{ArgsRef, CategoryClass, LaneId, Warning, WarningCode};
 
 /// Progress callback: `(bytes done, bytes total)`.
 pub type Progress<'p> = &'p mut dyn FnMut(u64, u64);
@@ -814,23 +813,11 @@ impl MemorySample {
     /// Writes the totals as the counter series `memory allocated <device>` and
     /// `memory reserved <device>` of the process that allocated.
     fn push(&self, b: &mut TimelineBuilder, source: u16, pid: LaneId, ts: i64) {
-        if let Some(v) = self.allocated {
-            b.push_counter(
-                source,
-                pid,
-                &format!("memory allocated {}", self.device),
-                ts,
-                v,
-            );
-        }
-        if let Some(v) = self.reserved {
-            b.push_counter(
-                source,
-                pid,
-                &format!("memory reserved {}", self.device),
-                ts,
-                v,
-            );
+        for (what, value) in [("allocated", self.allocated), ("reserved", self.reserved)] {
+            if let Some(v) = value {
+                let series = format!("memory {what} {}", self.device);
+                b.push_counter(source, pid, &series, ts, v);
+            }
         }
     }
 }

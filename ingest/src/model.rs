@@ -625,6 +625,15 @@ impl Step {
     }
 }
 
+/// The JSON text of an arg as an integer, also when written as a string of digits.
+fn arg_as_i64(raw: &[u8]) -> Option<i64> {
+    let text = raw
+        .strip_prefix(b"\"")
+        .and_then(|r| r.strip_suffix(b"\""))
+        .unwrap_or(raw);
+    std::str::from_utf8(text).ok()?.trim().parse().ok()
+}
+
 /// A device as PyTorch prints it (`cuda:1`, `hpu:0`, `cpu`) from a `c10::DeviceType` number
 /// and a device index, as `[memory]` events give them.
 #[must_use]
@@ -1040,23 +1049,13 @@ impl Timeline {
     /// One arg of instant `i` as an integer (also when written as a string of digits).
     #[must_use]
     pub fn instant_arg_i64(&self, i: usize, key: &str) -> Option<i64> {
-        let raw = self.instant_arg_raw(i, key)?;
-        let text = raw
-            .strip_prefix(b"\"")
-            .and_then(|r| r.strip_suffix(b"\""))
-            .unwrap_or(raw);
-        std::str::from_utf8(text).ok()?.trim().parse().ok()
+        arg_as_i64(self.instant_arg_raw(i, key)?)
     }
 
     /// One arg of slice `i` as an integer (also when written as a string of digits).
     #[must_use]
     pub fn arg_i64(&self, i: SliceId, key: &str) -> Option<i64> {
-        let raw = self.arg_raw(i, key)?;
-        let text = raw
-            .strip_prefix(b"\"")
-            .and_then(|r| r.strip_suffix(b"\""))
-            .unwrap_or(raw);
-        std::str::from_utf8(text).ok()?.trim().parse().ok()
+        arg_as_i64(self.arg_raw(i, key)?)
     }
 
     /// One arg of slice `i` as a string (JSON strings unescaped; other values as raw text).
@@ -1119,6 +1118,18 @@ impl Timeline {
             .get(source as usize)
             .copied()
             .unwrap_or(source)
+    }
+
+    /// The step (index into `steps`) whose range contains `ts` on the clock of input `source`.
+    #[must_use]
+    pub fn step_at(&self, source: u16, ts: i64) -> Option<usize> {
+        let source = self.step_source(source);
+        let after = self
+            .steps
+            .partition_point(|s| (s.source, s.start) <= (source, ts));
+        let i = after.checked_sub(1)?;
+        let s = &self.steps[i];
+        (s.source == source && ts < s.end()).then_some(i)
     }
 
     /// Total events read over all sources.

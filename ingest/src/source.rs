@@ -1,7 +1,6 @@
 //! Getting the bytes of an input: memory-mapped when it is a regular file, read otherwise
 //! (pipes, stdin, `/proc`), and inflated when it is gzip.
 
-use crate::model::WarningCode;
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
@@ -11,7 +10,7 @@ use memmap2::Mmap;
 
 use crate::LoadOptions;
 use crate::error::IngestError;
-use crate::model::Warning;
+use crate::model::{Warning, WarningCode};
 
 /// The bytes of one input, kept alive for as long as the Timeline needs its args.
 #[derive(Debug)]

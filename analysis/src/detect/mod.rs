@@ -226,12 +226,7 @@ impl Context<'_> {
 
     /// The step (index into `timeline.steps`) whose range contains `ts` on input `source`.
     pub fn step_at(&self, source: u16, ts: i64) -> Option<usize> {
-        let source = self.timeline.step_source(source);
-        let steps = &self.timeline.steps;
-        let after = steps.partition_point(|s| (s.source, s.start) <= (source, ts));
-        let i = after.checked_sub(1)?;
-        let s = &steps[i];
-        (s.source == source && ts < s.end()).then_some(i)
+        self.timeline.step_at(source, ts)
     }
 
     /// The step name for `slice`, if it falls in one.

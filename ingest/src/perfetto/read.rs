@@ -7,7 +7,6 @@
 //! stack per Perfetto track; debug annotations become the slice's args, re-encoded as JSON text
 //! so the Timeline's lazy args API works as for JSON traces.
 
-use crate::model::WarningCode;
 use std::io::Read as _;
 use std::sync::Arc;
 
@@ -20,7 +19,7 @@ use super::proto::{self as pb, trace_packet, track_descriptor};
 use super::{META_NOTE, META_TRACK, TRACK_NOTE, TraceNote, TrackNote};
 use crate::builder::{TimelineBuilder, TrackDescription};
 use crate::error::IngestError;
-use crate::model::{ArgsRef, CatId, DeviceKind, LaneId, StrId, TrackId, Warning};
+use crate::model::{ArgsRef, CatId, DeviceKind, LaneId, StrId, TrackId, Warning, WarningCode};
 use crate::source::SourceData;
 
 /// Largest inflated size of one `compressed_packets` field (a guard against zlib bombs).
