@@ -91,6 +91,8 @@ pub(crate) struct DeviceHints {
     pub(crate) rocm_properties: bool,
     /// Memory of the first device in `deviceProperties` (`totalGlobalMem`), bytes.
     pub(crate) memory_bytes: Option<i64>,
+    /// Compute capability of the first device in `deviceProperties` (`computeMajor.Minor`).
+    pub(crate) compute_capability: Option<String>,
 }
 
 /// What a reader knows for certain about a track (a Perfetto trace written by steplens names
@@ -1244,6 +1246,7 @@ impl TimelineBuilder {
             kind,
             name: names.into_iter().next(),
             memory_bytes: hints.memory_bytes,
+            compute_capability: hints.compute_capability.clone(),
             count: if kind == DeviceKind::Cpu {
                 0
             } else {

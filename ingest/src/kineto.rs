@@ -399,6 +399,11 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
                     .get("totalGlobalMem")
                     .and_then(serde_json::Value::as_i64);
             }
+            if hints.compute_capability.is_none() {
+                let part = |key| device.get(key).and_then(serde_json::Value::as_i64);
+                hints.compute_capability = part("computeMajor")
+                    .map(|major| format!("{major}.{}", part("computeMinor").unwrap_or(0)));
+            }
             if let Some(name) = device.get("name").and_then(serde_json::Value::as_str) {
                 hints.names.push(name.to_owned());
                 if name.contains("HPU") || name.contains("GAUDI") || name.contains("Gaudi") {

@@ -591,6 +591,9 @@ pub struct DeviceInfo {
     /// Memory of one device (`deviceProperties[].totalGlobalMem`), bytes, when recorded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory_bytes: Option<i64>,
+    /// CUDA compute capability (`8.0`) from `deviceProperties`, when recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compute_capability: Option<String>,
     /// Number of devices with activity or properties in the trace.
     pub count: usize,
 }

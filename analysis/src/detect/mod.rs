@@ -5,13 +5,18 @@
 //! references) and one [`Thresholds`] table, the single documented place for every threshold
 //! (also in `docs/findings.md`); a budget file can override any of them.
 
+mod data_parallel;
 mod dataloader_stall;
 mod debug_api;
 mod gaudi;
 mod host_bound_gap;
+mod host_copies;
 mod layer_patterns;
 mod mme_idle;
 mod non_logical_transpose;
+mod optimizer;
+mod pointwise;
+mod precision;
 mod recompile;
 mod slow_zero_grad;
 mod sync_point;
@@ -71,6 +76,16 @@ pub struct Thresholds {
     pub reserved_slack_min_bytes: i64,
     /// … and this share of the peak reserved, percent.
     pub reserved_slack_min_pct: f64,
+    /// `no_mixed_precision`: fp32 matrix kernels must take at least this share of the step,
+    /// percent.
+    pub fp32_compute_min_pct: f64,
+    /// `unfused_pointwise`: a chain has at least this many elementwise ops …
+    pub pointwise_chain_min_ops: usize,
+    /// … over a tensor of at least this many elements.
+    pub pointwise_min_elems: i64,
+    /// `unfused_optimizer`: per-parameter math ops in one optimizer step before it counts as a
+    /// loop.
+    pub optimizer_loop_min_ops: usize,
 }
 
 impl Default for Thresholds {
@@ -92,6 +107,10 @@ impl Default for Thresholds {
             memory_growth_min_bytes: 1 << 20,
             reserved_slack_min_bytes: 256 << 20,
             reserved_slack_min_pct: 30.0,
+            fp32_compute_min_pct: 10.0,
+            pointwise_chain_min_ops: 4,
+            pointwise_min_elems: 1024,
+            optimizer_loop_min_ops: 8,
         }
     }
 }
@@ -308,6 +327,11 @@ pub fn run_all(ctx: &Context<'_>) -> Vec<Finding> {
     findings.extend(slow_zero_grad::detect(ctx));
     findings.extend(debug_api::detect(ctx));
     findings.extend(layer_patterns::detect(ctx));
+    findings.extend(host_copies::detect(ctx));
+    findings.extend(precision::detect(ctx));
+    findings.extend(data_parallel::detect(ctx));
+    findings.extend(pointwise::detect(ctx));
+    findings.extend(optimizer::detect(ctx));
     settle_lost_time(ctx, &mut findings);
     let compiling = compile_time_per_step(ctx, &findings);
     findings.retain(|f| is_material(ctx, f, &compiling));
@@ -337,21 +361,37 @@ pub const FINDING_KINDS: &[&str] = &[
     "straggler",
     "explicit_pad",
     "bias_before_batchnorm",
+    "pageable_copy",
+    "host_created_tensor",
+    "no_mixed_precision",
+    "data_parallel",
+    "unfused_pointwise",
+    "unfused_optimizer",
 ];
 
 /// Who keeps a wall-clock nanosecond that several findings claim, first to last: a compile is
 /// the recompile's even inside a sync wait; waiting for data is the data loader's; device work
-/// that should not be there (transposes), then the MME idling behind vector work, explain the
-/// part of a host's wait that they fill; the sync keeps the rest of its blocked time; what is
-/// left of a device-idle gap is host-bound.
+/// that should not be there (transposes, pads, unfused chains and optimizer loops,
+/// DataParallel's replication), then the MME idling behind vector work, explain the part of a
+/// host's wait that they fill; the sync keeps the rest of its blocked time; a host-to-device
+/// copy keeps what is left of its copy and its own synchronizes (a host-made tensor's first:
+/// not making it on the host removes the copy); what is left of a device-idle gap is
+/// host-bound. fp32 matrix work comes last: removing a sync removes its wait whatever precision
+/// the kernels it waits for run in.
 const OWNER_ORDER: &[&str] = &[
     "recompile",
     "dataloader_stall",
     "non_logical_transpose",
     "explicit_pad",
+    "unfused_pointwise",
+    "unfused_optimizer",
+    "data_parallel",
     "mme_idle_behind_tpc",
     "sync_point",
+    "host_created_tensor",
+    "pageable_copy",
     "host_bound_gap",
+    "no_mixed_precision",
     "slow_zero_grad",
     "debug_api_enabled",
 ];

@@ -54,6 +54,8 @@ impl Call {
 pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
     let t = ctx.timeline;
     let dtoh_launches = dtoh_launches(ctx);
+    // Host-to-device copies from pageable or freshly made host tensors are their own findings'.
+    let claimed = super::host_copies::claimed_copy_ops(ctx);
     let mut calls: BTreeMap<SliceId, Call> = BTreeMap::new();
     for (_, track) in ctx.host_tracks() {
         for i in track.slices.clone() {
@@ -74,7 +76,8 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
             {
                 continue;
             }
-            if ctx.under_compile(outer)
+            if claimed.binary_search(&outer).is_ok()
+                || ctx.under_compile(outer)
                 || ctx.under_named(outer, DATALOADER_PREFIX)
                 || ctx.under_named(outer, "Optimizer.step#")
             {

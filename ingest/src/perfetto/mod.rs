@@ -87,6 +87,9 @@ pub(crate) struct TraceNote {
     /// Memory of one device, bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) device_memory_bytes: Option<i64>,
+    /// CUDA compute capability of the device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) device_compute_capability: Option<String>,
     /// Added to every time on export (Perfetto times are unsigned); the reader subtracts it.
     #[serde(default)]
     pub(crate) time_offset_ns: i64,

@@ -641,6 +641,7 @@ impl<'b> Reader<'b> {
             hints.names.push(name.clone());
         }
         hints.memory_bytes = note.device_memory_bytes;
+        hints.compute_capability = note.device_compute_capability.clone();
         self.time_offset = note.time_offset_ns;
         self.note = Some(note);
     }

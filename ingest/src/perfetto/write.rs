@@ -271,6 +271,7 @@ impl<'t, 'o> Writer<'t, 'o> {
             device_kind: self.t.device.kind.as_str().to_owned(),
             device_name: self.t.device.name.clone(),
             device_memory_bytes: self.t.device.memory_bytes,
+            device_compute_capability: self.t.device.compute_capability.clone(),
             time_offset_ns: self.time_offset,
         };
         let uuid = self.uuid();

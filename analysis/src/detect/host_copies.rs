@@ -1,0 +1,380 @@
+//! Host-to-device copies the performance guides advise against.
+//!
+//! A host-to-device copy is an op (`aten::to`, `aten::_to_copy`, `aten::copy_`, outermost on
+//! its thread) whose runtime call launches a device memcpy named host-to-device (`Memcpy HtoD
+//! (…)`, HIP `CopyHostToDevice`), found through the launch flows. Two kinds claim such copies,
+//! the more specific first, so one copy is one finding's:
+//!
+//! - `host_created_tensor`: the op just before the copy on the same thread (nothing but Python
+//!   frames between) is a factory (`aten::zeros`, `aten::randn`, `aten::arange`, …): a tensor
+//!   made on the host only to be sent to the device. Creating it with `device=` makes it there.
+//! - `pageable_copy`: the memcpy reads pageable memory: its name says `Pageable -> Device`, or,
+//!   where the name does not say (older and HIP traces), the copy blocked on a stream
+//!   synchronize as only a pageable source forces.
+//!
+//! Both count copies per step and user call site. Lost time (the rule for both): the memcpy's
+//! time with no other device work beside it, plus the synchronize calls the copy made the host
+//! wait in (as a union on the clock). `sync_point` leaves these copies' synchronizes to them.
+
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
+use steplens_ingest::model::{CategoryClass, SliceId, TrackKind};
+
+use super::{BLOCKING_CALLS, Context, severity, short_ns};
+use crate::intervals::IntervalSet;
+use crate::report::{Cost, Finding};
+use crate::steps::DATALOADER_PREFIX;
+
+/// Ops that make a new tensor from nothing (sizes and a fill rule).
+const FACTORY_OPS: &[&str] = &[
+    "aten::zeros",
+    "aten::ones",
+    "aten::empty",
+    "aten::full",
+    "aten::rand",
+    "aten::randn",
+    "aten::randint",
+    "aten::randperm",
+    "aten::arange",
+    "aten::linspace",
+    "aten::eye",
+    "aten::scalar_tensor",
+];
+
+/// Most evidence references kept per finding.
+const MAX_EVIDENCE: usize = 20;
+
+const PAGEABLE_ADVICE: &str = "Copying from pageable host memory makes the driver stage the \
+    data through a pinned buffer and blocks the host until it is done. Pin the source \
+    (DataLoader(..., pin_memory=True), or tensor.pin_memory() for a buffer you reuse) and copy \
+    with .to(device, non_blocking=True) so the copy overlaps with compute.";
+
+const HOST_CREATED_ADVICE: &str = "This tensor is built on the host every step only to be \
+    copied to the device. Create it where it is used (torch.zeros(..., device=x.device), \
+    torch.arange(..., device=device)), or build it once outside the loop and reuse it.";
+
+/// A host-to-device copy op.
+pub(super) struct HostCopy {
+    /// The outermost copy op on the host.
+    pub(super) op: SliceId,
+    /// Device memcpys it launched.
+    memcpys: Vec<SliceId>,
+    /// Blocking runtime calls inside the op.
+    syncs: Vec<(i64, i64)>,
+    /// The memcpy read pageable memory.
+    pageable: bool,
+    /// The factory op that made the copied tensor, just before the copy.
+    factory: Option<SliceId>,
+}
+
+impl HostCopy {
+    /// The kind of finding that owns this copy, if any.
+    fn kind(&self) -> Option<&'static str> {
+        if self.factory.is_some() {
+            Some("host_created_tensor")
+        } else if self.pageable {
+            Some("pageable_copy")
+        } else {
+            None
+        }
+    }
+}
+
+fn is_host_to_device(name: &str) -> bool {
+    name.contains("HtoD") || name.contains("HostToDevice")
+}
+
+/// The outermost op enclosing `slice`.
+fn outermost_cpu_op(ctx: &Context<'_>, slice: SliceId) -> Option<SliceId> {
+    let t = ctx.timeline;
+    let mut outer = (t.slice_class(slice) == CategoryClass::CpuOp).then_some(slice);
+    for a in ctx.ancestors(slice) {
+        if t.slice_class(a) == CategoryClass::CpuOp {
+            outer = Some(a);
+        }
+    }
+    outer
+}
+
+/// Whether `slice` is an op with no op around it.
+fn is_outermost_op(ctx: &Context<'_>, slice: SliceId) -> bool {
+    ctx.timeline.slice_class(slice) == CategoryClass::CpuOp
+        && !ctx
+            .ancestors(slice)
+            .any(|a| ctx.timeline.slice_class(a) == CategoryClass::CpuOp)
+}
+
+/// The outermost op that ends last before `op` starts on its thread.
+fn previous_op(ctx: &Context<'_>, op: SliceId) -> Option<SliceId> {
+    let t = ctx.timeline;
+    let track = t.slice_track(op)?;
+    let start = t.slices.start[op as usize];
+    (track.slices.start..op)
+        .rev()
+        .find(|&j| t.slices.end(j) <= start && is_outermost_op(ctx, j))
+}
+
+/// Every host-to-device copy op of the trace, in op order.
+pub(super) fn host_copies(ctx: &Context<'_>) -> Vec<HostCopy> {
+    let t = ctx.timeline;
+    let mut by_op: BTreeMap<SliceId, Vec<SliceId>> = BTreeMap::new();
+    for f in &t.flows {
+        if t.slice_class(f.to) != CategoryClass::Memcpy || !is_host_to_device(t.slice_name(f.to))
+        {
+            continue;
+        }
+        if !matches!(
+            t.slice_class(f.from),
+            CategoryClass::Runtime | CategoryClass::Driver
+        ) {
+            continue;
+        }
+        let Some(op) = outermost_cpu_op(ctx, f.from) else {
+            continue;
+        };
+        if ctx.under_compile(op) || ctx.under_named(op, DATALOADER_PREFIX) {
+            continue;
+        }
+        by_op.entry(op).or_default().push(f.to);
+    }
+    by_op
+        .into_iter()
+        .map(|(op, mut memcpys)| {
+            memcpys.sort_unstable();
+            memcpys.dedup();
+            let syncs = blocking_calls_in(ctx, op);
+            let named = memcpys.iter().any(|&m| t.slice_name(m).contains("->"));
+            let pageable = memcpys
+                .iter()
+                .any(|&m| t.slice_name(m).contains("Pageable"))
+                || (!named && !syncs.is_empty());
+            let factory = previous_op(ctx, op).filter(|&p| {
+                FACTORY_OPS.contains(&t.slice_name(p))
+                    && ctx.step_name(p).is_some()
+                    && ctx.step_name(p) == ctx.step_name(op)
+            });
+            HostCopy {
+                op,
+                memcpys,
+                syncs,
+                pageable,
+                factory,
+            }
+        })
+        .collect()
+}
+
+/// Blocking runtime calls inside `op` on its thread.
+fn blocking_calls_in(ctx: &Context<'_>, op: SliceId) -> Vec<(i64, i64)> {
+    let t = ctx.timeline;
+    let Some(track) = t.slice_track(op) else {
+        return Vec::new();
+    };
+    let (start, end) = (t.slices.start[op as usize], t.slices.end(op));
+    t.track_slices_between(track, start, end.saturating_add(1))
+        .filter(|&j| {
+            j != op
+                && matches!(
+                    t.slice_class(j),
+                    CategoryClass::Runtime | CategoryClass::Driver
+                )
+                && BLOCKING_CALLS.contains(&t.slice_name(j))
+                && ctx.ancestors(j).any(|a| a == op)
+        })
+        .map(|j| (t.slices.start[j as usize], t.slices.end(j)))
+        .collect()
+}
+
+/// The copy ops `sync_point` leaves to these detectors, sorted.
+pub(super) fn claimed_copy_ops(ctx: &Context<'_>) -> Vec<SliceId> {
+    let mut ops: Vec<SliceId> = host_copies(ctx)
+        .into_iter()
+        .filter(|c| c.kind().is_some())
+        .map(|c| c.op)
+        .collect();
+    ops.sort_unstable();
+    ops
+}
+
+pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
+    let t = ctx.timeline;
+    let copies = host_copies(ctx);
+    if copies.iter().all(|c| c.kind().is_none()) {
+        return Vec::new();
+    }
+    let other_device = device_work_besides(ctx, &copies);
+    // (kind, source, step, call site or op) → copies.
+    let mut groups: BTreeMap<(&'static str, u16, usize, String), Vec<&HostCopy>> =
+        BTreeMap::new();
+    for copy in &copies {
+        let Some(kind) = copy.kind() else { continue };
+        let Some(track) = t.slice_track(copy.op) else {
+            continue;
+        };
+        let Some(step) = ctx.step_at(track.source, t.slices.start[copy.op as usize]) else {
+            continue;
+        };
+        let site = ctx
+            .call_site(copy.op)
+            .unwrap_or_else(|| t.slice_name(copy.op).to_owned());
+        groups
+            .entry((kind, track.source, step, site))
+            .or_default()
+            .push(copy);
+    }
+    groups
+        .into_iter()
+        .map(|((kind, source, step, _), copies)| {
+            let empty = IntervalSet::default();
+            let busy = other_device.get(&source).unwrap_or(&empty);
+            finding(ctx, kind, source, step, &copies, busy)
+        })
+        .collect()
+}
+
+/// Per input, device work other than the claimed copies' memcpys.
+fn device_work_besides(ctx: &Context<'_>, copies: &[HostCopy]) -> FxHashMap<u16, IntervalSet> {
+    let t = ctx.timeline;
+    let mut claimed: Vec<SliceId> = copies
+        .iter()
+        .filter(|c| c.kind().is_some())
+        .flat_map(|c| c.memcpys.iter().copied())
+        .collect();
+    claimed.sort_unstable();
+    let mut raw: FxHashMap<u16, Vec<(i64, i64)>> = FxHashMap::default();
+    for track in t.tracks.iter().filter(|tr| tr.kind.is_device()) {
+        if !matches!(track.kind, TrackKind::DeviceEngine { .. }) {
+            continue;
+        }
+        let out = raw.entry(track.source).or_default();
+        for j in track.slices.clone() {
+            if t.slice_class(j).is_device_work() && claimed.binary_search(&j).is_err() {
+                out.push((t.slices.start[j as usize], t.slices.end(j)));
+            }
+        }
+    }
+    raw.into_iter()
+        .map(|(source, ranges)| (source, IntervalSet::from_ranges(ranges)))
+        .collect()
+}
+
+/// Where a copy's lost time sits: its memcpys with no other device work beside them, and the
+/// synchronizes it blocked the host in.
+fn lost_ranges(ctx: &Context<'_>, copy: &HostCopy, busy: &IntervalSet) -> Vec<(i64, i64)> {
+    let t = ctx.timeline;
+    let memcpys = IntervalSet::from_ranges(
+        copy.memcpys
+            .iter()
+            .map(|&m| (t.slices.start[m as usize], t.slices.end(m)))
+            .collect(),
+    );
+    let mut ranges: Vec<(i64, i64)> = memcpys.minus(busy).iter().collect();
+    ranges.extend(copy.syncs.iter().copied());
+    ranges
+}
+
+fn finding(
+    ctx: &Context<'_>,
+    kind: &'static str,
+    source: u16,
+    step: usize,
+    copies: &[&HostCopy],
+    busy: &IntervalSet,
+) -> Finding {
+    let t = ctx.timeline;
+    let s = &t.steps[step];
+    let ranges: Vec<(i64, i64)> = copies
+        .iter()
+        .flat_map(|c| lost_ranges(ctx, c, busy))
+        .collect();
+    let lost = IntervalSet::from_ranges(ranges.clone()).total();
+    let first = copies[0].op;
+    let bytes: i64 = copies
+        .iter()
+        .flat_map(|c| c.memcpys.iter())
+        .filter_map(|&m| t.arg_i64(m, "bytes"))
+        .sum();
+    let call_site = ctx.call_site(first);
+    let at = call_site
+        .as_deref()
+        .map(|c| format!(" at {c}"))
+        .unwrap_or_default();
+    let size = if bytes > 0 {
+        format!(", {}", crate::units::human_bytes(bytes.unsigned_abs()))
+    } else {
+        String::new()
+    };
+    let (title, ops, recommendation) = if kind == "host_created_tensor" {
+        let mut factories: Vec<String> = copies
+            .iter()
+            .filter_map(|c| c.factory)
+            .map(|f| t.slice_name(f).to_owned())
+            .collect();
+        factories.sort();
+        factories.dedup();
+        (
+            format!(
+                "{}× tensor made on the host ({}) and copied to the device{at} in {} ({} lost{size})",
+                copies.len(),
+                factories.join(", "),
+                s.name,
+                short_ns(lost)
+            ),
+            factories,
+            HOST_CREATED_ADVICE,
+        )
+    } else {
+        (
+            format!(
+                "{}× host-to-device copy from pageable memory{at} in {} ({} lost{size})",
+                copies.len(),
+                s.name,
+                short_ns(lost)
+            ),
+            vec![t.slice_name(first).to_owned()],
+            PAGEABLE_ADVICE,
+        )
+    };
+    let evidence = copies
+        .iter()
+        .flat_map(|c| {
+            c.factory
+                .into_iter()
+                .chain(std::iter::once(c.op))
+                .chain(c.memcpys.iter().copied())
+        })
+        .take(MAX_EVIDENCE)
+        .map(|i| ctx.evidence(i))
+        .collect();
+    Finding {
+        kind: kind.into(),
+        severity: severity(lost, s.dur).into(),
+        title,
+        step: Some(s.name.clone()),
+        start_ns: t.slices.start[first as usize],
+        end_ns: t.slices.end(first),
+        track: ctx.track_name(first),
+        ops,
+        call_site,
+        count: copies.len() as u64,
+        lost_ns: lost,
+        evidence,
+        cost: Cost::measured(source, ranges),
+        recommendation: recommendation.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_host_to_device;
+
+    #[test]
+    fn host_to_device_names() {
+        assert!(is_host_to_device("Memcpy HtoD (Pageable -> Device)"));
+        assert!(is_host_to_device("Memcpy HtoD (Pinned -> Device)"));
+        assert!(is_host_to_device("CopyHostToDevice"));
+        assert!(!is_host_to_device("Memcpy DtoH (Device -> Pageable)"));
+        assert!(!is_host_to_device("Memcpy DtoD (Device -> Device)"));
+    }
+}

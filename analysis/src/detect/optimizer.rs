@@ -1,0 +1,193 @@
+//! `unfused_optimizer`: the optimizer updates the parameters one at a time, a few small ops per
+//! parameter, where a multi-tensor (`foreach=True`) or fused (`fused=True`) step issues each
+//! operation once for all of them.
+//!
+//! Read inside each `Optimizer.step#<Class>.step` range: the ops the optimizer's own code
+//! issues (outermost ops in the range, not the children a `_foreach_*` op falls back to on the
+//! CPU). The step is a per-parameter loop when none of them is a multi-tensor or fused op
+//! (`aten::_foreach_*`, `aten::_fused_*`, or a class named `Fused…`) and at least
+//! `optimizer_loop_min_ops` of them are elementwise math on tensors (scalar bookkeeping such as
+//! a step counter's `add_`, or AdamW's `step.item()` per parameter, is not counted).
+//!
+//! One finding per optimizer step; count = the per-parameter math ops. Lost time, the model: a
+//! multi-tensor op costs about as much as one of the per-parameter ops it replaces (small
+//! tensors are launch- and dispatch-bound), so of each op name all calls but one are lost. A
+//! measured finding: the materiality floor applies.
+
+use rustc_hash::FxHashMap;
+use steplens_ingest::model::{CategoryClass, DeviceKind, SliceId};
+
+use super::non_logical_transpose::tensor_arg;
+use super::pointwise::is_pointwise;
+use super::{Context, severity, short_ns};
+use crate::report::{Cost, Finding};
+
+const STEP_PREFIX: &str = "Optimizer.step#";
+
+/// Whether `name` is an optimizer annotation's class that already fuses its math.
+fn is_fused_class(annotation: &str) -> bool {
+    annotation
+        .strip_prefix(STEP_PREFIX)
+        .is_some_and(|class| class.contains("Fused"))
+}
+
+fn advice(device: DeviceKind) -> &'static str {
+    match device {
+        DeviceKind::Hpu => {
+            "The optimizer updates one parameter at a time. On Gaudi use the fused optimizers \
+             (habana_frameworks.torch.hpex.optimizers.FusedAdamW, FusedSGD) and FusedClipNorm \
+             for gradient clipping: one fused kernel updates every parameter."
+        }
+        DeviceKind::Cpu => {
+            "The optimizer updates one parameter at a time. Create it with fused=True (Adam, \
+             AdamW, SGD and Adagrad have a fused CPU step since PyTorch 2.4) so one kernel \
+             updates every parameter."
+        }
+        _ => {
+            "The optimizer updates one parameter at a time, launching a few tiny kernels per \
+             parameter. Create it with fused=True (or foreach=True) so each operation is issued \
+             once for all parameters."
+        }
+    }
+}
+
+/// Outermost ops inside the optimizer range `step` on its thread.
+fn own_ops(ctx: &Context<'_>, step: SliceId) -> Vec<SliceId> {
+    let t = ctx.timeline;
+    let Some(track) = t.slice_track(step) else {
+        return Vec::new();
+    };
+    let (start, end) = (t.slices.start[step as usize], t.slices.end(step));
+    t.track_slices_between(track, start, end.saturating_add(1))
+        .filter(|&j| {
+            j != step
+                && t.slice_class(j) == CategoryClass::CpuOp
+                && ctx.ancestors(j).any(|a| a == step)
+                && !ctx
+                    .ancestors(j)
+                    .take_while(|&a| a != step)
+                    .any(|a| t.slice_class(a) == CategoryClass::CpuOp)
+        })
+        .collect()
+}
+
+/// Whether an op's first input is a tensor of more than one element (shape unknown: assumed).
+fn on_a_tensor(ctx: &Context<'_>, op: SliceId) -> bool {
+    match tensor_arg(ctx.timeline, op, "Input Dims", 0) {
+        Some(shape) => shape.iter().product::<i64>() > 1,
+        None => ctx.timeline.arg_raw(op, "Input Dims").is_none(),
+    }
+}
+
+pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
+    let t = ctx.timeline;
+    let min_ops = ctx.thresholds.optimizer_loop_min_ops.max(2);
+    let mut findings = Vec::new();
+    for (_, track) in ctx.host_tracks() {
+        for i in track.slices.clone() {
+            let name = t.slice_name(i);
+            if t.slice_class(i) != CategoryClass::UserAnnotation
+                || !name.starts_with(STEP_PREFIX)
+                || is_fused_class(name)
+            {
+                continue;
+            }
+            let ops = own_ops(ctx, i);
+            if ops.iter().any(|&o| {
+                let n = t.slice_name(o);
+                n.starts_with("aten::_foreach_") || n.starts_with("aten::_fused_")
+            }) {
+                continue;
+            }
+            let math: Vec<SliceId> = ops
+                .into_iter()
+                .filter(|&o| is_pointwise(t.slice_name(o)) && on_a_tensor(ctx, o))
+                .collect();
+            if math.len() < min_ops {
+                continue;
+            }
+            let Some(step) = ctx.step_at(track.source, t.slices.start[i as usize]) else {
+                continue;
+            };
+            findings.push(finding(ctx, track.source, step, i, &math));
+        }
+    }
+    findings
+}
+
+fn finding(
+    ctx: &Context<'_>,
+    source: u16,
+    step: usize,
+    annotation: SliceId,
+    math: &[SliceId],
+) -> Finding {
+    let t = ctx.timeline;
+    let s = &t.steps[step];
+    // Per op name: (calls, total time).
+    let mut by_name: FxHashMap<u32, (i64, i64)> = FxHashMap::default();
+    for &o in math {
+        let e = by_name.entry(t.slices.name[o as usize]).or_insert((0, 0));
+        e.0 += 1;
+        e.1 += t.slices.dur[o as usize];
+    }
+    let total: i64 = by_name.values().map(|v| v.1).sum();
+    let one_each: i64 = by_name.values().map(|&(n, d)| d / n.max(1)).sum();
+    let lost = (total - one_each).max(0);
+    let params = by_name.values().map(|v| v.0).min().unwrap_or(0);
+    let mut names: Vec<(String, i64)> = by_name
+        .iter()
+        .map(|(&id, &(n, _))| (t.strings.get(id).to_owned(), n))
+        .collect();
+    names.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let class = t
+        .slice_name(annotation)
+        .trim_start_matches(STEP_PREFIX)
+        .split('.')
+        .next()
+        .unwrap_or("optimizer")
+        .to_owned();
+    Finding {
+        kind: "unfused_optimizer".into(),
+        severity: severity(lost, s.dur).into(),
+        title: format!(
+            "{class} step issues {} small ops one parameter at a time (about {params} parameters) in {}: {} of {}",
+            math.len(),
+            s.name,
+            short_ns(lost),
+            short_ns(total)
+        ),
+        step: Some(s.name.clone()),
+        start_ns: t.slices.start[annotation as usize],
+        end_ns: t.slices.end(annotation),
+        track: ctx.track_name(annotation),
+        ops: names.into_iter().map(|(n, _)| n).collect(),
+        call_site: ctx.call_site(annotation),
+        count: math.len() as u64,
+        lost_ns: lost,
+        evidence: std::iter::once(annotation)
+            .chain(math.iter().copied())
+            .take(20)
+            .map(|i| ctx.evidence(i))
+            .collect(),
+        cost: Cost::measured(
+            source,
+            math.iter()
+                .map(|&o| (t.slices.start[o as usize], t.slices.end(o)))
+                .collect(),
+        ),
+        recommendation: advice(t.device.kind).into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_fused_class;
+
+    #[test]
+    fn fused_classes() {
+        assert!(is_fused_class("Optimizer.step#FusedAdam.step"));
+        assert!(is_fused_class("Optimizer.step#DeepSpeedFusedLamb.step"));
+        assert!(!is_fused_class("Optimizer.step#AdamW.step"));
+    }
+}

@@ -1,0 +1,224 @@
+//! `unfused_pointwise`: a chain of elementwise ops over one tensor shape, each its own op (and
+//! kernel), where one fused kernel would read the input once and write the result once.
+//!
+//! A chain: at least `pointwise_chain_min_ops` consecutive outermost ops on one thread (only
+//! Python frames between them) that are all elementwise (`aten::mul`, `aten::add`, `aten::tanh`,
+//! `aten::pow`, …) with the same first-input shape of at least `pointwise_min_elems` elements.
+//! The forward pass only: ops under the optimizer step (`unfused_optimizer`'s), autograd's
+//! backward nodes, the data loader and torch.compile are left out, and a chain must come back in
+//! at least two steps (it is the code of the step, not a one-off).
+//!
+//! Counted per step and call site (the chain's first op); a pattern finding, reported whatever
+//! its share. Lost time, the model: a fused kernel costs about as much as the chain's most
+//! expensive op (one pass over memory, one launch), so the rest of the chain's time is lost.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use steplens_ingest::model::{CategoryClass, SliceId};
+
+use super::non_logical_transpose::tensor_arg;
+use super::{Context, severity, short_ns};
+use crate::report::{Cost, Finding};
+use crate::steps::DATALOADER_PREFIX;
+
+/// Elementwise ATen ops (out-of-place and in-place).
+const POINTWISE_OPS: &[&str] = &[
+    "add", "sub", "mul", "div", "neg", "abs", "exp", "exp2", "expm1", "log", "log1p", "log2",
+    "pow", "sqrt", "rsqrt", "reciprocal", "tanh", "sigmoid", "relu", "gelu", "silu", "erf",
+    "erfc", "sin", "cos", "clamp", "clamp_min", "clamp_max", "where", "maximum", "minimum",
+    "rsub", "square", "sign", "floor", "ceil", "round", "trunc", "lerp", "addcmul", "addcdiv",
+    "hardtanh", "leaky_relu", "softplus", "mish", "hardswish", "hardsigmoid", "elu", "threshold",
+    "masked_fill", "sgn",
+];
+
+const ADVICE: &str = "These elementwise ops each read and write the whole tensor and launch \
+    their own kernel. Wrap the function in torch.compile (or write it as one fused op, e.g. \
+    F.gelu instead of its formula), so the chain runs as a single kernel.";
+
+/// Whether `name` is an elementwise ATen op.
+pub(super) fn is_pointwise(name: &str) -> bool {
+    let Some(op) = name.strip_prefix("aten::") else {
+        return false;
+    };
+    let op = op.strip_suffix('_').unwrap_or(op);
+    POINTWISE_OPS.contains(&op)
+}
+
+/// Where a chain was found.
+struct Chain {
+    source: u16,
+    step: usize,
+    ops: Vec<SliceId>,
+}
+
+pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
+    let t = ctx.timeline;
+    let th = ctx.thresholds;
+    let min_ops = th.pointwise_chain_min_ops.max(2);
+    let mut chains: Vec<Chain> = Vec::new();
+    for (_, track) in ctx.host_tracks() {
+        let mut current: Vec<SliceId> = Vec::new();
+        let mut shape: Option<Vec<i64>> = None;
+        let mut flush = |current: &mut Vec<SliceId>| {
+            if current.len() >= min_ops {
+                let first = current[0];
+                if let Some(step) = ctx.step_at(track.source, t.slices.start[first as usize]) {
+                    chains.push(Chain {
+                        source: track.source,
+                        step,
+                        ops: std::mem::take(current),
+                    });
+                }
+            }
+            current.clear();
+        };
+        for i in track.slices.clone() {
+            if t.slice_class(i) != CategoryClass::CpuOp {
+                continue;
+            }
+            // Ops inside another op are its implementation, not the user's chain.
+            if ctx
+                .ancestors(i)
+                .any(|a| t.slice_class(a) == CategoryClass::CpuOp)
+            {
+                continue;
+            }
+            let link = is_pointwise(t.slice_name(i))
+                .then(|| tensor_arg(t, i, "Input Dims", 0))
+                .flatten()
+                .filter(|s| s.iter().product::<i64>() >= th.pointwise_min_elems)
+                .filter(|_| !excluded(ctx, i));
+            match link {
+                Some(s) if shape.as_ref() == Some(&s) => current.push(i),
+                Some(s) => {
+                    flush(&mut current);
+                    current.push(i);
+                    shape = Some(s);
+                }
+                None => {
+                    flush(&mut current);
+                    shape = None;
+                }
+            }
+        }
+        flush(&mut current);
+    }
+    // A chain's identity across steps: its call site, or its op names.
+    let key = |c: &Chain| -> String {
+        ctx.call_site(c.ops[0]).unwrap_or_else(|| {
+            c.ops
+                .iter()
+                .map(|&i| t.slice_name(i))
+                .collect::<Vec<_>>()
+                .join(">")
+        })
+    };
+    let mut steps_of: BTreeMap<(u16, String), BTreeSet<usize>> = BTreeMap::new();
+    for c in &chains {
+        steps_of
+            .entry((c.source, key(c)))
+            .or_default()
+            .insert(c.step);
+    }
+    let mut groups: BTreeMap<(u16, usize, String), Vec<Chain>> = BTreeMap::new();
+    for c in chains {
+        let k = key(&c);
+        let steps_with_chain = steps_of.get(&(c.source, k.clone())).map_or(0, BTreeSet::len);
+        let steps_in_source = t.steps.iter().filter(|s| s.source == c.source).count();
+        if steps_in_source >= 2 && steps_with_chain < 2 {
+            continue;
+        }
+        groups.entry((c.source, c.step, k)).or_default().push(c);
+    }
+    groups
+        .into_iter()
+        .map(|((source, step, _), chains)| finding(ctx, source, step, &chains))
+        .collect()
+}
+
+/// Whether an op belongs to another detector's code or to no user code.
+fn excluded(ctx: &Context<'_>, op: SliceId) -> bool {
+    ctx.under_compile(op)
+        || ctx.under_named(op, "Optimizer.step#")
+        || ctx.under_named(op, "Optimizer.zero_grad#")
+        || ctx.under_named(op, DATALOADER_PREFIX)
+        || ctx.under_named(op, "autograd::engine::evaluate_function")
+}
+
+fn finding(ctx: &Context<'_>, source: u16, step: usize, chains: &[Chain]) -> Finding {
+    let t = ctx.timeline;
+    let s = &t.steps[step];
+    let mut ranges = Vec::new();
+    let mut lost = 0;
+    for c in chains {
+        let durs: Vec<i64> = c.ops.iter().map(|&i| t.slices.dur[i as usize]).collect();
+        let keep = durs.iter().copied().max().unwrap_or(0);
+        lost += durs.iter().sum::<i64>() - keep;
+        ranges.extend(c.ops.iter().map(|&i| (t.slices.start[i as usize], t.slices.end(i))));
+    }
+    let first = chains[0].ops[0];
+    let names: Vec<String> = chains[0]
+        .ops
+        .iter()
+        .map(|&i| t.slice_name(i).trim_start_matches("aten::").to_owned())
+        .collect();
+    let call_site = ctx.call_site(first);
+    Finding {
+        kind: "unfused_pointwise".into(),
+        severity: severity(lost, s.dur).into(),
+        title: format!(
+            "{}× chain of {} elementwise ops ({}){} in {} ({} beyond one fused kernel)",
+            chains.len(),
+            chains[0].ops.len(),
+            names.join(" → "),
+            call_site
+                .as_deref()
+                .map(|c| format!(" at {c}"))
+                .unwrap_or_default(),
+            s.name,
+            short_ns(lost)
+        ),
+        step: Some(s.name.clone()),
+        start_ns: t.slices.start[first as usize],
+        end_ns: chains[0]
+            .ops
+            .last()
+            .map_or(t.slices.end(first), |&l| t.slices.end(l)),
+        track: ctx.track_name(first),
+        ops: {
+            let mut ops: Vec<String> = chains
+                .iter()
+                .flat_map(|c| c.ops.iter().map(|&i| t.slice_name(i).to_owned()))
+                .collect();
+            ops.sort();
+            ops.dedup();
+            ops
+        },
+        call_site,
+        count: chains.len() as u64,
+        lost_ns: lost,
+        evidence: chains
+            .iter()
+            .flat_map(|c| c.ops.iter())
+            .take(20)
+            .map(|&i| ctx.evidence(i))
+            .collect(),
+        cost: Cost::pattern(source, ranges),
+        recommendation: ADVICE.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_pointwise;
+
+    #[test]
+    fn pointwise_names() {
+        assert!(is_pointwise("aten::mul"));
+        assert!(is_pointwise("aten::add_"));
+        assert!(is_pointwise("aten::tanh"));
+        assert!(!is_pointwise("aten::mm"));
+        assert!(!is_pointwise("aten::copy_"));
+        assert!(!is_pointwise("mul"));
+    }
+}
