@@ -24,10 +24,11 @@ fn sample_traces() -> Vec<PathBuf> {
             if path.is_dir() {
                 // `gen/` holds the generators and their bookkeeping, not traces; `gaudi-cases/`
                 // and `kineto-compat/` are checked against their planted truth
-                // (`tests/gaudi_cases.rs`, `tests/kineto_compat.rs`, `tests/patterns.rs`) and
+                // (`tests/gaudi_cases.rs`, `tests/kineto_compat.rs`, `tests/patterns.rs`,
+                // `tests/advice.rs`) and
                 // `ci-aa/` by the check's A/A and A/B suite (`tests/check_stats.rs`), not pinned
                 // here.
-                if !["gen", "gaudi-cases", "kineto-compat", "ci-aa", "patterns"].contains(&name) {
+                if !["gen", "gaudi-cases", "kineto-compat", "ci-aa", "patterns", "advice"].contains(&name) {
                     walk(&path, out);
                 }
                 continue;

@@ -51,6 +51,15 @@ fn samples_are_all_found() {
     assert_eq!(
         names,
         [
+            "cpu_adamw_foreach.json.gz",
+            "cpu_adamw_fused.json.gz",
+            "cpu_adamw_loop.json.gz",
+            "cpu_bf16_autocast.json.gz",
+            "cpu_pointwise.json.gz",
+            "cpu_pointwise_clean.json.gz",
+            "gpu_clean.json.gz",
+            "gpu_data_parallel.json.gz",
+            "gpu_input_copies.json.gz",
             "ddp_rank0.json.gz",
             "ddp_rank1.json.gz",
             "ddp_rank2.json.gz",

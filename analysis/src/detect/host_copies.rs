@@ -6,8 +6,10 @@
 //! the more specific first, so one copy is one finding's:
 //!
 //! - `host_created_tensor`: the op just before the copy on the same thread (nothing but Python
-//!   frames between) is a factory (`aten::zeros`, `aten::randn`, `aten::arange`, …): a tensor
-//!   made on the host only to be sent to the device. Creating it with `device=` makes it there.
+//!   frames between) is a factory (`aten::zeros`, `aten::randn`, `aten::arange`, …) that
+//!   launched no device work, of as many elements as the copy when the trace records both: a
+//!   tensor made on the host only to be sent to the device. Creating it with `device=` makes it
+//!   there.
 //! - `pageable_copy`: the memcpy reads pageable memory: its name says `Pageable -> Device`, or,
 //!   where the name does not say (older and HIP traces), the copy blocked on a stream
 //!   synchronize as only a pageable source forces.
@@ -21,6 +23,7 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap;
 use steplens_ingest::model::{CategoryClass, SliceId, TrackKind};
 
+use super::non_logical_transpose::tensor_arg;
 use super::{BLOCKING_CALLS, Context, severity, short_ns};
 use crate::intervals::IntervalSet;
 use crate::report::{Cost, Finding};
@@ -153,6 +156,8 @@ pub(super) fn host_copies(ctx: &Context<'_>) -> Vec<HostCopy> {
                 FACTORY_OPS.contains(&t.slice_name(p))
                     && ctx.step_name(p).is_some()
                     && ctx.step_name(p) == ctx.step_name(op)
+                    && !launches_device_work(ctx, p)
+                    && same_size(ctx, p, op)
             });
             HostCopy {
                 op,
@@ -163,6 +168,41 @@ pub(super) fn host_copies(ctx: &Context<'_>) -> Vec<HostCopy> {
             }
         })
         .collect()
+}
+
+/// Whether a runtime call inside `op` launched device work (a factory that did made its
+/// tensor on the device).
+fn launches_device_work(ctx: &Context<'_>, op: SliceId) -> bool {
+    let t = ctx.timeline;
+    let Some(track) = t.slice_track(op) else {
+        return false;
+    };
+    let (start, end) = (t.slices.start[op as usize], t.slices.end(op));
+    t.track_slices_between(track, start, end.saturating_add(1))
+        .any(|j| j != op && t.slice_class(j) == CategoryClass::Runtime)
+}
+
+/// Unless the trace says otherwise, the factory's size (`Concrete Inputs[0]`, `[64, 3, 32, 32]`)
+/// and the copied tensor's (`Input Dims[0]`) hold as many elements.
+fn same_size(ctx: &Context<'_>, factory: SliceId, copy: SliceId) -> bool {
+    let t = ctx.timeline;
+    let made = t
+        .arg_raw(factory, "Concrete Inputs")
+        .and_then(|raw| serde_json::from_slice::<Vec<serde_json::Value>>(raw).ok())
+        .and_then(|all| {
+            let text = all.first()?.as_str()?.to_owned();
+            let dims: Option<Vec<i64>> = text
+                .trim_matches(|c| c == '[' || c == ']')
+                .split(',')
+                .map(|d| d.trim().parse().ok())
+                .collect();
+            dims
+        });
+    let copied = tensor_arg(t, copy, "Input Dims", 0);
+    match (made, copied) {
+        (Some(a), Some(b)) => a.iter().product::<i64>() == b.iter().product::<i64>(),
+        _ => true,
+    }
 }
 
 /// Blocking runtime calls inside `op` on its thread.

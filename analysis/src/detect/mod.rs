@@ -86,6 +86,8 @@ pub struct Thresholds {
     /// `unfused_optimizer`: per-parameter math ops in one optimizer step before it counts as a
     /// loop.
     pub optimizer_loop_min_ops: usize,
+    /// … and its estimated cost must reach this share of the step, percent.
+    pub optimizer_loop_min_pct: f64,
 }
 
 impl Default for Thresholds {
@@ -111,6 +113,7 @@ impl Default for Thresholds {
             pointwise_chain_min_ops: 4,
             pointwise_min_elems: 1024,
             optimizer_loop_min_ops: 8,
+            optimizer_loop_min_pct: 2.0,
         }
     }
 }

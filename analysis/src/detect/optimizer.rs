@@ -11,8 +11,9 @@
 //!
 //! One finding per optimizer step; count = the per-parameter math ops. Lost time, the model: a
 //! multi-tensor op costs about as much as one of the per-parameter ops it replaces (small
-//! tensors are launch- and dispatch-bound), so of each op name all calls but one are lost. A
-//! measured finding: the materiality floor applies.
+//! tensors are launch- and dispatch-bound), so of each op name all calls but one are lost. It
+//! must reach `optimizer_loop_min_pct` of the step: a loop that costs less is not worth
+//! changing the optimizer for.
 
 use rustc_hash::FxHashMap;
 use steplens_ingest::model::{CategoryClass, DeviceKind, SliceId};
@@ -109,7 +110,11 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
             let Some(step) = ctx.step_at(track.source, t.slices.start[i as usize]) else {
                 continue;
             };
-            findings.push(finding(ctx, track.source, step, i, &math));
+            let f = finding(ctx, track.source, step, i, &math);
+            let step_ns = t.steps[step].dur as f64;
+            if f.lost_ns as f64 * 100.0 >= ctx.thresholds.optimizer_loop_min_pct * step_ns {
+                findings.push(f);
+            }
         }
     }
     findings

@@ -105,7 +105,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
     }
     // A chain's identity across steps: its call site, or its op names.
     let key = |c: &Chain| -> String {
-        ctx.call_site(c.ops[0]).unwrap_or_else(|| {
+        chain_site(ctx, c).unwrap_or_else(|| {
             c.ops
                 .iter()
                 .map(|&i| t.slice_name(i))
@@ -145,6 +145,26 @@ fn excluded(ctx: &Context<'_>, op: SliceId) -> bool {
         || ctx.under_named(op, "autograd::engine::evaluate_function")
 }
 
+/// The line of the chain: Python operators (`x * 0.5`) leave no frame of their own, so an op
+/// reached through a builtin call (`torch.tanh`) on the same line names it; without one, the
+/// first op's call site.
+fn chain_site(ctx: &Context<'_>, chain: &Chain) -> Option<String> {
+    let t = ctx.timeline;
+    chain
+        .ops
+        .iter()
+        .find_map(|&op| {
+            let frame = ctx
+                .ancestors(op)
+                .find(|&a| t.slice_class(a) == CategoryClass::PythonFunction)?;
+            if !t.slice_name(frame).starts_with("<built-in") {
+                return None;
+            }
+            ctx.call_site(op)
+        })
+        .or_else(|| ctx.call_site(chain.ops[0]))
+}
+
 fn finding(ctx: &Context<'_>, source: u16, step: usize, chains: &[Chain]) -> Finding {
     let t = ctx.timeline;
     let s = &t.steps[step];
@@ -162,7 +182,7 @@ fn finding(ctx: &Context<'_>, source: u16, step: usize, chains: &[Chain]) -> Fin
         .iter()
         .map(|&i| t.slice_name(i).trim_start_matches("aten::").to_owned())
         .collect();
-    let call_site = ctx.call_site(first);
+    let call_site = chain_site(ctx, &chains[0]);
     Finding {
         kind: "unfused_pointwise".into(),
         severity: severity(lost, s.dur).into(),

@@ -6,8 +6,9 @@
 //! launch lands on a device-to-host memcpy. Each signal is lifted to the user-issued call: its
 //! outermost op. A value-reading op nested in an unrelated op (`aten::item` inside `aten::std`)
 //! is an implementation detail, not a user sync; nor is anything under torch.compile's
-//! machinery, the DataLoader's fetch, or an optimizer's step. Findings group the calls per step
-//! and user call site.
+//! machinery, the DataLoader's fetch, or an optimizer's step, nor the synchronize of a
+//! host-to-device copy that `host_copies` owns. Findings group the calls per step and user call
+//! site.
 
 use std::collections::BTreeMap;
 
