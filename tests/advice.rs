@@ -73,7 +73,10 @@ fn planted_advice_is_found_exactly_and_twins_stay_silent() {
                 continue;
             };
             if *count != e["count"].as_u64().unwrap() {
-                bad.push(format!("{name}: {key:?} count {count} (want {})", e["count"]));
+                bad.push(format!(
+                    "{name}: {key:?} count {count} (want {})",
+                    e["count"]
+                ));
             }
             // The modelled runs know their lost time to the nanosecond.
             if let Some(want) = e["lost_ns"].as_i64()
@@ -84,7 +87,9 @@ fn planted_advice_is_found_exactly_and_twins_stay_silent() {
             if let Some(site) = e["call_site"].as_str()
                 && sites.iter().any(|s| s != site)
             {
-                bad.push(format!("{name}: {key:?} call sites {sites:?} (want {site})"));
+                bad.push(format!(
+                    "{name}: {key:?} call sites {sites:?} (want {site})"
+                ));
             }
         }
         for key in got.keys() {

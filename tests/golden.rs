@@ -28,7 +28,16 @@ fn sample_traces() -> Vec<PathBuf> {
                 // `tests/advice.rs`) and
                 // `ci-aa/` by the check's A/A and A/B suite (`tests/check_stats.rs`), not pinned
                 // here.
-                if !["gen", "gaudi-cases", "kineto-compat", "ci-aa", "patterns", "advice"].contains(&name) {
+                if ![
+                    "gen",
+                    "gaudi-cases",
+                    "kineto-compat",
+                    "ci-aa",
+                    "patterns",
+                    "advice",
+                ]
+                .contains(&name)
+                {
                     walk(&path, out);
                 }
                 continue;

@@ -40,8 +40,7 @@ struct StepCalls {
 }
 
 fn is_outermost_op(ctx: &Context<'_>, slice: SliceId) -> bool {
-    !ctx
-        .ancestors(slice)
+    !ctx.ancestors(slice)
         .any(|a| ctx.timeline.slice_class(a) == CategoryClass::CpuOp)
 }
 

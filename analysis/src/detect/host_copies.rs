@@ -123,8 +123,7 @@ pub(super) fn host_copies(ctx: &Context<'_>) -> Vec<HostCopy> {
     let t = ctx.timeline;
     let mut by_op: BTreeMap<SliceId, Vec<SliceId>> = BTreeMap::new();
     for f in &t.flows {
-        if t.slice_class(f.to) != CategoryClass::Memcpy || !is_host_to_device(t.slice_name(f.to))
-        {
+        if t.slice_class(f.to) != CategoryClass::Memcpy || !is_host_to_device(t.slice_name(f.to)) {
             continue;
         }
         if !matches!(
@@ -245,8 +244,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
     }
     let other_device = device_work_besides(ctx, &copies);
     // (kind, source, step, call site or op) → copies.
-    let mut groups: BTreeMap<(&'static str, u16, usize, String), Vec<&HostCopy>> =
-        BTreeMap::new();
+    let mut groups: BTreeMap<(&'static str, u16, usize, String), Vec<&HostCopy>> = BTreeMap::new();
     for copy in &copies {
         let Some(kind) = copy.kind() else { continue };
         let Some(track) = t.slice_track(copy.op) else {

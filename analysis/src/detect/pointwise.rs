@@ -23,12 +23,57 @@ use crate::steps::DATALOADER_PREFIX;
 
 /// Elementwise ATen ops (out-of-place and in-place).
 const POINTWISE_OPS: &[&str] = &[
-    "add", "sub", "mul", "div", "neg", "abs", "exp", "exp2", "expm1", "log", "log1p", "log2",
-    "pow", "sqrt", "rsqrt", "reciprocal", "tanh", "sigmoid", "relu", "gelu", "silu", "erf",
-    "erfc", "sin", "cos", "clamp", "clamp_min", "clamp_max", "where", "maximum", "minimum",
-    "rsub", "square", "sign", "floor", "ceil", "round", "trunc", "lerp", "addcmul", "addcdiv",
-    "hardtanh", "leaky_relu", "softplus", "mish", "hardswish", "hardsigmoid", "elu", "threshold",
-    "masked_fill", "sgn",
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "neg",
+    "abs",
+    "exp",
+    "exp2",
+    "expm1",
+    "log",
+    "log1p",
+    "log2",
+    "pow",
+    "sqrt",
+    "rsqrt",
+    "reciprocal",
+    "tanh",
+    "sigmoid",
+    "relu",
+    "gelu",
+    "silu",
+    "erf",
+    "erfc",
+    "sin",
+    "cos",
+    "clamp",
+    "clamp_min",
+    "clamp_max",
+    "where",
+    "maximum",
+    "minimum",
+    "rsub",
+    "square",
+    "sign",
+    "floor",
+    "ceil",
+    "round",
+    "trunc",
+    "lerp",
+    "addcmul",
+    "addcdiv",
+    "hardtanh",
+    "leaky_relu",
+    "softplus",
+    "mish",
+    "hardswish",
+    "hardsigmoid",
+    "elu",
+    "threshold",
+    "masked_fill",
+    "sgn",
 ];
 
 const ADVICE: &str = "These elementwise ops each read and write the whole tensor and launch \
@@ -123,7 +168,9 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
     let mut groups: BTreeMap<(u16, usize, String), Vec<Chain>> = BTreeMap::new();
     for c in chains {
         let k = key(&c);
-        let steps_with_chain = steps_of.get(&(c.source, k.clone())).map_or(0, BTreeSet::len);
+        let steps_with_chain = steps_of
+            .get(&(c.source, k.clone()))
+            .map_or(0, BTreeSet::len);
         let steps_in_source = t.steps.iter().filter(|s| s.source == c.source).count();
         if steps_in_source >= 2 && steps_with_chain < 2 {
             continue;
@@ -174,7 +221,11 @@ fn finding(ctx: &Context<'_>, source: u16, step: usize, chains: &[Chain]) -> Fin
         let durs: Vec<i64> = c.ops.iter().map(|&i| t.slices.dur[i as usize]).collect();
         let keep = durs.iter().copied().max().unwrap_or(0);
         lost += durs.iter().sum::<i64>() - keep;
-        ranges.extend(c.ops.iter().map(|&i| (t.slices.start[i as usize], t.slices.end(i))));
+        ranges.extend(
+            c.ops
+                .iter()
+                .map(|&i| (t.slices.start[i as usize], t.slices.end(i))),
+        );
     }
     let first = chains[0].ops[0];
     let names: Vec<String> = chains[0]

@@ -54,7 +54,16 @@ const COMPUTE_OPS: &[&str] = &[
 
 /// Kernel-name fragments of matrix work.
 const MATRIX_KERNELS: &[&str] = &[
-    "gemm", "conv", "fprop", "dgrad", "wgrad", "xmma", "cutlass", "matmul", "attention", "fmha",
+    "gemm",
+    "conv",
+    "fprop",
+    "dgrad",
+    "wgrad",
+    "xmma",
+    "cutlass",
+    "matmul",
+    "attention",
+    "fmha",
 ];
 const FP32_KERNELS: &[&str] = &["sgemm", "scudnn", "tf32", "f32f32", "_f32", "fp32", "s1688"];
 const REDUCED_KERNELS: &[&str] = &[
@@ -108,7 +117,11 @@ fn has_fast_reduced_precision(ctx: &Context<'_>) -> bool {
         DeviceKind::Hpu | DeviceKind::Rocm => true,
         DeviceKind::Cuda => {
             if let Some(cc) = &t.device.compute_capability {
-                let major: i64 = cc.split('.').next().and_then(|m| m.parse().ok()).unwrap_or(0);
+                let major: i64 = cc
+                    .split('.')
+                    .next()
+                    .and_then(|m| m.parse().ok())
+                    .unwrap_or(0);
                 return major >= 7;
             }
             t.strings
@@ -224,7 +237,8 @@ fn finding(
     let mut by_name: FxHashMap<u32, i64> = FxHashMap::default();
     for m in kernels {
         let named = m.op.unwrap_or(m.kernel);
-        *by_name.entry(t.slices.name[named as usize]).or_insert(0) += t.slices.dur[m.kernel as usize];
+        *by_name.entry(t.slices.name[named as usize]).or_insert(0) +=
+            t.slices.dur[m.kernel as usize];
     }
     let names = ranked_names(t, by_name, 5);
     let lost = IntervalSet::from_ranges(ranges.clone()).total();
@@ -265,7 +279,10 @@ mod tests {
 
     #[test]
     fn kernel_names_and_types() {
-        assert_eq!(precision_of_kernel("volta_sgemm_128x64_tn"), Precision::Fp32);
+        assert_eq!(
+            precision_of_kernel("volta_sgemm_128x64_tn"),
+            Precision::Fp32
+        );
         assert_eq!(
             precision_of_kernel("sm80_xmma_gemm_tf32f32_tf32f32_f32_nn_n"),
             Precision::Fp32
