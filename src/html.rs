@@ -710,6 +710,7 @@ fn ranks_and_memory(h: &mut String, report: &Report) {
                     opt_ns_cell(r.step_p50_ns),
                     opt_ns_cell(r.compute_p50_ns),
                     opt_ns_cell(r.collective_p50_ns),
+                    opt_ns_cell(r.exposed_comm_p50_ns),
                     (
                         format!("{} of {}", r.last_arrivals, r.collectives),
                         Some(r.last_arrivals as f64),
@@ -729,6 +730,7 @@ fn ranks_and_memory(h: &mut String, report: &Report) {
                 ("median step", true),
                 ("compute", true),
                 ("in collectives", true),
+                ("exposed", true),
                 ("last to arrive", true),
                 ("waited", true),
                 ("comm hidden", true),

@@ -289,6 +289,7 @@ fn ranks_table(ranks: &steplens_analysis::ranks::RanksReport) -> Table {
         ("median step", true),
         ("compute", true),
         ("in collectives", true),
+        ("exposed", true),
         ("last to arrive", true),
         ("waited", true),
         ("comm hidden", true),
@@ -301,6 +302,7 @@ fn ranks_table(ranks: &steplens_analysis::ranks::RanksReport) -> Table {
             opt(r.step_p50_ns),
             opt(r.compute_p50_ns),
             opt(r.collective_p50_ns),
+            opt(r.exposed_comm_p50_ns),
             format!("{} of {}", r.last_arrivals, r.collectives),
             human_ns(r.wait_ns),
             r.comm_overlap_pct

@@ -25,7 +25,7 @@ fn sample_traces() -> Vec<PathBuf> {
                 // `gen/` holds the generators and their bookkeeping, not traces; `gaudi-cases/`
                 // and `kineto-compat/` are checked against their planted truth
                 // (`tests/gaudi_cases.rs`, `tests/kineto_compat.rs`, `tests/patterns.rs`,
-                // `tests/advice.rs`) and
+                // `tests/advice.rs`, `tests/ranks.rs`) and
                 // `ci-aa/` by the check's A/A and A/B suite (`tests/check_stats.rs`), not pinned
                 // here.
                 if ![
@@ -35,6 +35,7 @@ fn sample_traces() -> Vec<PathBuf> {
                     "ci-aa",
                     "patterns",
                     "advice",
+                    "ranks",
                 ]
                 .contains(&name)
                 {

@@ -103,3 +103,64 @@ fn a_directory_of_rank_traces_is_one_run() {
     assert_eq!(out.status.code(), Some(2));
     assert!(support::stderr(&out).contains("no trace files"));
 }
+
+/// The four rank traces of a `samples/ranks/` run, as one report.
+fn ranks_report(prefix: &str) -> Value {
+    let paths: Vec<String> = (0..4)
+        .map(|r| {
+            support::repo()
+                .join(format!("samples/ranks/{prefix}_rank{r}.json.gz"))
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    let mut args = vec!["report", "-f", "json"];
+    args.extend(paths.iter().map(String::as_str));
+    let out = support::steplens(&args);
+    assert!(out.status.success(), "{}", support::stderr(&out));
+    serde_json::from_str(&support::stdout(&out)).unwrap()
+}
+
+#[test]
+fn tiny_ddp_buckets_are_fragmented_collectives_and_default_ones_are_not() {
+    for prefix in ["buckets_tiny", "buckets_default"] {
+        let truth =
+            support::read_json(&support::repo().join(format!("samples/ranks/{prefix}.truth.json")));
+        let r = ranks_report(prefix);
+        // (step, count) per finding, against (step, count) per rank from the truth.
+        let mut got: Vec<(String, u64)> = r["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["kind"] == "fragmented_collectives")
+            .map(|f| {
+                (
+                    f["step"].as_str().unwrap().to_owned(),
+                    f["count"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        let mut want: Vec<(String, u64)> = truth["expected_findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                (
+                    e["step"].as_str().unwrap().to_owned(),
+                    e["count"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        got.sort();
+        want.sort();
+        assert_eq!(got, want, "{prefix}");
+        // Exposed comm is part of every rank's row, never more than its collective time.
+        for row in r["ranks"]["ranks"].as_array().unwrap() {
+            let exposed = row["exposed_comm_p50_ns"].as_i64().unwrap();
+            assert!(
+                exposed >= 0 && exposed <= row["collective_p50_ns"].as_i64().unwrap(),
+                "{row}"
+            );
+        }
+    }
+}

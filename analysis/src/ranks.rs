@@ -36,6 +36,9 @@ pub struct RankStats {
     pub compute_p50_ns: Option<i64>,
     /// Median per step of the time in collectives (union), ns.
     pub collective_p50_ns: Option<i64>,
+    /// Median per step of the collective time not hidden behind compute (exposed comm), ns.
+    #[serde(default)]
+    pub exposed_comm_p50_ns: Option<i64>,
     /// Collectives matched on every rank.
     pub collectives: usize,
     /// How often this rank started a matched collective last.
@@ -90,14 +93,18 @@ pub struct RanksReport {
 
 /// One collective on one rank.
 #[derive(Debug, Clone)]
-struct Occurrence {
-    name: String,
+pub(crate) struct Occurrence {
+    /// Collective (`all_reduce`, …).
+    pub(crate) name: String,
     /// Index of the track it ran on.
     track: usize,
     key: (String, i64),
-    start: i64,
-    end: i64,
-    bytes: Option<i64>,
+    /// Start, ns.
+    pub(crate) start: i64,
+    /// End, ns.
+    pub(crate) end: i64,
+    /// Message size, when recorded.
+    pub(crate) bytes: Option<i64>,
 }
 
 /// One collective matched on every rank.
@@ -323,21 +330,24 @@ pub fn ranks(t: &Timeline) -> Option<(RanksReport, Vec<Finding>)> {
     let mut rows: Vec<RankStats> = (0..n)
         .map(|r| {
             let source = r as u16;
-            let (step_p50, compute, coll, steps) = step_split(t, source, &occurrences[r]);
-            let comm_overlap_pct = comm_overlap(t, source, &occurrences[r]);
+            let comm =
+                IntervalSet::from_ranges(occurrences[r].iter().map(|o| (o.start, o.end)).collect());
+            let compute = compute_intervals(t, source, &occurrences[r]);
+            let split = step_split(t, source, &comm, &compute);
             RankStats {
                 rank: rank_of[r].0,
                 source,
                 rank_from: rank_of[r].1.to_owned(),
-                steps,
-                step_p50_ns: step_p50,
-                compute_p50_ns: compute,
-                collective_p50_ns: coll,
+                steps: split.steps,
+                step_p50_ns: split.step,
+                compute_p50_ns: split.compute,
+                collective_p50_ns: split.collective,
+                exposed_comm_p50_ns: split.exposed,
                 collectives: matched.len(),
                 last_arrivals: last_arrivals[r],
                 wait_ns: wait[r],
                 clock_offset_ns: applied[r],
-                comm_overlap_pct,
+                comm_overlap_pct: comm_overlap(&comm, &compute),
             }
         })
         .collect();
@@ -380,7 +390,7 @@ fn same_host(t: &Timeline) -> bool {
 }
 
 /// The collectives of one input, of the most specific kind it has, in time order.
-fn collect(t: &Timeline, source: u16) -> Vec<Occurrence> {
+pub(crate) fn collect(t: &Timeline, source: u16) -> Vec<Occurrence> {
     let mut found: Vec<(u8, SliceId, String, usize)> = Vec::new();
     for (track_index, track) in t
         .tracks
@@ -453,12 +463,18 @@ fn dtype_bytes(dtype: &str) -> i64 {
 
 /// The share of `occ`'s time during which `source` computed elsewhere: outermost host ops on
 /// threads that carry no collective, and device kernels that are not collectives.
-fn comm_overlap(t: &Timeline, source: u16, occ: &[Occurrence]) -> Option<f64> {
-    let comm = IntervalSet::from_ranges(occ.iter().map(|o| (o.start, o.end)).collect());
+fn comm_overlap(comm: &IntervalSet, compute: &IntervalSet) -> Option<f64> {
     let total = comm.total();
     if total == 0 {
         return None;
     }
+    let hidden = comm.intersect(compute).total();
+    Some((hidden as f64 * 1000.0 / total as f64).round() / 10.0)
+}
+
+/// Compute on rank `source`: outermost host work on threads that issue no collective, and
+/// device work that is not a collective.
+fn compute_intervals(t: &Timeline, source: u16, occ: &[Occurrence]) -> IntervalSet {
     let mut compute = Vec::new();
     for (track_index, track) in t
         .tracks
@@ -484,28 +500,41 @@ fn comm_overlap(t: &Timeline, source: u16, occ: &[Occurrence]) -> Option<f64> {
             }
         }
     }
-    let hidden = comm.intersect(&IntervalSet::from_ranges(compute)).total();
-    Some((hidden as f64 * 1000.0 / total as f64).round() / 10.0)
+    IntervalSet::from_ranges(compute)
 }
 
-/// Per step of `source`: median step, median time outside and inside collectives.
-fn step_split(
-    t: &Timeline,
-    source: u16,
-    occ: &[Occurrence],
-) -> (Option<i64>, Option<i64>, Option<i64>, usize) {
-    let comm = IntervalSet::from_ranges(occ.iter().map(|o| (o.start, o.end)).collect());
+/// Medians over the steps of one rank.
+struct StepSplit {
+    step: Option<i64>,
+    compute: Option<i64>,
+    collective: Option<i64>,
+    /// Collective time not hidden behind compute.
+    exposed: Option<i64>,
+    steps: usize,
+}
+
+/// Per step of `source`: median step, time outside and inside collectives, exposed comm.
+fn step_split(t: &Timeline, source: u16, comm: &IntervalSet, compute: &IntervalSet) -> StepSplit {
+    let exposed_set = comm.minus(compute);
     let steps: Vec<_> = t.steps.iter().filter(|s| s.source == source).collect();
     let mut durs = Vec::new();
     let mut computes = Vec::new();
     let mut colls = Vec::new();
+    let mut exposed = Vec::new();
     for s in &steps {
         let c = comm.covered(s.start, s.end());
         durs.push(s.dur);
         colls.push(c);
         computes.push(s.dur - c);
+        exposed.push(exposed_set.covered(s.start, s.end()));
     }
-    (median(durs), median(computes), median(colls), steps.len())
+    StepSplit {
+        step: median(durs),
+        compute: median(computes),
+        collective: median(colls),
+        exposed: median(exposed),
+        steps: steps.len(),
+    }
 }
 
 const STRAGGLER_ADVICE: &str = "One rank reaches the collectives late and every other rank \

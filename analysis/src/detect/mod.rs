@@ -5,6 +5,7 @@
 //! references) and one [`Thresholds`] table, the single documented place for every threshold
 //! (also in `docs/findings.md`); a budget file can override any of them.
 
+mod collectives;
 mod data_parallel;
 mod dataloader_stall;
 mod debug_api;
@@ -88,6 +89,11 @@ pub struct Thresholds {
     pub optimizer_loop_min_ops: usize,
     /// … and its estimated cost must reach this share of the step, percent.
     pub optimizer_loop_min_pct: f64,
+    /// `fragmented_collectives`: collectives of one kind in one step before they count as
+    /// fragmented …
+    pub fragmented_min_per_step: usize,
+    /// … when their median message (where recorded) is below this, bytes.
+    pub fragmented_max_bytes: i64,
 }
 
 impl Default for Thresholds {
@@ -114,6 +120,8 @@ impl Default for Thresholds {
             pointwise_min_elems: 1024,
             optimizer_loop_min_ops: 8,
             optimizer_loop_min_pct: 2.0,
+            fragmented_min_per_step: 8,
+            fragmented_max_bytes: 1 << 20,
         }
     }
 }
@@ -335,6 +343,7 @@ pub fn run_all(ctx: &Context<'_>) -> Vec<Finding> {
     findings.extend(data_parallel::detect(ctx));
     findings.extend(pointwise::detect(ctx));
     findings.extend(optimizer::detect(ctx));
+    findings.extend(collectives::detect(ctx));
     settle_lost_time(ctx, &mut findings);
     let compiling = compile_time_per_step(ctx, &findings);
     findings.retain(|f| is_material(ctx, f, &compiling));
@@ -370,6 +379,7 @@ pub const FINDING_KINDS: &[&str] = &[
     "data_parallel",
     "unfused_pointwise",
     "unfused_optimizer",
+    "fragmented_collectives",
 ];
 
 /// Who keeps a wall-clock nanosecond that several findings claim, first to last: a compile is
@@ -389,6 +399,7 @@ const OWNER_ORDER: &[&str] = &[
     "unfused_pointwise",
     "unfused_optimizer",
     "data_parallel",
+    "fragmented_collectives",
     "mme_idle_behind_tpc",
     "sync_point",
     "host_created_tensor",

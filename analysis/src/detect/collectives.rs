@@ -1,0 +1,117 @@
+//! `fragmented_collectives`: a step issues many small collectives of one kind where a few large
+//! ones would move the same data (DDP gradient buckets set too small, or per-tensor
+//! all-reduces in a custom loop).
+//!
+//! Per input and step, the all-reduces the rank records (`ranks::collect`: NCCL/RCCL kernels,
+//! `nccl:`/`gloo:`/`hccl:` ranges, `c10d::` ops, `record_param_comms`), counted by their start;
+//! other collectives (send/recv, all-to-all, FSDP's per-layer all-gathers) are split by
+//! design, not by a bucket size. Fragmented when one collective comes `fragmented_min_per_step` times
+//! or more in the step and, where the trace records message sizes, their median is below
+//! `fragmented_max_bytes`. One pattern finding per step and collective; count = the collectives.
+//!
+//! Lost time, the model: every collective pays a fixed latency (its setup and the ring's first
+//! hop), which the smallest of them shows best; DDP's default 25 MiB buckets would issue
+//! `ceil(total bytes / 25 MiB)` of them (one when sizes are unknown), so the others' latency
+//! is lost: (count − needed) × the shortest duration. An upper bound when the collectives
+//! overlap compute.
+
+use std::collections::BTreeMap;
+
+use super::{Context, severity, short_ns};
+use crate::report::{Cost, Finding};
+
+/// DDP's default bucket size.
+const DEFAULT_BUCKET_BYTES: i64 = 25 << 20;
+
+const ADVICE: &str = "Many small collectives each pay the full launch and network latency. \
+    With DDP, raise bucket_cap_mb (the default 25 MB suits most models) so gradients travel in \
+    a few large all-reduces; in a custom loop, flatten the tensors (torch._utils.\
+    _flatten_dense_tensors) or use the coalesced collectives instead of one call per tensor.";
+
+pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
+    let t = ctx.timeline;
+    let th = ctx.thresholds;
+    let mut findings = Vec::new();
+    for source in 0..t.sources.len() {
+        let source = source as u16;
+        let occurrences = crate::ranks::collect(t, source);
+        if occurrences.len() < th.fragmented_min_per_step {
+            continue;
+        }
+        // (step, collective) → occurrence indices.
+        let mut groups: BTreeMap<(usize, &str), Vec<usize>> = BTreeMap::new();
+        for (k, o) in occurrences.iter().enumerate() {
+            // Gradient all-reduces are what buckets merge; point-to-point and all-to-all
+            // exchanges (embeddings) and FSDP's per-layer all-gathers are per design.
+            if o.name != "all_reduce" {
+                continue;
+            }
+            if let Some(step) = ctx.step_at(source, o.start) {
+                groups.entry((step, o.name.as_str())).or_default().push(k);
+            }
+        }
+        for ((step, name), members) in groups {
+            if members.len() < th.fragmented_min_per_step {
+                continue;
+            }
+            let sizes: Vec<i64> = members
+                .iter()
+                .filter_map(|&k| occurrences[k].bytes)
+                .collect();
+            let median_bytes = crate::compare::median(sizes.clone());
+            if median_bytes.is_some_and(|b| b >= th.fragmented_max_bytes) {
+                continue;
+            }
+            let total_bytes: i64 = sizes.iter().sum();
+            let needed = if sizes.len() == members.len() {
+                usize::try_from((total_bytes + DEFAULT_BUCKET_BYTES - 1) / DEFAULT_BUCKET_BYTES)
+                    .unwrap_or(1)
+                    .max(1)
+            } else {
+                1
+            };
+            let shortest = members
+                .iter()
+                .map(|&k| occurrences[k].end - occurrences[k].start)
+                .min()
+                .unwrap_or(0);
+            let lost = (members.len().saturating_sub(needed)) as i64 * shortest;
+            let s = &t.steps[step];
+            let first = &occurrences[members[0]];
+            let size = median_bytes
+                .map(|b| format!(", median {}", crate::units::human_bytes(b.unsigned_abs())))
+                .unwrap_or_default();
+            let who = t.sources[source as usize]
+                .rank
+                .map_or_else(|| format!("input {source}"), |r| format!("rank {r}"));
+            findings.push(Finding {
+                kind: "fragmented_collectives".into(),
+                severity: severity(lost, s.dur).into(),
+                title: format!(
+                    "{}× small {name} in {} ({who}{size}); {needed} bucketed would do: about {} of per-call latency",
+                    members.len(),
+                    s.name,
+                    short_ns(lost)
+                ),
+                step: Some(s.name.clone()),
+                start_ns: first.start,
+                end_ns: occurrences[members[members.len() - 1]].end,
+                track: None,
+                ops: vec![name.to_owned()],
+                call_site: None,
+                count: members.len() as u64,
+                lost_ns: lost,
+                evidence: Vec::new(),
+                cost: Cost::pattern(
+                    source,
+                    members
+                        .iter()
+                        .map(|&k| (occurrences[k].start, occurrences[k].end))
+                        .collect(),
+                ),
+                recommendation: ADVICE.into(),
+            });
+        }
+    }
+    findings
+}
