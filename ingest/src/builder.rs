@@ -946,15 +946,20 @@ impl TimelineBuilder {
         for p in &mut points {
             p.track = order[p.track as usize];
         }
-        // Group endpoints of one flow (category + id) together, in time order.
-        points.sort_by_key(|p| (p.cat, p.id, p.ts, p.phase != FlowPhase::Start));
+        // Group endpoints of one flow (input + category + id) together, in time order: flow
+        // ids are numbered per trace, so two ranks' flow 10 are different flows.
+        let tracks = &self.timeline.tracks;
+        let source_of = |p: &FlowPoint| tracks.get(p.track as usize).map_or(0, |t| t.source);
+        points.sort_by_key(|p| (source_of(p), p.cat, p.id, p.ts, p.phase != FlowPhase::Start));
+        let same_flow = |a: &FlowPoint, b: &FlowPoint| {
+            a.cat == b.cat && a.id == b.id && source_of(a) == source_of(b)
+        };
         let mut flows = Vec::new();
         let mut unbound = 0u64;
         let mut i = 0;
         while i < points.len() {
             let mut j = i + 1;
-            while j < points.len() && points[j].cat == points[i].cat && points[j].id == points[i].id
-            {
+            while j < points.len() && same_flow(&points[j], &points[i]) {
                 j += 1;
             }
             let group = &points[i..j];

@@ -14,6 +14,7 @@
 //! ```
 
 pub mod builder;
+mod concat;
 mod correlation;
 mod csv;
 mod derived_steps;
@@ -203,6 +204,18 @@ pub fn load_many(
     options: &LoadOptions,
     mut progress: Option<Progress<'_>>,
 ) -> Result<Timeline, IngestError> {
+    // Independent traces (ranks) load in parallel, one per core; a set whose inputs bind each
+    // other (a device-only capture, a node table) is read into one builder.
+    let from_stdin = paths.iter().any(|p| p.as_os_str() == "-");
+    if paths.len() > 1 && !from_stdin {
+        let total = paths.len() as u64;
+        if let Some(timeline) = concat::load_parallel(paths, options)? {
+            if let Some(p) = progress.as_mut() {
+                p(total, total);
+            }
+            return Ok(timeline);
+        }
+    }
     let mut builder = TimelineBuilder::default();
     for path in paths {
         match progress.as_mut() {
