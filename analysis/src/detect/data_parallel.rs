@@ -39,11 +39,6 @@ struct StepCalls {
     forward_frames: usize,
 }
 
-fn is_outermost_op(ctx: &Context<'_>, slice: SliceId) -> bool {
-    !ctx.ancestors(slice)
-        .any(|a| ctx.timeline.slice_class(a) == CategoryClass::CpuOp)
-}
-
 pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
     let t = ctx.timeline;
     if t.strings.lookup(REPLICATE).is_none() {
@@ -54,9 +49,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
         for i in track.slices.clone() {
             let name = t.slice_name(i);
             let class = t.slice_class(i);
-            let machinery = class == CategoryClass::CpuOp
-                && MACHINERY.contains(&name)
-                && is_outermost_op(ctx, i);
+            let machinery = MACHINERY.contains(&name) && ctx.is_outermost_op(i);
             let frame = class == CategoryClass::PythonFunction
                 && name.starts_with(FORWARD_FRAME)
                 && name.ends_with(": forward");

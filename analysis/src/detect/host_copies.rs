@@ -100,14 +100,6 @@ fn outermost_cpu_op(ctx: &Context<'_>, slice: SliceId) -> Option<SliceId> {
     outer
 }
 
-/// Whether `slice` is an op with no op around it.
-fn is_outermost_op(ctx: &Context<'_>, slice: SliceId) -> bool {
-    ctx.timeline.slice_class(slice) == CategoryClass::CpuOp
-        && !ctx
-            .ancestors(slice)
-            .any(|a| ctx.timeline.slice_class(a) == CategoryClass::CpuOp)
-}
-
 /// The outermost op that ends last before `op` starts on its thread.
 fn previous_op(ctx: &Context<'_>, op: SliceId) -> Option<SliceId> {
     let t = ctx.timeline;
@@ -115,7 +107,7 @@ fn previous_op(ctx: &Context<'_>, op: SliceId) -> Option<SliceId> {
     let start = t.slices.start[op as usize];
     (track.slices.start..op)
         .rev()
-        .find(|&j| t.slices.end(j) <= start && is_outermost_op(ctx, j))
+        .find(|&j| t.slices.end(j) <= start && ctx.is_outermost_op(j))
 }
 
 /// Every host-to-device copy op of the trace, in op order.

@@ -220,6 +220,16 @@ impl Context<'_> {
         .take_while(|&p| p != NO_PARENT)
     }
 
+    /// Whether `slice` is an op with no op around it (the call the user's code made; the ops
+    /// inside it are its implementation).
+    pub fn is_outermost_op(&self, slice: SliceId) -> bool {
+        let t = self.timeline;
+        t.slice_class(slice) == CategoryClass::CpuOp
+            && !self
+                .ancestors(slice)
+                .any(|a| t.slice_class(a) == CategoryClass::CpuOp)
+    }
+
     /// Whether `slice` runs inside torch.compile's machinery.
     pub fn under_compile(&self, slice: SliceId) -> bool {
         self.ancestors(slice)

@@ -118,14 +118,8 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
             current.clear();
         };
         for i in track.slices.clone() {
-            if t.slice_class(i) != CategoryClass::CpuOp {
-                continue;
-            }
             // Ops inside another op are its implementation, not the user's chain.
-            if ctx
-                .ancestors(i)
-                .any(|a| t.slice_class(a) == CategoryClass::CpuOp)
-            {
+            if !ctx.is_outermost_op(i) {
                 continue;
             }
             let link = is_pointwise(t.slice_name(i))
