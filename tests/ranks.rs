@@ -164,3 +164,51 @@ fn tiny_ddp_buckets_are_fragmented_collectives_and_default_ones_are_not() {
         }
     }
 }
+
+/// `check` of one 4-rank run against another, as JSON, and its exit status.
+fn check_ranks(current: &str, baseline: &str) -> (Value, i32) {
+    let paths = |prefix: &str| -> Vec<String> {
+        (0..4)
+            .map(|r| {
+                support::repo()
+                    .join(format!("samples/ci-aa/{prefix}_rank{r}.json.gz"))
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect()
+    };
+    let (cur, base) = (paths(current), paths(baseline));
+    let mut args = vec!["check", "-f", "json"];
+    args.extend(cur.iter().map(String::as_str));
+    for b in &base {
+        args.extend(["--baseline", b.as_str()]);
+    }
+    let out = support::steplens(&args);
+    let json = serde_json::from_str(&support::stdout(&out)).unwrap();
+    (json, out.status.code().unwrap())
+}
+
+fn rule<'a>(outcome: &'a Value, name: &str) -> &'a Value {
+    outcome["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["rule"] == name)
+        .unwrap_or_else(|| panic!("no rule {name}"))
+}
+
+#[test]
+fn check_has_rank_spread_and_exposed_comm_rules() {
+    // The planted straggler run against the balanced one: one rank computes far longer.
+    let (outcome, status) = check_ranks("straggler", "ddp");
+    assert_eq!(status, 1);
+    let spread = rule(&outcome, "rank_spread");
+    assert_eq!(spread["status"], "fail", "{spread}");
+    assert!(outcome["current"]["rank_spread_pct"].as_f64().unwrap() > 30.0);
+    assert!(outcome["baseline"]["rank_spread_pct"].as_f64().unwrap() < 15.0);
+    // The balanced run against itself: nothing moves.
+    let (same, status) = check_ranks("ddp", "ddp");
+    assert_eq!(status, 0);
+    assert_eq!(rule(&same, "rank_spread")["status"], "pass");
+    assert_eq!(rule(&same, "exposed_comm")["status"], "pass");
+}

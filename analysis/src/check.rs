@@ -73,6 +73,16 @@ pub struct PctLimit {
     pub min_pct: Option<f64>,
 }
 
+/// A limit on a spread that should not grow: how far above the baseline, and a ceiling.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct SpreadLimit {
+    /// Largest accepted rise over the baseline, percentage points.
+    pub max_increase_points: Option<f64>,
+    /// Ceiling for the current value, percent, whatever the baseline.
+    pub max_pct: Option<f64>,
+}
+
 impl PctLimit {
     fn over(self, base: Self) -> Self {
         Self {
@@ -129,6 +139,12 @@ pub struct CheckBudget {
     /// Op self-time rules fail the check (by default they only warn: op time is noisier than
     /// step time, and an op that got slower without moving the step costs nothing).
     pub fail_on_op_rules: bool,
+    /// Several ranks: the spread of their compute per step (slowest − fastest rank, points of
+    /// the median step) may grow by at most this many points.
+    pub rank_spread: SpreadLimit,
+    /// Several ranks: the median exposed communication per step (collective time not hidden
+    /// behind compute).
+    pub exposed_comm: TimeLimit,
     /// Run-to-run noise of the step time assumed with a single baseline run, percent: a step
     /// rule fails only when its interval's lower end is above it. With several baseline runs
     /// the spread between their medians is measured instead (at least 2 %).
@@ -156,6 +172,11 @@ impl Default for CheckBudget {
             confidence: 0.99,
             min_steps: 3,
             fail_on_op_rules: false,
+            rank_spread: SpreadLimit {
+                max_increase_points: Some(10.0),
+                max_pct: None,
+            },
+            exposed_comm: TimeLimit::new(10.0, 0.5),
             noise_floor_pct: 10.0,
         }
     }
@@ -405,6 +426,39 @@ pub fn check(baseline: &RunFigures, current: &RunFigures, budget: &CheckBudget) 
         }
         rules.push(rule);
     }
+    rules.push(spread_rule(
+        "rank_spread",
+        baseline.rank_spread_pct,
+        current.rank_spread_pct,
+        budget.rank_spread,
+    ));
+    let mut exposed = time_rule(
+        "exposed_comm",
+        "exposed communication per step (median over ranks)",
+        baseline.exposed_comm_ns,
+        current.exposed_comm_ns,
+        budget.exposed_comm,
+        None,
+    );
+    // One number per run, no per-step samples: a rise within the step's run-to-run noise is
+    // not told apart from it.
+    if exposed.status == Status::Fail
+        && let (Some(base), Some(cur), Some(step)) = (
+            baseline.exposed_comm_ns,
+            current.exposed_comm_ns,
+            baseline.step_p50_ns,
+        )
+    {
+        let noise = step as f64 * step_noise_pct(baseline, budget) / 100.0;
+        if ((cur - base) as f64) < noise {
+            exposed.status = Status::Inconclusive;
+            exposed.message.push_str(&format!(
+                " (within the run-to-run noise of {}: compare several baseline runs)",
+                human_ns(noise as i64)
+            ));
+        }
+    }
+    rules.push(exposed);
     explain_step_time(&mut rules, baseline, current);
     CheckOutcome {
         schema: CHECK_SCHEMA.to_owned(),
@@ -685,6 +739,50 @@ fn pct_rule(
     result
 }
 
+/// A spread that may not grow past `limit` (skipped where a run has a single rank).
+fn spread_rule(
+    rule: &str,
+    baseline: Option<f64>,
+    current: Option<f64>,
+    limit: SpreadLimit,
+) -> RuleResult {
+    let shown = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.1}%"));
+    let describe = [
+        limit.max_increase_points.map(|p| format!("+{p} points")),
+        limit.max_pct.map(|p| format!("≤ {p}%")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>()
+    .join(", ");
+    let mut result = RuleResult::passing(rule, shown(baseline), shown(current), describe);
+    let (Some(base), Some(cur)) = (baseline, current) else {
+        result.status = Status::Skipped;
+        result.message = "rank spread: needs several ranks on both sides".to_owned();
+        return result;
+    };
+    result.change = format!("{:+.1} points", cur - base);
+    if let Some(max) = limit.max_pct
+        && cur > max
+    {
+        result.status = Status::Fail;
+        result.message =
+            format!("the ranks' compute spread {cur:.1}% is over the ceiling of {max}%");
+    } else if let Some(rise) = limit.max_increase_points
+        && cur - base > rise
+    {
+        result.status = Status::Fail;
+        result.message = format!(
+            "the ranks' compute spread grew from {base:.1}% to {cur:.1}% of the step (+{:.1} points), past +{rise} points: a rank computes longer than the others",
+            cur - base
+        );
+    } else {
+        result.message =
+            format!("the ranks' compute spread {cur:.1}% of the step (baseline {base:.1}%)");
+    }
+    result
+}
+
 fn new_findings_rule(
     kind: &str,
     baseline: &RunFigures,
@@ -760,7 +858,35 @@ mod tests {
             step_samples_ns: vec![step_ns; 3],
             lost_samples_ns: BTreeMap::new(),
             run_step_p50_ns: vec![step_ns],
+            rank_spread_pct: None,
+            exposed_comm_ns: None,
         }
+    }
+
+    #[test]
+    fn rank_rules_skip_one_rank_and_hold_the_spread() {
+        let base = run(10_000_000);
+        let outcome = check(&base, &base, &CheckBudget::default());
+        assert_eq!(rule(&outcome, "rank_spread").status, Status::Skipped);
+        let mut spread = base.clone();
+        spread.rank_spread_pct = Some(8.0);
+        let mut wider = base.clone();
+        wider.rank_spread_pct = Some(30.0);
+        let outcome = check(&spread, &wider, &CheckBudget::default());
+        assert_eq!(rule(&outcome, "rank_spread").status, Status::Fail);
+        let outcome = check(&spread, &spread, &CheckBudget::default());
+        assert_eq!(rule(&outcome, "rank_spread").status, Status::Pass);
+        // Exposed comm up 0.6 ms on a 10 ms step: past +10 % and +0.5 ms, but within the 10 %
+        // run-to-run noise floor of one baseline run: inconclusive, not a failure.
+        let mut exposed = base.clone();
+        exposed.exposed_comm_ns = Some(2_000_000);
+        let mut more = base;
+        more.exposed_comm_ns = Some(2_600_000);
+        let outcome = check(&exposed, &more, &CheckBudget::default());
+        assert_eq!(rule(&outcome, "exposed_comm").status, Status::Inconclusive);
+        more.exposed_comm_ns = Some(4_000_000);
+        let outcome = check(&exposed, &more, &CheckBudget::default());
+        assert_eq!(rule(&outcome, "exposed_comm").status, Status::Fail);
     }
 
     /// A run whose steps are `ms` apart from one another (noisy), median `median_ms`.

@@ -108,6 +108,40 @@ pub struct RunFigures {
     /// Median step of each run these figures pool (one entry for a single run).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub run_step_p50_ns: Vec<i64>,
+    /// Several ranks: the spread of their compute per step (slowest − fastest rank's median, as
+    /// a share of the median step), percentage points.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rank_spread_pct: Option<f64>,
+    /// Several ranks: the median over ranks of their exposed communication per step, ns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exposed_comm_ns: Option<i64>,
+}
+
+/// The rank figures of a report with several ranks: (spread of compute, exposed comm).
+fn rank_figures(report: &Report) -> (Option<f64>, Option<i64>) {
+    let Some(ranks) = &report.ranks else {
+        return (None, None);
+    };
+    let compute: Vec<i64> = ranks
+        .ranks
+        .iter()
+        .filter_map(|r| r.compute_p50_ns)
+        .collect();
+    let step = median(ranks.ranks.iter().filter_map(|r| r.step_p50_ns).collect());
+    let spread = match (compute.iter().max(), compute.iter().min(), step) {
+        (Some(&hi), Some(&lo), Some(step)) if compute.len() >= 2 && step > 0 => {
+            Some(round2((hi - lo) as f64 * 100.0 / step as f64))
+        }
+        _ => None,
+    };
+    let exposed = median(
+        ranks
+            .ranks
+            .iter()
+            .filter_map(|r| r.exposed_comm_p50_ns)
+            .collect(),
+    );
+    (spread, exposed)
 }
 
 /// An op's name as compared across runs: device ops are marked so a host op and the kernel of
@@ -233,6 +267,7 @@ impl RunFigures {
                 .or_insert(0) += op.self_ns / all_steps;
         }
 
+        let (rank_spread_pct, exposed_comm_ns) = rank_figures(report);
         Self {
             steps_total: report.steps.len(),
             steps_measured: steps.len(),
@@ -252,6 +287,8 @@ impl RunFigures {
             run_step_p50_ns: median(durations.clone()).into_iter().collect(),
             step_samples_ns: durations,
             lost_samples_ns,
+            rank_spread_pct,
+            exposed_comm_ns,
         }
     }
 
@@ -304,6 +341,8 @@ impl RunFigures {
             }
             sum.into_iter().map(|(k, v)| (k, v / n)).collect()
         };
+        out.rank_spread_pct = median_f64(runs.iter().filter_map(|r| r.rank_spread_pct).collect());
+        out.exposed_comm_ns = median(runs.iter().filter_map(|r| r.exposed_comm_ns).collect());
         out.lost_ns_per_step = average(&|r: &Self| &r.lost_ns_per_step);
         out.op_self_ns_per_step = average(&|r: &Self| &r.op_self_ns_per_step);
         let samples = &out.step_samples_ns;
