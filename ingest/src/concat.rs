@@ -83,6 +83,20 @@ pub(crate) fn load_parallel(
     if !parts.iter().all(stands_alone) {
         return Ok(None);
     }
+    // The track cap is over all inputs, as one builder would count them.
+    let max = options.limits.max_tracks.max(1);
+    let mut tracks = 0;
+    for (path, part) in paths.iter().zip(&parts) {
+        tracks += part.tracks.len();
+        if tracks > max {
+            return Err(IngestError::LimitExceeded {
+                path: path.display().to_string(),
+                what: "the number of tracks",
+                limit: format!("{}", options.limits.max_tracks),
+                flag: "--max-tracks",
+            });
+        }
+    }
     Ok(Some(concat(parts)))
 }
 

@@ -118,3 +118,31 @@ fn a_deflate_bomb_hits_the_ratio_cap() {
     );
     assert!(message.contains("--max-inflate-ratio"), "{message}");
 }
+
+#[test]
+fn the_track_cap_counts_every_input_loaded_in_parallel() {
+    let a = sample("hta/cuda_event_sync.json.gz");
+    let b = sample("torch-cpu/train_clean.json");
+    let one = load(&a, &LoadOptions::default(), None)
+        .unwrap()
+        .tracks
+        .len();
+    let other = load(&b, &LoadOptions::default(), None)
+        .unwrap()
+        .tracks
+        .len();
+    // Each input fits on its own; together they do not.
+    let cap = with_limits(Limits {
+        max_tracks: one.max(other),
+        ..Limits::default()
+    });
+    let err = steplens_ingest::load_many(&[a.as_path(), b.as_path()], &cap, None).unwrap_err();
+    let message = err.to_string();
+    assert!(message.contains("--max-tracks"), "{message}");
+    let enough = with_limits(Limits {
+        max_tracks: one + other,
+        ..Limits::default()
+    });
+    let both = steplens_ingest::load_many(&[a.as_path(), b.as_path()], &enough, None).unwrap();
+    assert_eq!(both.tracks.len(), one + other);
+}
