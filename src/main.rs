@@ -76,6 +76,20 @@ struct LoadArgs {
     /// Deepest nesting of JSON arrays and objects (event args) accepted.
     #[arg(long, value_name = "N", default_value_t = limits::DEFAULT_MAX_JSON_DEPTH)]
     max_json_depth: usize,
+    /// The rank of a trace without `distributedInfo`, from its path: the first capture group of
+    /// this regex (default: `rank3`, `rank-3`, `_r3` in the file name).
+    #[arg(long, value_name = "REGEX", value_parser = parse_rank_regex)]
+    rank_regex: Option<regex::Regex>,
+}
+
+fn parse_rank_regex(text: &str) -> Result<regex::Regex, String> {
+    // The regex crate's message spans several lines (the pattern, a caret, the cause): keep
+    // the cause, on one line.
+    regex::Regex::new(text).map_err(|e| {
+        let cause = e.to_string();
+        let last = cause.lines().last().unwrap_or_default().trim().to_owned();
+        format!("not a valid regex ({last})")
+    })
 }
 
 impl LoadArgs {
@@ -90,6 +104,7 @@ impl LoadArgs {
                 max_inflate_ratio: self.max_inflate_ratio,
             },
             map_fresh_files: false,
+            rank_regex: self.rank_regex.clone(),
         }
     }
 }

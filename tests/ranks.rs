@@ -212,3 +212,45 @@ fn check_has_rank_spread_and_exposed_comm_rules() {
     assert_eq!(rule(&same, "rank_spread")["status"], "pass");
     assert_eq!(rule(&same, "exposed_comm")["status"], "pass");
 }
+
+/// A small rank trace without `distributedInfo`: three steps, one all-reduce each.
+fn rank_trace(offset_us: u64) -> String {
+    let mut events = Vec::new();
+    for step in 0..3u64 {
+        let ts = 1_000 + step * 1_000;
+        events.push(format!(
+            r#"{{"ph":"X","cat":"user_annotation","name":"ProfilerStep#{step}","pid":1,"tid":1,"ts":{ts},"dur":900}}"#
+        ));
+        events.push(format!(
+            r#"{{"ph":"X","cat":"user_annotation","name":"gloo:all_reduce","pid":1,"tid":2,"ts":{},"dur":100}}"#,
+            ts + 500 + offset_us
+        ));
+    }
+    format!(r#"{{"traceEvents":[{}]}}"#, events.join(","))
+}
+
+#[test]
+fn rank_regex_reads_ranks_from_paths() {
+    let dir = tempfile::TempDir::new().unwrap();
+    std::fs::write(dir.path().join("host-a-w5.json"), rank_trace(0)).unwrap();
+    std::fs::write(dir.path().join("host-b-w2.json"), rank_trace(50)).unwrap();
+    let d = dir.path().to_str().unwrap();
+    let out = support::steplens(&["report", "-f", "json", d, r"--rank-regex=-w(\d+)\.json"]);
+    assert!(out.status.success(), "{}", support::stderr(&out));
+    let r: Value = serde_json::from_str(&support::stdout(&out)).unwrap();
+    let rows = r["ranks"]["ranks"].as_array().unwrap();
+    let ranks: Vec<i64> = rows
+        .iter()
+        .map(|row| row["rank"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ranks, [2, 5]);
+    assert!(rows.iter().all(|row| row["rank_from"] == "file name"));
+    // A broken pattern is a usage error on one line, exit 2.
+    let bad = support::steplens(&["report", d, "--rank-regex", "w("]);
+    assert_eq!(bad.status.code(), Some(2));
+    let err = support::stderr(&bad);
+    assert!(
+        err.lines().next().unwrap().contains("not a valid regex"),
+        "{err}"
+    );
+}

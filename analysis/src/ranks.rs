@@ -201,9 +201,19 @@ pub fn ranks(t: &Timeline) -> Option<(RanksReport, Vec<Finding>)> {
     // Which rank each input is.
     let mut rank_of: Vec<(i64, &'static str)> = Vec::new();
     for (i, s) in t.sources.iter().enumerate() {
+        let written = s.top_level.iter().any(|(k, _)| k == "distributedInfo");
         let found = s
             .rank
-            .map(|r| (r, "distributedInfo"))
+            .map(|r| {
+                (
+                    r,
+                    if written {
+                        "distributedInfo"
+                    } else {
+                        "file name"
+                    },
+                )
+            })
             .or_else(|| rank_from_name(&s.path).map(|r| (r, "file name")))
             .unwrap_or((i as i64, "input order"));
         rank_of.push(found);

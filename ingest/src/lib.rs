@@ -56,6 +56,10 @@ pub struct LoadOptions {
     /// is still being written may shrink under the mapping and crash the process, so such
     /// files are read instead. Benchmarks that just wrote their input turn it on.
     pub map_fresh_files: bool,
+    /// The rank of an input that does not say it (no `distributedInfo`), from its path: the
+    /// first capture group of this pattern (the whole match without one). Without a pattern,
+    /// the analysis reads `rank3`, `rank-3`, `_r3` from the file name.
+    pub rank_regex: Option<regex::Regex>,
 }
 
 /// Default cap on decompressed gzip input: 64 GiB.
@@ -68,8 +72,19 @@ impl Default for LoadOptions {
             max_inflated_bytes: DEFAULT_MAX_INFLATED_BYTES,
             limits: Limits::default(),
             map_fresh_files: false,
+            rank_regex: None,
         }
     }
+}
+
+/// The rank `pattern` finds in `path`: its first capture group, else the whole match, as an
+/// integer.
+#[must_use]
+pub fn rank_by_regex(pattern: &regex::Regex, path: &str) -> Option<i64> {
+    let caps = pattern.captures(path)?;
+    let text = caps.get(1).or_else(|| caps.get(0))?.as_str();
+    let digits: String = text.chars().filter(char::is_ascii_digit).collect();
+    digits.parse().ok()
 }
 
 /// A trace format steplens recognises.
@@ -266,11 +281,21 @@ fn add_read_input(
     options: &LoadOptions,
     progress: Option<Progress<'_>>,
 ) -> Result<(), IngestError> {
+    let first_new = builder.source_count();
     let read = if sniff(input.data.bytes()) == Format::Zip {
         hltv::read_archive(builder, input.data.bytes(), &display, options)
     } else {
         add_input(builder, &display, input, progress)
     };
+    if let Some(pattern) = &options.rank_regex {
+        for source in first_new..builder.source_count() {
+            if let Some(info) = builder.source_mut(u16::try_from(source).unwrap_or(u16::MAX))
+                && info.rank.is_none()
+            {
+                info.rank = rank_by_regex(pattern, &info.path);
+            }
+        }
+    }
     // A limit hit while reading stops the load, even when the reader itself carried on.
     if let Some(hit) = builder.take_limit_hit() {
         return Err(IngestError::LimitExceeded {
