@@ -14,6 +14,7 @@ mod html;
 mod progress;
 mod render;
 mod run_input;
+mod summaries_cmd;
 
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -49,6 +50,8 @@ enum Command {
     Export(export_cmd::ExportArgs),
     /// Measure ingest and report speed and memory on a (generated) large trace.
     Bench(bench::BenchArgs),
+    /// Summarize one rank's trace for `report --summaries` (run it next to each rank's trace).
+    Summarize(summaries_cmd::SummarizeArgs),
     /// Open the desktop timeline viewer (traces load in the background; none opens an empty window).
     View {
         /// Trace files to open.
@@ -124,8 +127,12 @@ enum ReportFormat {
 #[derive(Debug, clap::Args)]
 struct ReportArgs {
     /// Trace files (`-` reads stdin). Several files (ranks) make one report.
-    #[arg(required = true)]
+    #[arg(required_unless_present = "summaries")]
     traces: Vec<PathBuf>,
+    /// Merge rank summaries (`steplens summarize` files, or directories of `*.summary.json`)
+    /// into the rank and collective tables and stragglers, instead of reading traces.
+    #[arg(long, value_name = "PATH", num_args = 1.., conflicts_with = "traces")]
+    summaries: Vec<PathBuf>,
     /// Output format.
     #[arg(long, short = 'f', value_enum, default_value_t = ReportFormat::Text)]
     format: ReportFormat,
@@ -164,9 +171,11 @@ fn main() -> ExitCode {
         Command::Info(args) => args.json,
         Command::Check(args) => args.json_output(),
         Command::Diff(args) => args.json_output(),
-        Command::Export(_) | Command::Bench(_) | Command::Baseline(_) | Command::View { .. } => {
-            false
-        }
+        Command::Export(_)
+        | Command::Bench(_)
+        | Command::Baseline(_)
+        | Command::Summarize(_)
+        | Command::View { .. } => false,
     };
     let result = match cli.command {
         Command::Report(args) => report(&args).map(|()| true),
@@ -176,6 +185,7 @@ fn main() -> ExitCode {
         Command::Baseline(command) => baseline_cmd::run(&command).map(|()| true),
         Command::Export(args) => export_cmd::run(&args).map(|()| true),
         Command::Bench(args) => bench::run(&args).map(|()| true),
+        Command::Summarize(args) => summaries_cmd::summarize(&args).map(|()| true),
         Command::View { traces } => steplens_viewer::run(traces)
             .map_err(|e| anyhow::anyhow!("cannot open the viewer window: {e}"))
             .map(|()| true),
@@ -325,6 +335,13 @@ fn output(path: Option<&Path>) -> Result<(Box<dyn Write>, bool)> {
 }
 
 fn report(args: &ReportArgs) -> Result<()> {
+    if !args.summaries.is_empty() {
+        return summaries_cmd::report_summaries(
+            &args.summaries,
+            args.format,
+            args.output.as_deref(),
+        );
+    }
     let thresholds = match &args.budget {
         Some(path) => read_budget(path)?.thresholds,
         None => steplens_analysis::Thresholds::default(),

@@ -280,7 +280,7 @@ impl From<&StepStats> for StepLike {
     }
 }
 
-fn ranks_table(ranks: &steplens_analysis::ranks::RanksReport) -> Table {
+pub(crate) fn ranks_table(ranks: &steplens_analysis::ranks::RanksReport) -> Table {
     let opt = |v: Option<i64>| v.map_or_else(|| "-".to_owned(), human_ns);
     let mut table = Table::new(&[
         ("rank", true),
@@ -312,7 +312,7 @@ fn ranks_table(ranks: &steplens_analysis::ranks::RanksReport) -> Table {
     table
 }
 
-fn collectives_table(ranks: &steplens_analysis::ranks::RanksReport) -> Table {
+pub(crate) fn collectives_table(ranks: &steplens_analysis::ranks::RanksReport) -> Table {
     let mut table = Table::new(&[
         ("collective", false),
         ("count", true),

@@ -254,3 +254,64 @@ fn rank_regex_reads_ranks_from_paths() {
         "{err}"
     );
 }
+
+#[test]
+fn merging_rank_summaries_gives_the_same_rank_analysis_as_the_traces() {
+    let dir = tempfile::TempDir::new().unwrap();
+    for r in 0..4 {
+        let trace = support::repo().join(format!("samples/ci-aa/straggler_rank{r}.json.gz"));
+        let summary = dir.path().join(format!("rank{r}.summary.json"));
+        let out = support::steplens(&[
+            "summarize",
+            trace.to_str().unwrap(),
+            "-o",
+            summary.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{}", support::stderr(&out));
+    }
+    let out = support::steplens(&[
+        "report",
+        "-f",
+        "json",
+        "--summaries",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", support::stderr(&out));
+    let merged: Value = serde_json::from_str(&support::stdout(&out)).unwrap();
+    let from_traces = report("straggler");
+    // The traces were given out of order, the summaries in rank order: only `source` differs.
+    let without_source = |ranks: &Value| -> Value {
+        let mut ranks = ranks.clone();
+        for row in ranks["ranks"].as_array_mut().unwrap() {
+            row.as_object_mut().unwrap().remove("source");
+        }
+        ranks
+    };
+    assert_eq!(
+        without_source(&merged["ranks"]),
+        without_source(&from_traces["ranks"])
+    );
+    let titles = |findings: &Value| -> Vec<String> {
+        findings
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["kind"] == "straggler")
+            .map(|f| f["title"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        titles(&merged["findings"]),
+        titles(&from_traces["findings"])
+    );
+    assert_eq!(titles(&merged["findings"]).len(), 1);
+    // A damaged summary is named, with its line, exit 2.
+    std::fs::write(dir.path().join("rank9.summary.json"), "{\"schema\": 3").unwrap();
+    let bad = support::steplens(&["report", "--summaries", dir.path().to_str().unwrap()]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        support::stderr(&bad).contains("rank9.summary.json: line 1"),
+        "{}",
+        support::stderr(&bad)
+    );
+}

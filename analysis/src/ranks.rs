@@ -91,13 +91,88 @@ pub struct RanksReport {
     pub collectives: Vec<CollectiveStats>,
 }
 
+/// Schema name of a rank summary.
+pub const SUMMARY_SCHEMA: &str = "steplens.rank-summary/1";
+
+/// What the rank analysis needs from one rank's trace (`steplens summarize` writes it next to
+/// each trace): thousands of ranks then merge without their traces (`report --summaries`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RankSummary {
+    /// [`SUMMARY_SCHEMA`].
+    pub schema: String,
+    /// The trace's path as given.
+    pub path: String,
+    /// Rank, when the trace (`distributedInfo`) or its path (`--rank-regex`) says it.
+    pub rank: Option<i64>,
+    /// Whether the rank is written in the trace (`distributedInfo`).
+    pub rank_written: bool,
+    /// `host_name` of the trace.
+    pub host: Option<String>,
+    /// Backend from `distributedInfo`.
+    pub backend: Option<String>,
+    /// Collectives in time order, at the most specific level the trace records.
+    pub collectives: Vec<Occurrence>,
+    /// Steps of the rank.
+    pub steps: usize,
+    /// Median step, ns.
+    pub step_p50_ns: Option<i64>,
+    /// Median per step of the time outside collectives, ns.
+    pub compute_p50_ns: Option<i64>,
+    /// Median per step of the time in collectives, ns.
+    pub collective_p50_ns: Option<i64>,
+    /// Median per step of the collective time not hidden behind compute, ns.
+    pub exposed_comm_p50_ns: Option<i64>,
+    /// Share of collective time with compute beside it, percent.
+    pub comm_overlap_pct: Option<f64>,
+    /// Self time per step of each host op (collectives left out), ns.
+    pub self_ns_per_step: BTreeMap<String, i64>,
+}
+
+/// One rank's summary from input `source` of `t`; `children` is [`crate::ops::child_time`].
+#[must_use]
+pub fn rank_summary(t: &Timeline, source: u16, children: &[i64]) -> RankSummary {
+    let info = &t.sources[source as usize];
+    let top = |key: &str| {
+        info.top_level
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+    };
+    let backend = top("distributedInfo").and_then(|v| {
+        let parsed: serde_json::Value = serde_json::from_str(&v).ok()?;
+        parsed.get("backend")?.as_str().map(str::to_owned)
+    });
+    let collectives = collect(t, source);
+    let comm = IntervalSet::from_ranges(collectives.iter().map(|o| (o.start, o.end)).collect());
+    let compute = compute_intervals(t, source, &collectives);
+    let split = step_split(t, source, &comm, &compute);
+    RankSummary {
+        schema: SUMMARY_SCHEMA.to_owned(),
+        path: info.path.clone(),
+        rank: info.rank,
+        rank_written: top("distributedInfo").is_some(),
+        host: top("host_name").map(|h| h.trim_matches('"').to_owned()),
+        backend,
+        steps: split.steps,
+        step_p50_ns: split.step,
+        compute_p50_ns: split.compute,
+        collective_p50_ns: split.collective,
+        exposed_comm_p50_ns: split.exposed,
+        comm_overlap_pct: comm_overlap(&comm, &compute),
+        self_ns_per_step: self_time_per_step(t, source, children),
+        collectives,
+    }
+}
+
 /// One collective on one rank.
-#[derive(Debug, Clone)]
-pub(crate) struct Occurrence {
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Occurrence {
     /// Collective (`all_reduce`, …).
     pub(crate) name: String,
-    /// Index of the track it ran on.
+    /// Index of the track it ran on (in its own Timeline; not kept in summaries).
+    #[serde(skip)]
     track: usize,
+    /// What matches it across ranks: (process group and how, sequence number or ordinal).
     key: (String, i64),
     /// Start, ns.
     pub(crate) start: i64,
@@ -198,10 +273,24 @@ pub fn ranks(t: &Timeline) -> Option<(RanksReport, Vec<Finding>)> {
     if t.sources.len() < 2 {
         return None;
     }
+    let children = crate::ops::child_time(t);
+    let summaries: Vec<RankSummary> = (0..t.sources.len())
+        .map(|source| rank_summary(t, source as u16, &children))
+        .collect();
+    ranks_of(&summaries)
+}
+
+/// The rank analysis over rank summaries (one per input, in input order): what [`ranks`] does
+/// from a Timeline, and `report --summaries` from summary files.
+#[must_use]
+pub fn ranks_of(summaries: &[RankSummary]) -> Option<(RanksReport, Vec<Finding>)> {
+    if summaries.len() < 2 {
+        return None;
+    }
     // Which rank each input is.
     let mut rank_of: Vec<(i64, &'static str)> = Vec::new();
-    for (i, s) in t.sources.iter().enumerate() {
-        let written = s.top_level.iter().any(|(k, _)| k == "distributedInfo");
+    for (i, s) in summaries.iter().enumerate() {
+        let written = s.rank_written;
         let found = s
             .rank
             .map(|r| {
@@ -227,10 +316,8 @@ pub fn ranks(t: &Timeline) -> Option<(RanksReport, Vec<Finding>)> {
             *r = (i as i64, "input order");
         }
     }
-    let occurrences: Vec<Vec<Occurrence>> = (0..t.sources.len())
-        .map(|source| collect(t, source as u16))
-        .collect();
-    if occurrences.iter().any(Vec::is_empty) {
+    let occurrences: Vec<&Vec<Occurrence>> = summaries.iter().map(|s| &s.collectives).collect();
+    if occurrences.iter().any(|o| o.is_empty()) {
         return None;
     }
     // Match across ranks.
@@ -246,8 +333,12 @@ pub fn ranks(t: &Timeline) -> Option<(RanksReport, Vec<Finding>)> {
         .into_values()
         .filter_map(|slots| slots.into_iter().collect::<Option<Vec<usize>>>())
         .collect();
-    // Clock offsets: the median over matched collectives of (end on rank 0 − end on rank r).
-    let reference = 0;
+    // Clock offsets: the median over matched collectives of (end on the reference rank − end on
+    // rank r).
+    // The lowest rank is the reference, whatever order the inputs came in.
+    let reference = (0..rank_of.len())
+        .min_by_key(|&i| rank_of[i].0)
+        .unwrap_or(0);
     let offsets: Vec<i64> = (0..occurrences.len())
         .map(|r| {
             median(
@@ -259,7 +350,7 @@ pub fn ranks(t: &Timeline) -> Option<(RanksReport, Vec<Finding>)> {
             .unwrap_or(0)
         })
         .collect();
-    let same_host = same_host(t);
+    let same_host = summaries.windows(2).all(|w| w[0].host == w[1].host);
     let applied: Vec<i64> = if same_host {
         vec![0; offsets.len()]
     } else {
@@ -337,41 +428,28 @@ pub fn ranks(t: &Timeline) -> Option<(RanksReport, Vec<Finding>)> {
             }
         })
         .collect();
-    let mut rows: Vec<RankStats> = (0..n)
-        .map(|r| {
-            let source = r as u16;
-            let comm =
-                IntervalSet::from_ranges(occurrences[r].iter().map(|o| (o.start, o.end)).collect());
-            let compute = compute_intervals(t, source, &occurrences[r]);
-            let split = step_split(t, source, &comm, &compute);
-            RankStats {
-                rank: rank_of[r].0,
-                source,
-                rank_from: rank_of[r].1.to_owned(),
-                steps: split.steps,
-                step_p50_ns: split.step,
-                compute_p50_ns: split.compute,
-                collective_p50_ns: split.collective,
-                exposed_comm_p50_ns: split.exposed,
-                collectives: matched.len(),
-                last_arrivals: last_arrivals[r],
-                wait_ns: wait[r],
-                clock_offset_ns: applied[r],
-                comm_overlap_pct: comm_overlap(&comm, &compute),
-            }
+    let mut rows: Vec<RankStats> = summaries
+        .iter()
+        .enumerate()
+        .map(|(r, s)| RankStats {
+            rank: rank_of[r].0,
+            source: u16::try_from(r).unwrap_or(u16::MAX),
+            rank_from: rank_of[r].1.to_owned(),
+            steps: s.steps,
+            step_p50_ns: s.step_p50_ns,
+            compute_p50_ns: s.compute_p50_ns,
+            collective_p50_ns: s.collective_p50_ns,
+            exposed_comm_p50_ns: s.exposed_comm_p50_ns,
+            collectives: matched.len(),
+            last_arrivals: last_arrivals[r],
+            wait_ns: wait[r],
+            clock_offset_ns: applied[r],
+            comm_overlap_pct: s.comm_overlap_pct,
         })
         .collect();
-    let findings = straggler(t, &rows, &caused, matched.len());
+    let findings = straggler(summaries, &rows, &caused, matched.len());
     rows.sort_by_key(|r| r.rank);
-    let backend = t
-        .sources
-        .iter()
-        .flat_map(|s| s.top_level.iter())
-        .filter(|(k, _)| k == "distributedInfo")
-        .find_map(|(_, v)| {
-            let info: serde_json::Value = serde_json::from_str(v).ok()?;
-            info.get("backend")?.as_str().map(str::to_owned)
-        });
+    let backend = summaries.iter().find_map(|s| s.backend.clone());
     Some((
         RanksReport {
             world_size: n,
@@ -382,21 +460,6 @@ pub fn ranks(t: &Timeline) -> Option<(RanksReport, Vec<Finding>)> {
         },
         findings,
     ))
-}
-
-/// Whether every input names the same host (`host_name`) or none names one.
-fn same_host(t: &Timeline) -> bool {
-    let hosts: Vec<Option<&str>> = t
-        .sources
-        .iter()
-        .map(|s| {
-            s.top_level
-                .iter()
-                .find(|(k, _)| k == "host_name")
-                .map(|(_, v)| v.trim_matches('"'))
-        })
-        .collect();
-    hosts.windows(2).all(|w| w[0] == w[1])
 }
 
 /// The collectives of one input, of the most specific kind it has, in time order.
@@ -555,7 +618,12 @@ const STRAGGLER_ADVICE: &str = "One rank reaches the collectives late and every 
 
 /// A rank that arrives last at most collectives (≥ 3 and more than its fair share) and computes
 /// longer per step than the others' median.
-fn straggler(t: &Timeline, rows: &[RankStats], caused: &[i64], matched: usize) -> Vec<Finding> {
+fn straggler(
+    summaries: &[RankSummary],
+    rows: &[RankStats],
+    caused: &[i64],
+    matched: usize,
+) -> Vec<Finding> {
     let n = rows.len();
     if matched < 3 || n < 2 {
         return Vec::new();
@@ -587,7 +655,7 @@ fn straggler(t: &Timeline, rows: &[RankStats], caused: &[i64], matched: usize) -
         return Vec::new();
     }
     let per_step_cost = caused[worst] / (row.steps.max(1) as i64);
-    let grew = grown_ops(t, row.source, rows);
+    let grew = grown_ops(summaries, row.source as usize);
     vec![Finding {
         kind: "straggler".into(),
         severity: if extra * 5 >= step {
@@ -624,16 +692,13 @@ fn straggler(t: &Timeline, rows: &[RankStats], caused: &[i64], matched: usize) -
     }]
 }
 
-/// The ops whose self time per step on `source` most exceeds the other ranks' median.
-fn grown_ops(t: &Timeline, source: u16, rows: &[RankStats]) -> Vec<String> {
-    let children = crate::ops::child_time(t);
-    let per_rank: Vec<BTreeMap<String, i64>> = rows
-        .iter()
-        .map(|r| self_time_per_step(t, r.source, &children))
-        .collect();
-    let Some(mine) = rows.iter().position(|r| r.source == source) else {
+/// The ops whose self time per step on input `mine` most exceeds the other ranks' median.
+fn grown_ops(summaries: &[RankSummary], mine: usize) -> Vec<String> {
+    let per_rank: Vec<&BTreeMap<String, i64>> =
+        summaries.iter().map(|s| &s.self_ns_per_step).collect();
+    if mine >= per_rank.len() {
         return Vec::new();
-    };
+    }
     let mut grown: Vec<(String, i64)> = per_rank[mine]
         .iter()
         .map(|(op, &ns)| {
