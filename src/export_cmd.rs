@@ -1,5 +1,6 @@
 //! `steplens export TRACE… --tables DIR`: the slices, steps, ops, findings, engines and idle
-//! tables as Parquet or CSV files for pandas, polars or DuckDB; `--perfetto OUT.pftrace`: the
+//! tables as Parquet or CSV files for pandas, polars or DuckDB (with several ranks, a
+//! hive-partitioned dataset and a ranks table); `--perfetto OUT.pftrace`: the
 //! Timeline with the steps and findings drawn on it, for ui.perfetto.dev.
 
 use std::io::Write;
@@ -78,6 +79,9 @@ pub(crate) fn run(args: &ExportArgs) -> Result<()> {
     Ok(())
 }
 
+/// Writes the tables; with several ranks, the per-rank tables (slices, steps) as a
+/// hive-partitioned dataset (`slices/rank=3/part-0.parquet`) that DuckDB, Spark or DataFusion
+/// read as one table with a `rank` column, and a flat `ranks` table.
 fn write_tables(
     timeline: &steplens_ingest::Timeline,
     report: &steplens_analysis::Report,
@@ -85,18 +89,55 @@ fn write_tables(
     format: TableFormat,
 ) -> Result<Vec<(&'static str, usize)>> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut all = tables(timeline, report)?;
+    let rank_of: Vec<(u16, i64)> = report
+        .ranks
+        .as_ref()
+        .map(|r| r.ranks.iter().map(|row| (row.source, row.rank)).collect())
+        .unwrap_or_default();
+    if let Some(ranks) = &report.ranks {
+        all.push(steplens_analysis::table::ranks_table(ranks)?);
+    }
     let mut written = Vec::new();
-    for mut table in tables(timeline, report)? {
-        let path = dir.join(format!("{}.{}", table.name, format.extension()));
-        let file = std::fs::File::create(&path)
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        let mut out = std::io::BufWriter::new(file);
-        table
-            .write(format, &mut out)
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        out.flush()
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        written.push((table.name, table.rows()));
+    for mut table in all {
+        // The rank table is one row per rank already.
+        let parts = if rank_of.is_empty() || table.name == "ranks" {
+            None
+        } else {
+            table.split_by_rank(&rank_of)?
+        };
+        let Some(parts) = parts else {
+            let path = dir.join(format!("{}.{}", table.name, format.extension()));
+            write_one(&mut table, format, &path)?;
+            written.push((table.name, table.rows()));
+            continue;
+        };
+        let mut rows = 0;
+        for mut part in parts {
+            let folder = dir.join(table.name).join(format!("rank={}", part.rank));
+            std::fs::create_dir_all(&folder)
+                .with_context(|| format!("cannot create {}", folder.display()))?;
+            let path = folder.join(format!("part-0.{}", format.extension()));
+            write_one(&mut part.table, format, &path)?;
+            rows += part.table.rows();
+        }
+        written.push((table.name, rows));
     }
     Ok(written)
+}
+
+fn write_one(
+    table: &mut steplens_analysis::table::Table,
+    format: TableFormat,
+    path: &Path,
+) -> Result<()> {
+    let file =
+        std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
+    let mut out = std::io::BufWriter::new(file);
+    table
+        .write(format, &mut out)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    out.flush()
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
 }

@@ -315,3 +315,37 @@ fn merging_rank_summaries_gives_the_same_rank_analysis_as_the_traces() {
         support::stderr(&bad)
     );
 }
+
+#[test]
+fn a_multi_rank_export_is_a_hive_partitioned_dataset() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let tables = dir.path().join("tables");
+    let mut args = vec!["export".to_owned()];
+    for r in 0..4 {
+        args.push(
+            support::repo()
+                .join(format!("samples/ci-aa/straggler_rank{r}.json.gz"))
+                .to_string_lossy()
+                .into_owned(),
+        );
+    }
+    args.extend(["--tables".to_owned(), tables.to_string_lossy().into_owned()]);
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = support::steplens(&refs);
+    assert!(out.status.success(), "{}", support::stderr(&out));
+    for r in 0..4 {
+        for table in ["slices", "steps"] {
+            let part = tables.join(format!("{table}/rank={r}/part-0.parquet"));
+            assert!(part.is_file(), "{}", part.display());
+        }
+    }
+    // Run-wide tables and the rank table stay flat.
+    for flat in ["ops.parquet", "findings.parquet", "ranks.parquet"] {
+        assert!(tables.join(flat).is_file(), "{flat}");
+    }
+    assert!(
+        support::stderr(&out).contains("steps (80 rows)"),
+        "{}",
+        support::stderr(&out)
+    );
+}

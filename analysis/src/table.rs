@@ -94,6 +94,114 @@ impl Table {
     }
 }
 
+/// One rank's part of a per-rank table (a hive partition `rank=<rank>`).
+pub struct RankPart {
+    /// The rank.
+    pub rank: i64,
+    /// Its rows.
+    pub table: Table,
+}
+
+impl Table {
+    /// The table split by rank, for a hive-partitioned dataset (`<name>/rank=<r>/…`): rows by
+    /// their `source` column, each input to its rank. `None` for a table without a `source`
+    /// column (a run-wide table: ops, findings, engines).
+    ///
+    /// # Errors
+    /// When polars fails to take the rows.
+    pub fn split_by_rank(
+        &self,
+        rank_of: &[(u16, i64)],
+    ) -> Result<Option<Vec<RankPart>>, TableError> {
+        let Ok(column) = self.frame.column("source") else {
+            return Ok(None);
+        };
+        let sources = column.u32().map_err(polars_err(self.name))?;
+        let mut rows: FxHashMap<u32, Vec<IdxSize>> = FxHashMap::default();
+        for (i, s) in sources.iter().enumerate() {
+            if let Some(s) = s {
+                rows.entry(s)
+                    .or_default()
+                    .push(IdxSize::try_from(i).unwrap_or(IdxSize::MAX));
+            }
+        }
+        let mut parts = Vec::with_capacity(rank_of.len());
+        for &(source, rank) in rank_of {
+            let idx = rows.remove(&u32::from(source)).unwrap_or_default();
+            let frame = self
+                .frame
+                .take(&IdxCa::from_vec("idx".into(), idx))
+                .map_err(polars_err(self.name))?;
+            parts.push(RankPart {
+                rank,
+                table: Table {
+                    name: self.name,
+                    frame,
+                },
+            });
+        }
+        Ok(Some(parts))
+    }
+}
+
+/// One row per rank of a multi-rank run (the report's rank table).
+///
+/// # Errors
+/// When polars rejects the frame.
+pub fn ranks_table(ranks: &crate::ranks::RanksReport) -> Result<Table, TableError> {
+    let rows = &ranks.ranks;
+    let frame = DataFrame::new(
+        rows.len(),
+        vec![
+            Column::new(
+                "rank".into(),
+                rows.iter().map(|r| r.rank).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "source".into(),
+                rows.iter().map(|r| u32::from(r.source)).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "steps".into(),
+                rows.iter().map(|r| r.steps as u64).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "step_p50_ns".into(),
+                rows.iter().map(|r| r.step_p50_ns).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "compute_p50_ns".into(),
+                rows.iter().map(|r| r.compute_p50_ns).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "collective_p50_ns".into(),
+                rows.iter().map(|r| r.collective_p50_ns).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "exposed_comm_p50_ns".into(),
+                rows.iter()
+                    .map(|r| r.exposed_comm_p50_ns)
+                    .collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "last_arrivals".into(),
+                rows.iter()
+                    .map(|r| r.last_arrivals as u64)
+                    .collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "wait_ns".into(),
+                rows.iter().map(|r| r.wait_ns).collect::<Vec<_>>(),
+            ),
+        ],
+    )
+    .map_err(polars_err("ranks"))?;
+    Ok(Table {
+        name: "ranks",
+        frame,
+    })
+}
+
 /// Columns (name and type) and row count of a written table, read back from its bytes: what a
 /// user's pandas or DuckDB will see.
 #[derive(Debug, Clone, PartialEq, Eq)]
