@@ -462,8 +462,18 @@ pub fn ranks_of(summaries: &[RankSummary]) -> Option<(RanksReport, Vec<Finding>)
     ))
 }
 
+/// [`collective_of`] for every interned name, by name id: names repeat across slices, so each
+/// is classified once.
+fn collective_names(t: &Timeline) -> Vec<Option<(u8, String)>> {
+    t.strings
+        .iter()
+        .map(|(_, name)| collective_of(name))
+        .collect()
+}
+
 /// The collectives of one input, of the most specific kind it has, in time order.
 pub(crate) fn collect(t: &Timeline, source: u16) -> Vec<Occurrence> {
+    let by_name = collective_names(t);
     let mut found: Vec<(u8, SliceId, String, usize)> = Vec::new();
     for (track_index, track) in t
         .tracks
@@ -484,7 +494,10 @@ pub(crate) fn collect(t: &Timeline, source: u16) -> Vec<Occurrence> {
                     .and_then(|c| collective_of(&format!("c10d::{c}")))
                     .map(|(_, op)| (0, op))
             } else {
-                collective_of(name)
+                by_name
+                    .get(t.slices.name[i as usize] as usize)
+                    .cloned()
+                    .flatten()
             };
             if let Some((level, op)) = hit {
                 found.push((level, i, op, track_index));
@@ -548,6 +561,13 @@ fn comm_overlap(comm: &IntervalSet, compute: &IntervalSet) -> Option<f64> {
 /// Compute on rank `source`: outermost host work on threads that issue no collective, and
 /// device work that is not a collective.
 fn compute_intervals(t: &Timeline, source: u16, occ: &[Occurrence]) -> IntervalSet {
+    let by_name = collective_names(t);
+    let is_collective = |i: SliceId| {
+        matches!(
+            by_name.get(t.slices.name[i as usize] as usize),
+            Some(Some(_))
+        )
+    };
     let mut compute = Vec::new();
     for (track_index, track) in t
         .tracks
@@ -563,9 +583,7 @@ fn compute_intervals(t: &Timeline, source: u16, occ: &[Occurrence]) -> IntervalS
                 || !t.slice_class(t.slices.parent[idx]).is_host_work();
             let counts = match track.kind {
                 TrackKind::HostThread => !carries_comm && class.is_host_work() && outermost,
-                TrackKind::DeviceEngine { .. } => {
-                    class.is_device_work() && collective_of(t.slice_name(i)).is_none()
-                }
+                TrackKind::DeviceEngine { .. } => class.is_device_work() && !is_collective(i),
                 _ => false,
             };
             if counts {
@@ -722,6 +740,13 @@ fn grown_ops(summaries: &[RankSummary], mine: usize) -> Vec<String> {
 
 /// Self time per step of every host op of one input (collectives and annotations left out).
 fn self_time_per_step(t: &Timeline, source: u16, children: &[i64]) -> BTreeMap<String, i64> {
+    let by_name = collective_names(t);
+    let is_collective = |i: SliceId| {
+        matches!(
+            by_name.get(t.slices.name[i as usize] as usize),
+            Some(Some(_))
+        )
+    };
     let steps = t.steps.iter().filter(|s| s.source == source).count().max(1) as i64;
     let mut out: BTreeMap<String, i64> = BTreeMap::new();
     for track in t
@@ -730,7 +755,7 @@ fn self_time_per_step(t: &Timeline, source: u16, children: &[i64]) -> BTreeMap<S
         .filter(|tr| tr.source == source && tr.kind == TrackKind::HostThread)
     {
         for i in track.slices.clone() {
-            if !t.slice_class(i).is_host_work() || collective_of(t.slice_name(i)).is_some() {
+            if !t.slice_class(i).is_host_work() || is_collective(i) {
                 continue;
             }
             let below = children.get(i as usize).copied().unwrap_or(0);

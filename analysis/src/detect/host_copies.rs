@@ -218,9 +218,9 @@ fn blocking_calls_in(ctx: &Context<'_>, op: SliceId) -> Vec<(i64, i64)> {
 }
 
 /// The copy ops `sync_point` leaves to these detectors, sorted.
-pub(super) fn claimed_copy_ops(ctx: &Context<'_>) -> Vec<SliceId> {
-    let mut ops: Vec<SliceId> = host_copies(ctx)
-        .into_iter()
+pub(super) fn claimed_copy_ops(copies: &[HostCopy]) -> Vec<SliceId> {
+    let mut ops: Vec<SliceId> = copies
+        .iter()
         .filter(|c| c.kind().is_some())
         .map(|c| c.op)
         .collect();
@@ -228,16 +228,16 @@ pub(super) fn claimed_copy_ops(ctx: &Context<'_>) -> Vec<SliceId> {
     ops
 }
 
-pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
+/// The findings over `copies` ([`host_copies`] of the same context).
+pub(crate) fn detect(ctx: &Context<'_>, copies: &[HostCopy]) -> Vec<Finding> {
     let t = ctx.timeline;
-    let copies = host_copies(ctx);
     if copies.iter().all(|c| c.kind().is_none()) {
         return Vec::new();
     }
-    let other_device = device_work_besides(ctx, &copies);
+    let other_device = device_work_besides(ctx, copies);
     // (kind, source, step, call site or op) → copies.
     let mut groups: BTreeMap<(&'static str, u16, usize, String), Vec<&HostCopy>> = BTreeMap::new();
-    for copy in &copies {
+    for copy in copies {
         let Some(kind) = copy.kind() else { continue };
         let Some(track) = t.slice_track(copy.op) else {
             continue;

@@ -338,7 +338,13 @@ fn is_library_path(path: &str) -> bool {
 #[must_use]
 pub fn run_all(ctx: &Context<'_>) -> Vec<Finding> {
     let mut findings = Vec::new();
-    findings.extend(sync_point::detect(ctx));
+    // Host-to-device copies from pageable or freshly made host tensors are their own findings',
+    // not syncs.
+    let copies = host_copies::host_copies(ctx);
+    findings.extend(sync_point::detect(
+        ctx,
+        &host_copies::claimed_copy_ops(&copies),
+    ));
     findings.extend(dataloader_stall::detect(ctx));
     findings.extend(recompile::detect(ctx));
     findings.extend(host_bound_gap::detect(ctx));
@@ -348,7 +354,7 @@ pub fn run_all(ctx: &Context<'_>) -> Vec<Finding> {
     findings.extend(slow_zero_grad::detect(ctx));
     findings.extend(debug_api::detect(ctx));
     findings.extend(layer_patterns::detect(ctx));
-    findings.extend(host_copies::detect(ctx));
+    findings.extend(host_copies::detect(ctx, &copies));
     findings.extend(precision::detect(ctx));
     findings.extend(data_parallel::detect(ctx));
     findings.extend(pointwise::detect(ctx));

@@ -102,45 +102,46 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
     let min_ops = th.pointwise_chain_min_ops.max(2);
     let mut chains: Vec<Chain> = Vec::new();
     for (_, track) in ctx.host_tracks() {
-        let mut current: Vec<SliceId> = Vec::new();
-        let mut shape: Option<Vec<i64>> = None;
-        let mut flush = |current: &mut Vec<SliceId>| {
-            if current.len() >= min_ops {
-                let first = current[0];
-                if let Some(step) = ctx.step_at(track.source, t.slices.start[first as usize]) {
-                    chains.push(Chain {
-                        source: track.source,
-                        step,
-                        ops: std::mem::take(current),
-                    });
+        // Runs of consecutive outermost elementwise ops, by name alone; only a run long enough
+        // to hold a chain has its shapes read (args are costly to read, and most elementwise
+        // ops stand alone between matmuls).
+        let mut run: Vec<SliceId> = Vec::new();
+        // End of the run's last op: an op that starts later and is not a link breaks it.
+        let mut run_end = i64::MIN;
+        let mut close = |run: &mut Vec<SliceId>| {
+            if run.len() >= min_ops {
+                for ops in same_shape_chains(ctx, run, min_ops) {
+                    if let Some(step) = ctx.step_at(track.source, t.slices.start[ops[0] as usize]) {
+                        chains.push(Chain {
+                            source: track.source,
+                            step,
+                            ops,
+                        });
+                    }
                 }
             }
-            current.clear();
+            run.clear();
         };
         for i in track.slices.clone() {
-            // Ops inside another op are its implementation, not the user's chain.
+            if t.slice_class(i) != CategoryClass::CpuOp {
+                continue;
+            }
+            if !is_pointwise(t.slice_name(i)) {
+                // Any op after the run's last op breaks it: an outermost one directly, a nested
+                // one through the outer op already met (no ancestor walk needed).
+                if !run.is_empty() && t.slices.start[i as usize] >= run_end {
+                    close(&mut run);
+                }
+                continue;
+            }
+            // A pointwise op inside another op is that op's implementation, not a link.
             if !ctx.is_outermost_op(i) {
                 continue;
             }
-            let link = is_pointwise(t.slice_name(i))
-                .then(|| tensor_arg(t, i, "Input Dims", 0))
-                .flatten()
-                .filter(|s| s.iter().product::<i64>() >= th.pointwise_min_elems)
-                .filter(|_| !excluded(ctx, i));
-            match link {
-                Some(s) if shape.as_ref() == Some(&s) => current.push(i),
-                Some(s) => {
-                    flush(&mut current);
-                    current.push(i);
-                    shape = Some(s);
-                }
-                None => {
-                    flush(&mut current);
-                    shape = None;
-                }
-            }
+            run_end = t.slices.end(i);
+            run.push(i);
         }
-        flush(&mut current);
+        close(&mut run);
     }
     // A chain's identity across steps: its call site, or its op names.
     let key = |c: &Chain| -> String {
@@ -175,6 +176,36 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
         .into_iter()
         .map(|((source, step, _), chains)| finding(ctx, source, step, &chains))
         .collect()
+}
+
+/// The chains in a run of consecutive elementwise ops: maximal stretches whose first input has
+/// one shape of at least `pointwise_min_elems` elements, at least `min_ops` long.
+fn same_shape_chains(ctx: &Context<'_>, run: &[SliceId], min_ops: usize) -> Vec<Vec<SliceId>> {
+    let t = ctx.timeline;
+    let mut out = Vec::new();
+    let mut current: Vec<SliceId> = Vec::new();
+    let mut shape: Option<Vec<i64>> = None;
+    for &i in run {
+        let link = tensor_arg(t, i, "Input Dims", 0)
+            .filter(|s| s.iter().product::<i64>() >= ctx.thresholds.pointwise_min_elems)
+            .filter(|_| !excluded(ctx, i));
+        if link.is_some() && link == shape {
+            current.push(i);
+            continue;
+        }
+        if current.len() >= min_ops {
+            out.push(std::mem::take(&mut current));
+        }
+        current.clear();
+        if link.is_some() {
+            current.push(i);
+        }
+        shape = link;
+    }
+    if current.len() >= min_ops {
+        out.push(current);
+    }
+    out
 }
 
 /// Whether an op belongs to another detector's code or to no user code.

@@ -1,10 +1,10 @@
 //! `no_mixed_precision`: matrix work (matmuls, convolutions, attention) runs in fp32 on a
 //! device with fast reduced-precision units.
 //!
-//! Precision is judged at the innermost op that launched the kernel (under autocast
-//! `aten::linear` still takes fp32 inputs, casts them, and the `aten::addmm` inside takes
-//! bf16): its `Input type` first entry. Without shapes, the kernel's own name decides
-//! (`sgemm`, `scudnn`, `tf32`, `f32` are fp32; `hgemm`, `h884`, `bf16`, `f16` are reduced).
+//! Precision is judged at the innermost evidence: the kernel's own name when it says
+//! (`sgemm`, `scudnn`, `tf32`, `f32` are fp32; `hgemm`, `h884`, `bf16`, `f16` are reduced), else
+//! the innermost op that launched it (under autocast `aten::linear` still takes fp32 inputs,
+//! casts them, and the `aten::addmm` inside takes bf16): its `Input type` first entry.
 //!
 //! Only where reduced precision is faster: CUDA devices with tensor cores (compute capability
 //! 7.0 and up, from `deviceProperties`, or a Volta-or-later kernel name), ROCm devices (matrix
@@ -20,7 +20,7 @@
 use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
-use steplens_ingest::model::{CategoryClass, DeviceKind, SliceId, TrackKind};
+use steplens_ingest::model::{CategoryClass, DeviceKind, NO_PARENT, SliceId, TrackKind};
 
 use super::{Context, ranked_names, severity, short_ns};
 use crate::intervals::IntervalSet;
@@ -150,8 +150,14 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
         return Vec::new();
     }
     let t = ctx.timeline;
-    // Kernel → the innermost op around its launch.
-    let mut launched_by: FxHashMap<SliceId, SliceId> = FxHashMap::default();
+    // The compute ops by name id, so a kernel's launching op is classified without comparing
+    // strings.
+    let compute_ids: Vec<u32> = COMPUTE_OPS
+        .iter()
+        .filter_map(|n| t.strings.lookup(n))
+        .collect();
+    // Kernel → the innermost op around its launch (by slice id; NO_PARENT: none).
+    let mut launched_by: Vec<SliceId> = vec![NO_PARENT; t.slices.len()];
     for f in &t.flows {
         if t.slice_class(f.to) != CategoryClass::Kernel {
             continue;
@@ -159,11 +165,14 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
         let op = std::iter::once(f.from)
             .chain(ctx.ancestors(f.from))
             .find(|&a| t.slice_class(a) == CategoryClass::CpuOp);
-        if let Some(op) = op {
-            launched_by.insert(f.to, op);
+        if let (Some(op), Some(slot)) = (op, launched_by.get_mut(f.to as usize)) {
+            *slot = op;
         }
     }
     let mut per_step: BTreeMap<(u16, usize), Vec<MatrixKernel>> = BTreeMap::new();
+    // Kernel names repeat and one op launches several kernels: classify each once.
+    let mut by_kernel_name: FxHashMap<u32, (bool, Precision)> = FxHashMap::default();
+    let mut by_op: FxHashMap<SliceId, Option<Precision>> = FxHashMap::default();
     for track in &t.tracks {
         if !matches!(track.kind, TrackKind::DeviceEngine { .. }) {
             continue;
@@ -172,14 +181,26 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
             if t.slice_class(k) != CategoryClass::Kernel {
                 continue;
             }
-            let op = launched_by.get(&k).copied();
-            let by_op = op.filter(|&o| COMPUTE_OPS.contains(&t.slice_name(o)));
-            let precision = match by_op {
-                Some(o) => match first_input_type(ctx, o).map(|ty| precision_of_type(&ty)) {
-                    Some(Precision::Unknown) | None => precision_of_kernel(t.slice_name(k)),
-                    Some(p) => p,
-                },
-                None if is_matrix_kernel(t.slice_name(k)) => precision_of_kernel(t.slice_name(k)),
+            let op = launched_by
+                .get(k as usize)
+                .copied()
+                .filter(|&o| o != NO_PARENT);
+            let (matrix_name, name_precision) = *by_kernel_name
+                .entry(t.slices.name[k as usize])
+                .or_insert_with(|| {
+                    let name = t.slice_name(k);
+                    (is_matrix_kernel(name), precision_of_kernel(name))
+                });
+            let compute_op = op.filter(|&o| compute_ids.contains(&t.slices.name[o as usize]));
+            let precision = match compute_op {
+                // A kernel whose name says its precision (`sgemm`, `bf16`) is the innermost
+                // evidence there is; otherwise the launching op's input type decides.
+                Some(_) if name_precision != Precision::Unknown => name_precision,
+                Some(o) => by_op
+                    .entry(o)
+                    .or_insert_with(|| first_input_type(ctx, o).map(|ty| precision_of_type(&ty)))
+                    .unwrap_or(Precision::Unknown),
+                None if matrix_name => name_precision,
                 None => Precision::Unknown,
             };
             if precision != Precision::Fp32 {

@@ -52,11 +52,10 @@ impl Call {
     }
 }
 
-pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
+/// The sync findings; `claimed` (sorted) are the copy ops `host_copies` owns.
+pub(crate) fn detect(ctx: &Context<'_>, claimed: &[SliceId]) -> Vec<Finding> {
     let t = ctx.timeline;
     let dtoh_launches = dtoh_launches(ctx);
-    // Host-to-device copies from pageable or freshly made host tensors are their own findings'.
-    let claimed = super::host_copies::claimed_copy_ops(ctx);
     let mut calls: BTreeMap<SliceId, Call> = BTreeMap::new();
     for (_, track) in ctx.host_tracks() {
         for i in track.slices.clone() {
