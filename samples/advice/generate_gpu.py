@@ -326,35 +326,16 @@ def warmup_tail(m, t, devices, bf16, dur_us=None):
         m.free[device] = k
 
 
-def run_single(seed, mistakes):
-    m = Model(seed)
+def training_loop(m, train_step):
+    """The profiled loop on the main thread: per step `ProfilerStep#N`, the DataLoader's next
+    batch, then `train_step(t)` inside its frame; the profiler drains the device at the end."""
     t = 200 * US
-    warmup_tail(m, t - 150 * US, [0], bf16=not mistakes)
     main = m.open("python_function", "train.py(58): main", TID, t, {"CallFrom": "train.py:80"})
     t += 5 * US
     for n in STEPS:
         S = t
         step = m.open("user_annotation", f"ProfilerStep#{n}", TID, S)
         t = dataloader(m, t + m.j(5, 8))
-
-        def train_step(t):
-            if mistakes:
-                # noise = torch.randn(x.shape).to(dev): made on the host, then a blocking copy
-                t = m.frame("<built-in method randn of type object at 0x7f1c4d1e2f00>", "train.py:33", TID, t,
-                            lambda t: randn(m, t, NOISE, pre=(2, 3), fill=lambda t: t + m.j(30, 40)))
-                t = to_device(m, t + m.j(2, 4), 33, NOISE, 70, pageable=True)
-                t = to_device(m, t + m.j(3, 5), 34, BATCH, 260, pageable=True)
-            else:
-                # noise = torch.randn(x.shape, device=dev); x = x.to(dev, non_blocking=True)
-                t = m.frame("<built-in method randn of type object at 0x7f1c4d1e2f00>", "train.py:33", TID, t,
-                            lambda t: randn(m, t, NOISE, fill=lambda t: m.launch(TID, t + 2_000, K_NORMAL, 9 * US)))
-                t = to_device(m, t + m.j(3, 5), 34, BATCH, 260, pageable=False)
-            t = m.frame("train.py(20): forward", "torch/nn/modules/module.py:1786", TID, t + m.j(10, 14),
-                        lambda t: conv_layer(m, conv_layer(m, conv_layer(m, t, 0, not mistakes) + m.j(15, 25),
-                                                           1, not mistakes) + m.j(15, 25), 2, not mistakes))
-            t = loss(m, t + m.j(8, 12))
-            t = backward(m, t + m.j(5, 8), bf16=not mistakes)
-            return optimizer(m, t + m.j(6, 10))
         t = m.frame("train.py(30): train_step", "train.py:64", TID, t + m.j(3, 5), train_step)
         t = m.close(step, t + m.j(4, 6))
         m.steps.append((step.name, S, t))
@@ -365,65 +346,77 @@ def run_single(seed, mistakes):
     return m
 
 
+def run_single(seed, mistakes):
+    m = Model(seed)
+    warmup_tail(m, 50 * US, [0], bf16=not mistakes)
+
+    def train_step(t):
+        if mistakes:
+            # noise = torch.randn(x.shape).to(dev): made on the host, then a blocking copy
+            t = m.frame("<built-in method randn of type object at 0x7f1c4d1e2f00>", "train.py:33", TID, t,
+                        lambda t: randn(m, t, NOISE, pre=(2, 3), fill=lambda t: t + m.j(30, 40)))
+            t = to_device(m, t + m.j(2, 4), 33, NOISE, 70, pageable=True)
+            t = to_device(m, t + m.j(3, 5), 34, BATCH, 260, pageable=True)
+        else:
+            # noise = torch.randn(x.shape, device=dev); x = x.to(dev, non_blocking=True)
+            t = m.frame("<built-in method randn of type object at 0x7f1c4d1e2f00>", "train.py:33", TID, t,
+                        lambda t: randn(m, t, NOISE, fill=lambda t: m.launch(TID, t + 2_000, K_NORMAL, 9 * US)))
+            t = to_device(m, t + m.j(3, 5), 34, BATCH, 260, pageable=False)
+        t = m.frame("train.py(20): forward", "torch/nn/modules/module.py:1786", TID, t + m.j(10, 14),
+                    lambda t: conv_layer(m, conv_layer(m, conv_layer(m, t, 0, not mistakes) + m.j(15, 25),
+                                                       1, not mistakes) + m.j(15, 25), 2, not mistakes))
+        t = loss(m, t + m.j(8, 12))
+        t = backward(m, t + m.j(5, 8), bf16=not mistakes)
+        return optimizer(m, t + m.j(6, 10))
+    return training_loop(m, train_step)
+
+
 def run_data_parallel(seed):
     """nn.DataParallel(net, device_ids=[0, 1]) at train.py:35, bf16 autocast, a pinned batch."""
     m = Model(seed)
-    t = 200 * US
-    warmup_tail(m, t - 150 * US, [0, 1], bf16=True, dur_us=DP_CONV_US)
-    main = m.open("python_function", "train.py(58): main", TID, t, {"CallFrom": "train.py:80"})
-    t += 5 * US
+    warmup_tail(m, 50 * US, [0, 1], bf16=True, dur_us=DP_CONV_US)
     rep_tids = {0: 3203, 1: 3204}
-    for n in STEPS:
-        S = t
-        step = m.open("user_annotation", f"ProfilerStep#{n}", TID, S)
-        t = dataloader(m, t + m.j(5, 8))
 
-        def train_step(t):
-            t = to_device(m, t, 34, BATCH, 260, pageable=False)
+    def train_step(t):
+        t = to_device(m, t, 34, BATCH, 260, pageable=False)
 
-            def dp_forward(t):
-                # scatter: the batch split over the two GPUs (Scatter.apply)
-                t = m.frame("torch/nn/parallel/data_parallel.py(200): scatter", "torch/nn/parallel/data_parallel.py:187",
-                            TID, t, lambda t: m.op("Scatter", TID, t, lambda t: m.op(
-                                "aten::to", TID, m.op("aten::chunk", TID, t),
-                                lambda t: m.memcpy(TID, t + 2_000, P2P, 1_572_864, 70 * US, device=1)),
-                                pre=(20, 30)))
-                # replicate: parameters and buffers broadcast to each GPU (Broadcast.apply)
-                t = m.frame("torch/nn/parallel/replicate.py(110): replicate", "torch/nn/parallel/data_parallel.py:195",
-                            TID, t + m.j(5, 8), lambda t: m.op("Broadcast", TID, t, lambda t: m.launch(
-                                TID, m.launch(TID, t + 5_000, K_NCCL_BCAST, 60 * US, 0) + 2_000, K_NCCL_BCAST,
-                                60 * US, 1), pre=(90, 120)))
+        def dp_forward(t):
+            # scatter: the batch split over the two GPUs (Scatter.apply)
+            t = m.frame("torch/nn/parallel/data_parallel.py(200): scatter", "torch/nn/parallel/data_parallel.py:187",
+                        TID, t, lambda t: m.op("Scatter", TID, t, lambda t: m.op(
+                            "aten::to", TID, m.op("aten::chunk", TID, t),
+                            lambda t: m.memcpy(TID, t + 2_000, P2P, 1_572_864, 70 * US, device=1)),
+                            pre=(20, 30)))
+            # replicate: parameters and buffers broadcast to each GPU (Broadcast.apply)
+            t = m.frame("torch/nn/parallel/replicate.py(110): replicate", "torch/nn/parallel/data_parallel.py:195",
+                        TID, t + m.j(5, 8), lambda t: m.op("Broadcast", TID, t, lambda t: m.launch(
+                            TID, m.launch(TID, t + 5_000, K_NCCL_BCAST, 60 * US, 0) + 2_000, K_NCCL_BCAST,
+                            60 * US, 1), pre=(90, 120)))
 
-                # parallel_apply: one Python thread per replica
-                def replicas(t):
-                    ends = []
-                    for d, tid in rep_tids.items():
-                        rt = t + m.j(20, 40)
-                        rt = conv_layer(m, rt, 0, True, d, tid, DP_CONV_US)
-                        rt = conv_layer(m, rt + m.j(15, 25), 1, True, d, tid, DP_CONV_US)
-                        rt = conv_layer(m, rt + m.j(15, 25), 2, True, d, tid, DP_CONV_US)
-                        ends.append(rt)
-                    return max(ends) + m.j(30, 50)
-                t = m.frame("torch/nn/parallel/parallel_apply.py(46): parallel_apply",
-                            "torch/nn/parallel/data_parallel.py:196", TID, t + m.j(5, 8), replicas)
-                # gather: outputs copied to GPU 0 (Gather.apply)
-                return m.frame("torch/nn/parallel/data_parallel.py(213): gather", "torch/nn/parallel/data_parallel.py:197",
-                               TID, t + m.j(5, 8), lambda t: m.op("Gather", TID, t, lambda t: m.op(
-                                   "aten::cat", TID, t, lambda t: m.memcpy(TID, t + 2_000, P2P, 1_572_864, 70 * US,
-                                                                           device=0)), pre=(20, 30)))
-            t = m.frame("torch/nn/modules/module.py(1775): _call_impl", "train.py:36", TID, t + m.j(10, 14),
-                        lambda t: m.frame("torch/nn/parallel/data_parallel.py(183): forward",
-                                          "torch/nn/modules/module.py:1786", TID, t, dp_forward))
-            t = loss(m, t + m.j(8, 12))
-            t = backward(m, t + m.j(5, 8), bf16=True, devices=(0, 1), dur_us=DP_CONV_US)
-            return optimizer(m, t + m.j(6, 10), devices=(0,))
-        t = m.frame("train.py(30): train_step", "train.py:64", TID, t + m.j(3, 5), train_step)
-        t = m.close(step, t + m.j(4, 6))
-        m.steps.append((step.name, S, t))
-        t += m.j(2, 3)
-    m.close(main, t + 10 * US)
-    m.sync(TID, t + 20 * US)
-    return m
+            # parallel_apply: one Python thread per replica
+            def replicas(t):
+                ends = []
+                for d, tid in rep_tids.items():
+                    rt = t + m.j(20, 40)
+                    rt = conv_layer(m, rt, 0, True, d, tid, DP_CONV_US)
+                    rt = conv_layer(m, rt + m.j(15, 25), 1, True, d, tid, DP_CONV_US)
+                    rt = conv_layer(m, rt + m.j(15, 25), 2, True, d, tid, DP_CONV_US)
+                    ends.append(rt)
+                return max(ends) + m.j(30, 50)
+            t = m.frame("torch/nn/parallel/parallel_apply.py(46): parallel_apply",
+                        "torch/nn/parallel/data_parallel.py:196", TID, t + m.j(5, 8), replicas)
+            # gather: outputs copied to GPU 0 (Gather.apply)
+            return m.frame("torch/nn/parallel/data_parallel.py(213): gather", "torch/nn/parallel/data_parallel.py:197",
+                           TID, t + m.j(5, 8), lambda t: m.op("Gather", TID, t, lambda t: m.op(
+                               "aten::cat", TID, t, lambda t: m.memcpy(TID, t + 2_000, P2P, 1_572_864, 70 * US,
+                                                                       device=0)), pre=(20, 30)))
+        t = m.frame("torch/nn/modules/module.py(1775): _call_impl", "train.py:36", TID, t + m.j(10, 14),
+                    lambda t: m.frame("torch/nn/parallel/data_parallel.py(183): forward",
+                                      "torch/nn/modules/module.py:1786", TID, t, dp_forward))
+        t = loss(m, t + m.j(8, 12))
+        t = backward(m, t + m.j(5, 8), bf16=True, devices=(0, 1), dur_us=DP_CONV_US)
+        return optimizer(m, t + m.j(6, 10), devices=(0,))
+    return training_loop(m, train_step)
 
 
 # ---------------------------------------------------------------------------------- the truth
