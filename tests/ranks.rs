@@ -9,15 +9,20 @@ use serde_json::Value;
 
 mod support;
 
-fn report(prefix: &str) -> Value {
-    let paths: Vec<String> = (0..4)
+/// The four rank traces `samples/<dir>/<prefix>_rank{0..3}.json.gz`, as arguments.
+fn rank_traces(dir: &str, prefix: &str) -> Vec<String> {
+    (0..4)
         .map(|r| {
             support::repo()
-                .join(format!("samples/ci-aa/{prefix}_rank{r}.json.gz"))
+                .join(format!("samples/{dir}/{prefix}_rank{r}.json.gz"))
                 .to_string_lossy()
                 .into_owned()
         })
-        .collect();
+        .collect()
+}
+
+fn report(prefix: &str) -> Value {
+    let paths = rank_traces("ci-aa", prefix);
     let mut args = vec!["report", "-f", "json"];
     // Given out of order: ranks come from the traces, not the argument order.
     args.extend([&paths[2], &paths[0], &paths[3], &paths[1]].map(String::as_str));
@@ -106,14 +111,7 @@ fn a_directory_of_rank_traces_is_one_run() {
 
 /// The four rank traces of a `samples/ranks/` run, as one report.
 fn ranks_report(prefix: &str) -> Value {
-    let paths: Vec<String> = (0..4)
-        .map(|r| {
-            support::repo()
-                .join(format!("samples/ranks/{prefix}_rank{r}.json.gz"))
-                .to_string_lossy()
-                .into_owned()
-        })
-        .collect();
+    let paths = rank_traces("ranks", prefix);
     let mut args = vec!["report", "-f", "json"];
     args.extend(paths.iter().map(String::as_str));
     let out = support::steplens(&args);
@@ -167,17 +165,10 @@ fn tiny_ddp_buckets_are_fragmented_collectives_and_default_ones_are_not() {
 
 /// `check` of one 4-rank run against another, as JSON, and its exit status.
 fn check_ranks(current: &str, baseline: &str) -> (Value, i32) {
-    let paths = |prefix: &str| -> Vec<String> {
-        (0..4)
-            .map(|r| {
-                support::repo()
-                    .join(format!("samples/ci-aa/{prefix}_rank{r}.json.gz"))
-                    .to_string_lossy()
-                    .into_owned()
-            })
-            .collect()
-    };
-    let (cur, base) = (paths(current), paths(baseline));
+    let (cur, base) = (
+        rank_traces("ci-aa", current),
+        rank_traces("ci-aa", baseline),
+    );
     let mut args = vec!["check", "-f", "json"];
     args.extend(cur.iter().map(String::as_str));
     for b in &base {
@@ -258,15 +249,9 @@ fn rank_regex_reads_ranks_from_paths() {
 #[test]
 fn merging_rank_summaries_gives_the_same_rank_analysis_as_the_traces() {
     let dir = tempfile::TempDir::new().unwrap();
-    for r in 0..4 {
-        let trace = support::repo().join(format!("samples/ci-aa/straggler_rank{r}.json.gz"));
+    for (r, trace) in rank_traces("ci-aa", "straggler").iter().enumerate() {
         let summary = dir.path().join(format!("rank{r}.summary.json"));
-        let out = support::steplens(&[
-            "summarize",
-            trace.to_str().unwrap(),
-            "-o",
-            summary.to_str().unwrap(),
-        ]);
+        let out = support::steplens(&["summarize", trace, "-o", summary.to_str().unwrap()]);
         assert!(out.status.success(), "{}", support::stderr(&out));
     }
     let out = support::steplens(&[
@@ -321,14 +306,7 @@ fn a_multi_rank_export_is_a_hive_partitioned_dataset() {
     let dir = tempfile::TempDir::new().unwrap();
     let tables = dir.path().join("tables");
     let mut args = vec!["export".to_owned()];
-    for r in 0..4 {
-        args.push(
-            support::repo()
-                .join(format!("samples/ci-aa/straggler_rank{r}.json.gz"))
-                .to_string_lossy()
-                .into_owned(),
-        );
-    }
+    args.extend(rank_traces("ci-aa", "straggler"));
     args.extend(["--tables".to_owned(), tables.to_string_lossy().into_owned()]);
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = support::steplens(&refs);

@@ -396,10 +396,7 @@ fn growth(ctx: &Context<'_>, m: &DeviceMemory, source: u16) -> Option<Finding> {
                 human_bytes(h.bytes),
                 h.count,
                 h.op,
-                h.call_site
-                    .as_deref()
-                    .map(|s| format!(" at {s}"))
-                    .unwrap_or_default()
+                crate::detect::at_site(h.call_site.as_deref())
             ))
             .unwrap_or_default()
         ),

@@ -142,9 +142,10 @@ pub fn rank_summary(t: &Timeline, source: u16, children: &[i64]) -> RankSummary 
         let parsed: serde_json::Value = serde_json::from_str(&v).ok()?;
         parsed.get("backend")?.as_str().map(str::to_owned)
     });
-    let collectives = collect(t, source);
+    let names = CollectiveNames::of_timeline(t);
+    let collectives = collect(t, source, &names);
     let comm = IntervalSet::from_ranges(collectives.iter().map(|o| (o.start, o.end)).collect());
-    let compute = compute_intervals(t, source, &collectives);
+    let compute = compute_intervals(t, source, &collectives, &names);
     let split = step_split(t, source, &comm, &compute);
     RankSummary {
         schema: SUMMARY_SCHEMA.to_owned(),
@@ -159,7 +160,7 @@ pub fn rank_summary(t: &Timeline, source: u16, children: &[i64]) -> RankSummary 
         collective_p50_ns: split.collective,
         exposed_comm_p50_ns: split.exposed,
         comm_overlap_pct: comm_overlap(&comm, &compute),
-        self_ns_per_step: self_time_per_step(t, source, children),
+        self_ns_per_step: self_time_per_step(t, source, children, &names),
         collectives,
     }
 }
@@ -464,16 +465,27 @@ pub fn ranks_of(summaries: &[RankSummary]) -> Option<(RanksReport, Vec<Finding>)
 
 /// [`collective_of`] for every interned name, by name id: names repeat across slices, so each
 /// is classified once.
-fn collective_names(t: &Timeline) -> Vec<Option<(u8, String)>> {
-    t.strings
-        .iter()
-        .map(|(_, name)| collective_of(name))
-        .collect()
+pub(crate) struct CollectiveNames(Vec<Option<(u8, String)>>);
+
+impl CollectiveNames {
+    pub(crate) fn of_timeline(t: &Timeline) -> Self {
+        Self(
+            t.strings
+                .iter()
+                .map(|(_, name)| collective_of(name))
+                .collect(),
+        )
+    }
+
+    /// The collective slice `i` is, by its name.
+    fn slice(&self, t: &Timeline, i: SliceId) -> Option<&(u8, String)> {
+        self.0.get(t.slices.name[i as usize] as usize)?.as_ref()
+    }
 }
 
 /// The collectives of one input, of the most specific kind it has, in time order.
-pub(crate) fn collect(t: &Timeline, source: u16) -> Vec<Occurrence> {
-    let by_name = collective_names(t);
+/// `by_name` classifies the names of `t`.
+pub(crate) fn collect(t: &Timeline, source: u16, by_name: &CollectiveNames) -> Vec<Occurrence> {
     let mut found: Vec<(u8, SliceId, String, usize)> = Vec::new();
     for (track_index, track) in t
         .tracks
@@ -494,10 +506,7 @@ pub(crate) fn collect(t: &Timeline, source: u16) -> Vec<Occurrence> {
                     .and_then(|c| collective_of(&format!("c10d::{c}")))
                     .map(|(_, op)| (0, op))
             } else {
-                by_name
-                    .get(t.slices.name[i as usize] as usize)
-                    .cloned()
-                    .flatten()
+                by_name.slice(t, i).cloned()
             };
             if let Some((level, op)) = hit {
                 found.push((level, i, op, track_index));
@@ -560,14 +569,13 @@ fn comm_overlap(comm: &IntervalSet, compute: &IntervalSet) -> Option<f64> {
 
 /// Compute on rank `source`: outermost host work on threads that issue no collective, and
 /// device work that is not a collective.
-fn compute_intervals(t: &Timeline, source: u16, occ: &[Occurrence]) -> IntervalSet {
-    let by_name = collective_names(t);
-    let is_collective = |i: SliceId| {
-        matches!(
-            by_name.get(t.slices.name[i as usize] as usize),
-            Some(Some(_))
-        )
-    };
+fn compute_intervals(
+    t: &Timeline,
+    source: u16,
+    occ: &[Occurrence],
+    by_name: &CollectiveNames,
+) -> IntervalSet {
+    let is_collective = |i: SliceId| by_name.slice(t, i).is_some();
     let mut compute = Vec::new();
     for (track_index, track) in t
         .tracks
@@ -739,14 +747,13 @@ fn grown_ops(summaries: &[RankSummary], mine: usize) -> Vec<String> {
 }
 
 /// Self time per step of every host op of one input (collectives and annotations left out).
-fn self_time_per_step(t: &Timeline, source: u16, children: &[i64]) -> BTreeMap<String, i64> {
-    let by_name = collective_names(t);
-    let is_collective = |i: SliceId| {
-        matches!(
-            by_name.get(t.slices.name[i as usize] as usize),
-            Some(Some(_))
-        )
-    };
+fn self_time_per_step(
+    t: &Timeline,
+    source: u16,
+    children: &[i64],
+    by_name: &CollectiveNames,
+) -> BTreeMap<String, i64> {
+    let is_collective = |i: SliceId| by_name.slice(t, i).is_some();
     let steps = t.steps.iter().filter(|s| s.source == source).count().max(1) as i64;
     let mut out: BTreeMap<String, i64> = BTreeMap::new();
     for track in t

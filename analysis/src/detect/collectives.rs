@@ -32,9 +32,10 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
     let t = ctx.timeline;
     let th = ctx.thresholds;
     let mut findings = Vec::new();
+    let names = crate::ranks::CollectiveNames::of_timeline(t);
     for source in 0..t.sources.len() {
         let source = source as u16;
-        let occurrences = crate::ranks::collect(t, source);
+        let occurrences = crate::ranks::collect(t, source, &names);
         if occurrences.len() < th.fragmented_min_per_step {
             continue;
         }

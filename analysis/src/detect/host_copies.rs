@@ -24,7 +24,7 @@ use rustc_hash::FxHashMap;
 use steplens_ingest::model::{CategoryClass, SliceId, TrackKind};
 
 use super::non_logical_transpose::tensor_arg;
-use super::{BLOCKING_CALLS, Context, severity, short_ns};
+use super::{BLOCKING_CALLS, Context, at_site, severity, short_ns};
 use crate::intervals::IntervalSet;
 use crate::report::{Cost, Finding};
 use crate::steps::DATALOADER_PREFIX;
@@ -164,13 +164,8 @@ pub(super) fn host_copies(ctx: &Context<'_>) -> Vec<HostCopy> {
 /// Whether a runtime call inside `op` launched device work (a factory that did made its
 /// tensor on the device).
 fn launches_device_work(ctx: &Context<'_>, op: SliceId) -> bool {
-    let t = ctx.timeline;
-    let Some(track) = t.slice_track(op) else {
-        return false;
-    };
-    let (start, end) = (t.slices.start[op as usize], t.slices.end(op));
-    t.track_slices_between(track, start, end.saturating_add(1))
-        .any(|j| j != op && t.slice_class(j) == CategoryClass::Runtime)
+    ctx.descendants(op)
+        .any(|j| ctx.timeline.slice_class(j) == CategoryClass::Runtime)
 }
 
 /// Unless the trace says otherwise, the factory's size (`Concrete Inputs[0]`, `[64, 3, 32, 32]`)
@@ -199,19 +194,12 @@ fn same_size(ctx: &Context<'_>, factory: SliceId, copy: SliceId) -> bool {
 /// Blocking runtime calls inside `op` on its thread.
 fn blocking_calls_in(ctx: &Context<'_>, op: SliceId) -> Vec<(i64, i64)> {
     let t = ctx.timeline;
-    let Some(track) = t.slice_track(op) else {
-        return Vec::new();
-    };
-    let (start, end) = (t.slices.start[op as usize], t.slices.end(op));
-    t.track_slices_between(track, start, end.saturating_add(1))
+    ctx.descendants(op)
         .filter(|&j| {
-            j != op
-                && matches!(
-                    t.slice_class(j),
-                    CategoryClass::Runtime | CategoryClass::Driver
-                )
-                && BLOCKING_CALLS.contains(&t.slice_name(j))
-                && ctx.ancestors(j).any(|a| a == op)
+            matches!(
+                t.slice_class(j),
+                CategoryClass::Runtime | CategoryClass::Driver
+            ) && BLOCKING_CALLS.contains(&t.slice_name(j))
         })
         .map(|j| (t.slices.start[j as usize], t.slices.end(j)))
         .collect()
@@ -326,10 +314,7 @@ fn finding(
         .filter_map(|&m| t.arg_i64(m, "bytes"))
         .sum();
     let call_site = ctx.call_site(first);
-    let at = call_site
-        .as_deref()
-        .map(|c| format!(" at {c}"))
-        .unwrap_or_default();
+    let at = at_site(call_site.as_deref());
     let size = if bytes > 0 {
         format!(", {}", crate::units::human_bytes(bytes.unsigned_abs()))
     } else {

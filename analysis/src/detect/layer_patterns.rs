@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use steplens_ingest::model::{CategoryClass, SliceId, Timeline};
 
 use super::non_logical_transpose::tensor_arg;
-use super::{Context, severity, short_ns};
+use super::{Context, at_site, severity, short_ns};
 use crate::report::{Cost, Finding};
 
 const PAD_OPS: &[&str] = &["aten::pad", "aten::constant_pad_nd"];
@@ -122,10 +122,7 @@ fn explicit_pad(ctx: &Context<'_>) -> Vec<Finding> {
                 title: format!(
                     "{}× pad before a convolution{} in {} ({} copying)",
                     pads.len(),
-                    call_site
-                        .as_deref()
-                        .map(|c| format!(" at {c}"))
-                        .unwrap_or_default(),
+                    at_site(call_site.as_deref()),
                     s.name,
                     short_ns(lost)
                 ),

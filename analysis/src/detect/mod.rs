@@ -220,6 +220,17 @@ impl Context<'_> {
         .take_while(|&p| p != NO_PARENT)
     }
 
+    /// The slices nested (at any depth) inside `slice` on its track, in track order.
+    pub fn descendants(&self, slice: SliceId) -> impl Iterator<Item = SliceId> + '_ {
+        let t = self.timeline;
+        let (start, end) = (t.slices.start[slice as usize], t.slices.end(slice));
+        t.slice_track(slice)
+            .map_or(0..0, |track| {
+                t.track_slices_between(track, start, end.saturating_add(1))
+            })
+            .filter(move |&j| j != slice && self.ancestors(j).any(|a| a == slice))
+    }
+
     /// Whether `slice` is an op with no op around it (the call the user's code made; the ops
     /// inside it are its implementation).
     pub fn is_outermost_op(&self, slice: SliceId) -> bool {
@@ -570,6 +581,11 @@ pub(crate) fn severity(lost_ns: i64, step_ns: i64) -> &'static str {
     } else {
         "info"
     }
+}
+
+/// ` at file.py:12` for a title, or nothing without a call site.
+pub(crate) fn at_site(call_site: Option<&str>) -> String {
+    call_site.map(|c| format!(" at {c}")).unwrap_or_default()
 }
 
 /// A duration for titles: `1.23 ms`.

@@ -55,15 +55,9 @@ fn advice(device: DeviceKind) -> &'static str {
 /// Outermost ops inside the optimizer range `step` on its thread.
 fn own_ops(ctx: &Context<'_>, step: SliceId) -> Vec<SliceId> {
     let t = ctx.timeline;
-    let Some(track) = t.slice_track(step) else {
-        return Vec::new();
-    };
-    let (start, end) = (t.slices.start[step as usize], t.slices.end(step));
-    t.track_slices_between(track, start, end.saturating_add(1))
+    ctx.descendants(step)
         .filter(|&j| {
-            j != step
-                && t.slice_class(j) == CategoryClass::CpuOp
-                && ctx.ancestors(j).any(|a| a == step)
+            t.slice_class(j) == CategoryClass::CpuOp
                 && !ctx
                     .ancestors(j)
                     .take_while(|&a| a != step)

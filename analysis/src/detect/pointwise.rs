@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use steplens_ingest::model::{CategoryClass, SliceId};
 
 use super::non_logical_transpose::tensor_arg;
-use super::{Context, severity, short_ns};
+use super::{Context, at_site, severity, short_ns};
 use crate::report::{Cost, Finding};
 use crate::steps::DATALOADER_PREFIX;
 
@@ -267,10 +267,7 @@ fn finding(ctx: &Context<'_>, source: u16, step: usize, chains: &[Chain]) -> Fin
             chains.len(),
             chains[0].ops.len(),
             names.join(" → "),
-            call_site
-                .as_deref()
-                .map(|c| format!(" at {c}"))
-                .unwrap_or_default(),
+            at_site(call_site.as_deref()),
             s.name,
             short_ns(lost)
         ),
