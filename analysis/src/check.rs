@@ -146,8 +146,11 @@ pub struct CheckBudget {
     /// behind compute).
     pub exposed_comm: TimeLimit,
     /// Run-to-run noise of the step time assumed with a single baseline run, percent: a step
-    /// rule fails only when its interval's lower end is above it. With several baseline runs
-    /// the spread between their medians is measured instead (at least 2 %).
+    /// rule fails only when its change reaches it (and its interval excludes no change). With
+    /// several baseline runs the spread between their medians is measured instead (at least
+    /// 2 %). The default, 8 %, is above the largest change measured between runs of identical
+    /// work on a shared 2-core machine (6.8 % in the median, 7.5 % in the mean) and below the
+    /// 10 % regression the gate must catch.
     pub noise_floor_pct: f64,
 }
 
@@ -177,7 +180,7 @@ impl Default for CheckBudget {
                 max_pct: None,
             },
             exposed_comm: TimeLimit::new(10.0, 0.5),
-            noise_floor_pct: 10.0,
+            noise_floor_pct: 8.0,
         }
     }
 }
@@ -497,7 +500,9 @@ struct Samples<'a> {
     statistic: Statistic,
     confidence: f64,
     min_steps: usize,
-    /// Run-to-run noise, percent of the baseline figure, the interval must clear.
+    /// Run-to-run noise, percent of the baseline figure, the change must reach. The interval
+    /// answers whether the steps moved at all; the floor whether by more than runs of the same
+    /// work differ, which per-step samples of one run cannot show.
     floor_pct: f64,
 }
 
@@ -614,7 +619,7 @@ fn time_rule(
             }
             (Some(s), Some((_, shift)))
                 if shift.significant_increase()
-                    && shift.low > base as f64 * s.floor_pct / 100.0 =>
+                    && shift.point >= base as f64 * s.floor_pct / 100.0 =>
             {
                 result.status = Status::Fail;
                 result.message = format!("{past}, beyond noise ({})", result.interval);
@@ -622,7 +627,10 @@ fn time_rule(
             (Some(s), _) => {
                 result.status = Status::Inconclusive;
                 let floor = if s.floor_pct > 0.0 {
-                    format!(" or reaches the {:.1}% run-to-run noise floor", s.floor_pct)
+                    format!(
+                        ", or the change is under the {:.1}% run-to-run noise floor",
+                        s.floor_pct
+                    )
                 } else {
                     String::new()
                 };
@@ -923,16 +931,23 @@ mod tests {
             &CheckBudget::default(),
         );
         assert_eq!(rule(&outcome, "step_time").status, Status::Fail);
-        // +8 % is within the assumed run-to-run noise of a single baseline run …
+        // +10 %, the smallest regression the gate must catch with one baseline run.
         let outcome = check(
             &noisy(10.0, 0.2, 6),
-            &noisy(10.8, 0.2, 6),
+            &noisy(11.0, 0.2, 6),
+            &CheckBudget::default(),
+        );
+        assert_eq!(rule(&outcome, "step_time").status, Status::Fail);
+        // +7 % is within the assumed run-to-run noise of a single baseline run …
+        let outcome = check(
+            &noisy(10.0, 0.2, 6),
+            &noisy(10.7, 0.2, 6),
             &CheckBudget::default(),
         );
         let r = rule(&outcome, "step_time");
         assert_eq!(r.status, Status::Inconclusive, "{}", r.message);
         assert!(
-            r.message.contains("10.0% run-to-run noise floor"),
+            r.message.contains("8.0% run-to-run noise floor"),
             "{}",
             r.message
         );

@@ -68,6 +68,8 @@ fn samples_are_all_found() {
             "same_script_a.json.gz",
             "same_script_b.json.gz",
             "slow25.json.gz",
+            "steady_a.json.gz",
+            "steady_b.json.gz",
             "straggler_rank0.json.gz",
             "straggler_rank1.json.gz",
             "straggler_rank2.json.gz",

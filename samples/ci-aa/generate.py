@@ -6,6 +6,8 @@
 - ``slow25.json.gz``: the single-process loop with +25 % work per step (a larger hidden layer
   in one extra matmul per step), a real regression.
 - ``newsync.json.gz``: the single-process loop reading ``loss.item()`` every step (a new sync).
+- ``steady_{a,b}.json.gz``: a loop of wide layers whose steps are tens of ms of matmul, steady
+  to a few percent, run twice: an A/A pair, and the runs a planted +10 % must always be caught on.
 - ``straggler_rank{0..3}.json.gz``: the 4-rank DDP run again, but rank 2 computes an extra
   256x1024 @ 1024x1024 matmul (with ``aten::mm`` in the trace) every step before its forward:
   the planted straggler the others wait for in every all_reduce.
@@ -78,6 +80,26 @@ def single(variant: str):
     profile(step, os.path.join(HERE, f"{variant}.json.gz"))
 
 
+def steady(name: str):
+    """Wide layers: each step is tens of ms of matmul, so Python and allocator jitter are a small
+    share of it and steps are steady (the planted +10 % runs start from it)."""
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Linear(512, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(),
+                      nn.Linear(1024, 10))
+    opt = torch.optim.SGD(m.parameters(), lr=0.01)
+    torch.manual_seed(1)
+    xs = [torch.randn(512, 512) for _ in range(4)]
+    ys = [torch.randint(0, 10, (512,)) for _ in range(4)]
+
+    def step(i):
+        loss = nn.functional.cross_entropy(m(xs[i % 4]), ys[i % 4])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    profile(step, os.path.join(HERE, f"{name}.json.gz"))
+
+
 def rank_main(rank, world, prefix="ddp", slow_rank=None):
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = "29517"
@@ -107,10 +129,12 @@ def rank_main(rank, world, prefix="ddp", slow_rank=None):
 
 if __name__ == "__main__":
     which = sys.argv[1:] or ["ddp", "same_script_a", "same_script_b", "slow25", "newsync",
-                             "straggler"]
+                             "straggler", "steady_a", "steady_b"]
     for w in which:
         if w == "ddp":
             mp.spawn(rank_main, args=(4,), nprocs=4, join=True)
+        elif w.startswith("steady"):
+            steady(w)
         elif w == "straggler":
             mp.spawn(rank_main, args=(4, "straggler", 2), nprocs=4, join=True)
         else:
