@@ -335,3 +335,43 @@ fn a_baseline_set_keeps_the_newest_runs_and_checks_against_them_all() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(std::fs::read_to_string(&other).unwrap(), "keep me");
 }
+
+/// The per-step op samples the op rules compare: the same ops in every step, and summed over
+/// the steps no more than the op's self time in the op table (ops outside any step count there
+/// only).
+#[test]
+fn steps_carry_per_step_self_time_of_the_top_ops() {
+    let out = support::steplens(&[
+        "report",
+        "-f",
+        "json",
+        aa("steady_a.json.gz").to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let report: Value = serde_json::from_str(&support::stdout(&out)).unwrap();
+    let steps = report["steps"].as_array().unwrap();
+    let keys: Vec<&String> = steps[0]["op_self_ns"].as_object().unwrap().keys().collect();
+    assert_eq!(keys.len(), 20);
+    assert!(keys.iter().any(|k| k.as_str() == "aten::mm"), "{keys:?}");
+    for step in steps {
+        let ops = step["op_self_ns"].as_object().unwrap();
+        assert_eq!(ops.keys().collect::<Vec<_>>(), keys);
+    }
+    for key in keys {
+        let in_steps: i64 = steps
+            .iter()
+            .map(|s| s["op_self_ns"][key.as_str()].as_i64().unwrap())
+            .sum();
+        let table: i64 = report["ops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|op| op["name"] == key.as_str() && op["track_kind"] == "host")
+            .map(|op| op["self_ns"].as_i64().unwrap())
+            .sum();
+        assert!(
+            in_steps > 0 && in_steps <= table,
+            "{key}: {in_steps} vs {table}"
+        );
+    }
+}

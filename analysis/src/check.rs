@@ -414,13 +414,28 @@ pub fn check(baseline: &RunFigures, current: &RunFigures, budget: &CheckBudget) 
         rules.push(new_findings_rule(kind, baseline, current, budget));
     }
     for op in top_ops(baseline, current, budget.top_ops) {
+        // Per-step samples on both sides: the distributions are compared (mean self time per
+        // measured step), so an op fails only when its change is significant. Else the
+        // whole-run averages, as reports saved without samples allow.
+        let sampled = baseline
+            .op_samples_ns
+            .get(&op)
+            .zip(current.op_samples_ns.get(&op));
+        let figure = |run: &RunFigures| match sampled {
+            Some(_) => run
+                .op_samples_ns
+                .get(&op)
+                .filter(|s| !s.is_empty())
+                .map(|s| s.iter().sum::<i64>() / s.len() as i64),
+            None => Some(run.op_self_ns_per_step.get(&op).copied().unwrap_or(0)),
+        };
         let mut rule = time_rule(
             &format!("op_self_time.{op}"),
             &format!("{op} self time per step"),
-            Some(baseline.op_self_ns_per_step.get(&op).copied().unwrap_or(0)),
-            Some(current.op_self_ns_per_step.get(&op).copied().unwrap_or(0)),
+            figure(baseline),
+            figure(current),
             budget.op_limit(&op),
-            None,
+            sampled.map(|(base, cur)| Samples::of(base, cur, Statistic::Mean, budget)),
         );
         if rule.status == Status::Fail && !budget.fail_on_op_rules {
             rule.status = Status::Warn;
@@ -865,6 +880,7 @@ mod tests {
             op_self_ns_per_step: BTreeMap::new(),
             step_samples_ns: vec![step_ns; 3],
             lost_samples_ns: BTreeMap::new(),
+            op_samples_ns: BTreeMap::new(),
             run_step_p50_ns: vec![step_ns],
             rank_spread_pct: None,
             exposed_comm_ns: None,
@@ -1002,6 +1018,38 @@ mod tests {
         };
         let outcome = check(&base, &cur, &strict);
         assert_eq!(rule(&outcome, "op_self_time.aten::mm").status, Status::Fail);
+    }
+
+    #[test]
+    fn op_rules_with_per_step_samples_fail_only_when_the_change_is_significant() {
+        let strict = CheckBudget {
+            fail_on_op_rules: true,
+            ..CheckBudget::default()
+        };
+        let with_mm = |samples: Vec<i64>| {
+            let mut figures = noisy(10.0, 0.2, samples.len());
+            figures
+                .op_self_ns_per_step
+                .insert("aten::mm".into(), samples.iter().sum::<i64>() / 6);
+            figures.op_samples_ns.insert("aten::mm".into(), samples);
+            figures
+        };
+        // 2 ms a step, steady, against 3 ms a step: significant, past +20 % and +0.2 ms.
+        let base = with_mm(vec![
+            2_000_000, 2_050_000, 1_950_000, 2_000_000, 2_020_000, 1_980_000,
+        ]);
+        let cur = with_mm(vec![
+            3_000_000, 3_050_000, 2_950_000, 3_000_000, 3_020_000, 2_980_000,
+        ]);
+        let r = rule(&check(&base, &cur, &strict), "op_self_time.aten::mm").clone();
+        assert_eq!(r.status, Status::Fail, "{}", r.message);
+        assert!(r.interval.starts_with("[+"), "{}", r.interval);
+        // The same +50 % in the mean, from one step of six that took 5 ms more: within the noise.
+        let spiky = with_mm(vec![
+            2_000_000, 2_050_000, 1_950_000, 7_000_000, 2_020_000, 1_980_000,
+        ]);
+        let r = rule(&check(&base, &spiky, &strict), "op_self_time.aten::mm").clone();
+        assert_eq!(r.status, Status::Inconclusive, "{}", r.message);
     }
 
     fn rule<'a>(outcome: &'a CheckOutcome, name: &str) -> &'a RuleResult {

@@ -105,6 +105,11 @@ pub struct RunFigures {
     /// Lost time of each measured step by finding kind, ns (0 in a step without the kind).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub lost_samples_ns: BTreeMap<String, Vec<i64>>,
+    /// Self time of each measured step by op (the ops the report samples per step, see
+    /// [`crate::ops::OPS_PER_STEP`]), ns: the samples the op rules compare. Absent in reports
+    /// saved before they were written.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub op_samples_ns: BTreeMap<String, Vec<i64>>,
     /// Median step of each run these figures pool (one entry for a single run).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub run_step_p50_ns: Vec<i64>,
@@ -267,6 +272,25 @@ impl RunFigures {
                 .or_insert(0) += op.self_ns / all_steps;
         }
 
+        // Only ops sampled in every measured step: a partial series would compare apples with
+        // gaps.
+        let op_samples_ns = steps
+            .first()
+            .map(|first| {
+                first
+                    .op_self_ns
+                    .keys()
+                    .filter(|op| steps.iter().all(|s| s.op_self_ns.contains_key(*op)))
+                    .map(|op| {
+                        let samples = steps
+                            .iter()
+                            .map(|s| s.op_self_ns.get(op).copied().unwrap_or(0))
+                            .collect();
+                        (op.clone(), samples)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
         let (rank_spread_pct, exposed_comm_ns) = rank_figures(report);
         Self {
             steps_total: report.steps.len(),
@@ -287,6 +311,7 @@ impl RunFigures {
             run_step_p50_ns: median(durations.clone()).into_iter().collect(),
             step_samples_ns: durations,
             lost_samples_ns,
+            op_samples_ns,
             rank_spread_pct,
             exposed_comm_ns,
         }
@@ -330,6 +355,19 @@ impl RunFigures {
                     })
                     .collect();
                 (kind.clone(), pooled)
+            })
+            .collect();
+        // An op sampled in some runs only has no pooled series: its rule uses the averages.
+        out.op_samples_ns = first
+            .op_samples_ns
+            .keys()
+            .filter(|op| rest.iter().all(|r| r.op_samples_ns.contains_key(*op)))
+            .map(|op| {
+                let pooled = runs
+                    .iter()
+                    .flat_map(|r| r.op_samples_ns.get(op).into_iter().flatten().copied())
+                    .collect();
+                (op.clone(), pooled)
             })
             .collect();
         let average = |get: &dyn Fn(&Self) -> &BTreeMap<String, i64>| {

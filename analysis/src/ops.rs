@@ -6,6 +6,8 @@
 //! and the profiler's own spans are not ops and are left out. Self time is the duration minus
 //! the time of the slice's direct children (of any kind), never below zero.
 
+use std::collections::BTreeMap;
+
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use steplens_ingest::model::{CategoryClass, NO_PARENT, StrId, Timeline};
@@ -92,6 +94,22 @@ pub fn op_summary(timeline: &Timeline) -> Vec<OpStats> {
 /// [`op_summary`] with the node index already built.
 #[must_use]
 pub fn op_summary_with(timeline: &Timeline, nodes: &NodeIndex) -> Vec<OpStats> {
+    op_summary_per_step(timeline, nodes, 0).0
+}
+
+/// Ops whose self time is sampled per step in the report: the check compares their per-step
+/// distributions (a budget's `top_ops` defaults to 10; the union over two runs needs more).
+pub const OPS_PER_STEP: usize = 20;
+
+/// [`op_summary_with`], plus per timeline step the self time of the `top` ops with the most
+/// self time over the run, keyed by [`crate::compare::op_label`] (every one of them in every
+/// step, 0 where it did not run). An op counts in the step whose range holds its start.
+#[must_use]
+pub fn op_summary_per_step(
+    timeline: &Timeline,
+    nodes: &NodeIndex,
+    top: usize,
+) -> (Vec<OpStats>, Vec<BTreeMap<String, i64>>) {
     let slices = &timeline.slices;
     let n = slices.len();
     let child_ns = child_time(timeline);
@@ -147,6 +165,18 @@ pub fn op_summary_with(timeline: &Timeline, nodes: &NodeIndex) -> Vec<OpStats> {
             f.1 = f.1.max(n.engines);
         }
     }
+    let per_step = self_time_per_step(
+        timeline,
+        &keys,
+        &selfs,
+        top,
+        member_group.iter().zip(&members).map(|(&g, &i)| {
+            let node = nodes.node_of.get(&i).map(|&k| &nodes.nodes[k as usize]);
+            let i = i as usize;
+            let own = node.map_or((slices.dur[i] - child_ns[i]).max(0), |n| n.wall_ns);
+            (g, i, own)
+        }),
+    );
     let mut rows: Vec<OpStats> = keys
         .iter()
         .enumerate()
@@ -177,7 +207,63 @@ pub fn op_summary_with(timeline: &Timeline, nodes: &NodeIndex) -> Vec<OpStats> {
             .then_with(|| a.track_kind.cmp(&b.track_kind))
             .then_with(|| a.category.cmp(&b.category))
     });
-    rows
+    (rows, per_step)
+}
+
+/// Per step, the self time of the `top` op labels with the most self time; `members` yields
+/// (group, slice, self time) for every op occurrence.
+fn self_time_per_step(
+    timeline: &Timeline,
+    keys: &[(StrId, bool, u16)],
+    group_self: &[i64],
+    top: usize,
+    members: impl Iterator<Item = (u32, usize, i64)>,
+) -> Vec<BTreeMap<String, i64>> {
+    if top == 0 || timeline.steps.is_empty() {
+        return Vec::new();
+    }
+    let label = |&(name, device, _): &(StrId, bool, u16)| {
+        let kind = if device { "device" } else { "host" };
+        crate::compare::op_label(timeline.strings.get(name), kind)
+    };
+    // Groups of one label (several categories) add up, as in the check's per-step figures.
+    let mut label_self: FxHashMap<String, i64> = FxHashMap::default();
+    for (key, &ns) in keys.iter().zip(group_self) {
+        *label_self.entry(label(key)).or_insert(0) += ns;
+    }
+    let mut ranked: Vec<(String, i64)> = label_self.into_iter().filter(|&(_, ns)| ns > 0).collect();
+    ranked.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    ranked.truncate(top);
+    let column: FxHashMap<&str, usize> = ranked
+        .iter()
+        .enumerate()
+        .map(|(c, (name, _))| (name.as_str(), c))
+        .collect();
+    let group_column: Vec<Option<usize>> = keys
+        .iter()
+        .map(|key| column.get(label(key).as_str()).copied())
+        .collect();
+    let mut table = vec![vec![0i64; ranked.len()]; timeline.steps.len()];
+    let slices = &timeline.slices;
+    for (g, i, own) in members {
+        let Some(c) = group_column[g as usize] else {
+            continue;
+        };
+        let source = timeline.tracks[slices.track[i] as usize].source;
+        if let Some(step) = timeline.step_at(source, slices.start[i]) {
+            table[step][c] += own;
+        }
+    }
+    table
+        .into_iter()
+        .map(|row| {
+            ranked
+                .iter()
+                .zip(row)
+                .map(|((name, _), ns)| (name.clone(), ns))
+                .collect()
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use steplens_ingest::model::Timeline;
 use crate::detect::{Context, Thresholds, run_all};
 use crate::engines::{EngineStats, engine_utilization};
 use crate::idle::{StreamIdle, idle_breakdown};
-use crate::ops::{OpStats, op_summary};
+use crate::ops::OpStats;
 use crate::steps::{Channels, StepStats, channels, step_breakdown_with};
 use rustc_hash::FxHashMap;
 
@@ -198,7 +198,14 @@ pub fn build_report(timeline: &Timeline) -> Report {
 pub fn build_report_with(timeline: &Timeline, thresholds: &Thresholds) -> Report {
     let channels = channels(timeline);
     let mut steps = step_breakdown_with(timeline, &channels);
-    let ops = op_summary(timeline);
+    let (ops, op_steps) = crate::ops::op_summary_per_step(
+        timeline,
+        &crate::nodes::node_index(timeline),
+        crate::ops::OPS_PER_STEP,
+    );
+    for (step, op_self_ns) in steps.iter_mut().zip(op_steps) {
+        step.op_self_ns = op_self_ns;
+    }
     let ctx = Context {
         timeline,
         thresholds,

@@ -55,6 +55,12 @@ pub struct StepStats {
     /// else the CPU), bytes; absent without `[memory]` events.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_peak_bytes: Option<i64>,
+    /// Self time in the step of the ops with the most self time over the run (the report's
+    /// top [`crate::ops::OPS_PER_STEP`], keyed as the check names them: `aten::mm`, `sgemm
+    /// [device]`), ns; every one of them in every step, 0 where it did not run. The check
+    /// compares these per-step distributions. Absent without steps.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub op_self_ns: BTreeMap<String, i64>,
     /// The step was derived from the device timeline (`Iteration#N` of a Synapse-only run),
     /// not annotated by the profiler. Absent when false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -201,6 +207,7 @@ pub fn step_breakdown_with(
                 device_launched_ns,
                 engines_launched,
                 memory_peak_bytes: None,
+                op_self_ns: BTreeMap::new(),
                 derived: step.derived,
             }
         })
