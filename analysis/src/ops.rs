@@ -119,23 +119,39 @@ pub fn op_summary_per_step(
     let mut member_group: Vec<u32> = Vec::with_capacity(n);
     let mut members: Vec<u32> = Vec::with_capacity(n);
     let device_track: Vec<bool> = timeline.tracks.iter().map(|t| t.kind.is_device()).collect();
+    let has_nodes = !nodes.node_of.is_empty();
+    // Most names have one (device, category): the group of a name's first key is looked up by
+    // the name's id, the hash map only for the others.
+    let mut first_group: Vec<u32> = vec![u32::MAX; timeline.strings.len()];
     for i in 0..n {
         let cat = slices.cat[i];
         if !is_op(timeline.categories.class(cat)) {
             continue;
         }
         // A node's other engine slices are folded into its first one.
-        if let Some(&k) = nodes.node_of.get(&(i as u32))
+        if has_nodes
+            && let Some(&k) = nodes.node_of.get(&(i as u32))
             && nodes.nodes[k as usize].first != i as u32
         {
             continue;
         }
         let key = (slices.name[i], device_track[slices.track[i] as usize], cat);
-        let next = keys.len() as u32;
-        let g = *group_of.entry(key).or_insert_with(|| {
-            keys.push(key);
-            next
-        });
+        let cached = first_group.get(key.0 as usize).copied().unwrap_or(u32::MAX);
+        let g = if cached != u32::MAX && keys[cached as usize] == key {
+            cached
+        } else {
+            let next = keys.len() as u32;
+            let g = *group_of.entry(key).or_insert_with(|| {
+                keys.push(key);
+                next
+            });
+            if let Some(slot) = first_group.get_mut(key.0 as usize)
+                && *slot == u32::MAX
+            {
+                *slot = g;
+            }
+            g
+        };
         member_group.push(g);
         members.push(i as u32);
     }
@@ -152,8 +168,13 @@ pub fn op_summary_per_step(
     let mut selfs = vec![0i64; groups];
     // Per group: engine time and widest occurrence, for node groups only.
     let mut node_figures: Vec<Option<(i64, u32)>> = vec![None; groups];
+    let node_of = |i: u32| {
+        has_nodes
+            .then(|| nodes.node_of.get(&i).map(|&k| &nodes.nodes[k as usize]))
+            .flatten()
+    };
     for (&g, &i) in member_group.iter().zip(&members) {
-        let node = nodes.node_of.get(&i).map(|&k| &nodes.nodes[k as usize]);
+        let node = node_of(i);
         let i = i as usize;
         let dur = node.map_or(slices.dur[i], |n| n.wall_ns);
         durs[fill[g as usize]] = dur;
@@ -171,7 +192,7 @@ pub fn op_summary_per_step(
         &selfs,
         top,
         member_group.iter().zip(&members).map(|(&g, &i)| {
-            let node = nodes.node_of.get(&i).map(|&k| &nodes.nodes[k as usize]);
+            let node = node_of(i);
             let i = i as usize;
             let own = node.map_or((slices.dur[i] - child_ns[i]).max(0), |n| n.wall_ns);
             (g, i, own)
@@ -245,12 +266,27 @@ fn self_time_per_step(
         .collect();
     let mut table = vec![vec![0i64; ranked.len()]; timeline.steps.len()];
     let slices = &timeline.slices;
+    // Slices come track by track in time order: the step of the previous one (or the next
+    // step) usually holds the next, and the binary search is the fallback.
+    let mut cursor: Option<usize> = None;
     for (g, i, own) in members {
         let Some(c) = group_column[g as usize] else {
             continue;
         };
         let source = timeline.tracks[slices.track[i] as usize].source;
-        if let Some(step) = timeline.step_at(source, slices.start[i]) {
+        let ts = slices.start[i];
+        let holds = |k: usize| {
+            timeline.steps.get(k).is_some_and(|s| {
+                s.source == timeline.step_source(source) && s.start <= ts && ts < s.end()
+            })
+        };
+        let step = match cursor {
+            Some(k) if holds(k) => Some(k),
+            Some(k) if holds(k + 1) => Some(k + 1),
+            _ => timeline.step_at(source, ts),
+        };
+        if let Some(step) = step {
+            cursor = Some(step);
             table[step][c] += own;
         }
     }

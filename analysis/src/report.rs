@@ -197,35 +197,35 @@ pub fn build_report(timeline: &Timeline) -> Report {
 #[must_use]
 pub fn build_report_with(timeline: &Timeline, thresholds: &Thresholds) -> Report {
     let channels = channels(timeline);
-    let mut steps = step_breakdown_with(timeline, &channels);
-    let (ops, op_steps) = crate::ops::op_summary_per_step(
-        timeline,
-        &crate::nodes::node_index(timeline),
-        crate::ops::OPS_PER_STEP,
-    );
-    for (step, op_self_ns) in steps.iter_mut().zip(op_steps) {
-        step.op_self_ns = op_self_ns;
-    }
     let ctx = Context {
         timeline,
         thresholds,
         channels: &channels,
     };
-    let mut findings = run_all(&ctx);
-    let memory = crate::memory::memory_by_device(&ctx);
-    findings.extend(crate::memory::findings(&ctx, &memory));
-    let ranks = crate::ranks::ranks(timeline).map(|(ranks, straggler)| {
-        findings.extend(straggler);
-        ranks
+    // The detectors are half the analysis and need nothing the tables below compute: they run
+    // on a second core meanwhile. The findings keep their order (detectors, memory, ranks).
+    let (mut findings, tables) = std::thread::scope(|scope| {
+        let detectors = scope.spawn(|| run_all(&ctx));
+        let tables = tables(&ctx);
+        // A detector that panicked is a bug; re-raise it here rather than lose its findings.
+        let findings = detectors
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (findings, tables)
     });
-    if let Some(primary) = crate::memory::primary(&memory) {
-        for (step, m) in steps.iter_mut().zip(&primary.steps) {
-            if step.name == m.step {
-                step.memory_peak_bytes = Some(m.peak_allocated_bytes);
-            }
-        }
-    }
-    let (engines, mme_tpc_overlap_ns) = engine_utilization(timeline);
+    let Tables {
+        steps,
+        ops,
+        memory,
+        memory_findings,
+        ranks,
+        straggler,
+        idle,
+        engines,
+        mme_tpc_overlap_ns,
+    } = tables;
+    findings.extend(memory_findings);
+    findings.extend(straggler);
     let mut summary = summarize(timeline, &channels, &steps, &findings);
     summary.mme_tpc_overlap_ns = mme_tpc_overlap_ns;
     Report {
@@ -258,11 +258,62 @@ pub fn build_report_with(timeline: &Timeline, thresholds: &Thresholds) -> Report
         steps,
         findings,
         ops,
-        idle: idle_breakdown(timeline, thresholds.kernel_wait_max_ns),
+        idle,
         engines,
         memory,
         ranks,
         summary,
+    }
+}
+
+/// Everything in the report but the detectors' findings.
+struct Tables {
+    steps: Vec<StepStats>,
+    ops: Vec<OpStats>,
+    memory: Vec<crate::memory::DeviceMemory>,
+    memory_findings: Vec<Finding>,
+    ranks: Option<crate::ranks::RanksReport>,
+    straggler: Vec<Finding>,
+    idle: Vec<StreamIdle>,
+    engines: Vec<EngineStats>,
+    mme_tpc_overlap_ns: Option<i64>,
+}
+
+fn tables(ctx: &Context<'_>) -> Tables {
+    let timeline = ctx.timeline;
+    let mut steps = step_breakdown_with(timeline, ctx.channels);
+    let (ops, op_steps) = crate::ops::op_summary_per_step(
+        timeline,
+        &crate::nodes::node_index(timeline),
+        crate::ops::OPS_PER_STEP,
+    );
+    for (step, op_self_ns) in steps.iter_mut().zip(op_steps) {
+        step.op_self_ns = op_self_ns;
+    }
+    let memory = crate::memory::memory_by_device(ctx);
+    let memory_findings = crate::memory::findings(ctx, &memory);
+    let (ranks, straggler) = match crate::ranks::ranks(timeline) {
+        Some((ranks, straggler)) => (Some(ranks), straggler),
+        None => (None, Vec::new()),
+    };
+    if let Some(primary) = crate::memory::primary(&memory) {
+        for (step, m) in steps.iter_mut().zip(&primary.steps) {
+            if step.name == m.step {
+                step.memory_peak_bytes = Some(m.peak_allocated_bytes);
+            }
+        }
+    }
+    let (engines, mme_tpc_overlap_ns) = engine_utilization(timeline);
+    Tables {
+        steps,
+        ops,
+        memory,
+        memory_findings,
+        ranks,
+        straggler,
+        idle: idle_breakdown(timeline, ctx.thresholds.kernel_wait_max_ns),
+        engines,
+        mme_tpc_overlap_ns,
     }
 }
 

@@ -348,29 +348,43 @@ fn is_library_path(path: &str) -> bool {
 /// Runs every detector and ranks the findings by lost time, largest first.
 #[must_use]
 pub fn run_all(ctx: &Context<'_>) -> Vec<Finding> {
-    let mut findings = Vec::new();
-    // Host-to-device copies from pageable or freshly made host tensors are their own findings',
-    // not syncs.
-    let copies = host_copies::host_copies(ctx);
-    findings.extend(sync_point::detect(
-        ctx,
-        &host_copies::claimed_copy_ops(&copies),
-    ));
-    findings.extend(dataloader_stall::detect(ctx));
-    findings.extend(recompile::detect(ctx));
-    findings.extend(host_bound_gap::detect(ctx));
-    findings.extend(mme_idle::detect(ctx));
-    findings.extend(gaudi::detect(ctx));
-    findings.extend(non_logical_transpose::detect(ctx));
-    findings.extend(slow_zero_grad::detect(ctx));
-    findings.extend(debug_api::detect(ctx));
-    findings.extend(layer_patterns::detect(ctx));
-    findings.extend(host_copies::detect(ctx, &copies));
-    findings.extend(precision::detect(ctx));
-    findings.extend(data_parallel::detect(ctx));
-    findings.extend(pointwise::detect(ctx));
-    findings.extend(optimizer::detect(ctx));
-    findings.extend(collectives::detect(ctx));
+    // The detectors read the timeline only: two halves run on two cores, their findings
+    // concatenated in this fixed order, so the report does not depend on the scheduling.
+    let (mut findings, second) = std::thread::scope(|scope| {
+        let second = scope.spawn(|| {
+            let mut findings = Vec::new();
+            findings.extend(slow_zero_grad::detect(ctx));
+            findings.extend(debug_api::detect(ctx));
+            findings.extend(layer_patterns::detect(ctx));
+            findings.extend(precision::detect(ctx));
+            findings.extend(data_parallel::detect(ctx));
+            findings.extend(pointwise::detect(ctx));
+            findings.extend(optimizer::detect(ctx));
+            findings.extend(collectives::detect(ctx));
+            findings
+        });
+        let mut findings = Vec::new();
+        // Host-to-device copies from pageable or freshly made host tensors are their own
+        // findings', not syncs.
+        let copies = host_copies::host_copies(ctx);
+        findings.extend(sync_point::detect(
+            ctx,
+            &host_copies::claimed_copy_ops(&copies),
+        ));
+        findings.extend(dataloader_stall::detect(ctx));
+        findings.extend(recompile::detect(ctx));
+        findings.extend(host_bound_gap::detect(ctx));
+        findings.extend(mme_idle::detect(ctx));
+        findings.extend(gaudi::detect(ctx));
+        findings.extend(non_logical_transpose::detect(ctx));
+        findings.extend(host_copies::detect(ctx, &copies));
+        // A detector that panicked is a bug: re-raised here, not swallowed.
+        let second = second
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (findings, second)
+    });
+    findings.extend(second);
     settle_lost_time(ctx, &mut findings);
     let compiling = compile_time_per_step(ctx, &findings);
     findings.retain(|f| is_material(ctx, f, &compiling));
