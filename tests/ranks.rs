@@ -327,3 +327,78 @@ fn a_multi_rank_export_is_a_hive_partitioned_dataset() {
         support::stderr(&out)
     );
 }
+
+/// The modelled NCCL runs (`samples/ranks/generate_nccl.py`, 4 A100s, DDP buckets of 25 MiB):
+/// every figure against the schedule's own truth file.
+#[test]
+fn nccl_runs_match_their_schedules() {
+    for variant in ["nccl_balanced", "nccl_straggler"] {
+        let truth = support::read_json(
+            &support::repo().join(format!("samples/ranks/{variant}.truth.json")),
+        );
+        let paths = rank_traces("ranks", variant);
+        let mut args = vec!["report", "-f", "json"];
+        args.extend(paths.iter().map(String::as_str));
+        let out = support::steplens(&args);
+        assert!(out.status.success(), "{}", support::stderr(&out));
+        let r: Value = serde_json::from_str(&support::stdout(&out)).unwrap();
+        let ranks = &r["ranks"];
+        assert_eq!(ranks["backend"], "nccl", "{variant}");
+        let coll = &ranks["collectives"][0];
+        let want = &truth["all_reduce"];
+        assert_eq!(coll["name"], "all_reduce");
+        assert_eq!(coll["count"], want["count"], "{variant}");
+        assert_eq!(coll["latency_p50_ns"], want["latency_ns"], "{variant}");
+        assert_eq!(coll["bytes"], want["bytes"], "{variant}");
+        let gbps = coll["bus_gbps"].as_f64().unwrap();
+        assert!(
+            (gbps - want["bus_gbps"].as_f64().unwrap()).abs() < 0.01,
+            "{gbps}"
+        );
+        let rows = ranks["ranks"].as_array().unwrap();
+        for row in rows {
+            let rank = row["rank"].as_i64().unwrap();
+            let waits = truth["wait_ns_per_step"][rank.to_string()]
+                .as_array()
+                .unwrap();
+            let total: i64 = waits.iter().map(|w| w.as_i64().unwrap()).sum();
+            assert_eq!(
+                row["wait_ns"].as_i64().unwrap(),
+                total,
+                "{variant} rank {rank} wait"
+            );
+        }
+        let found = stragglers(&r);
+        match truth["straggler_rank"].as_i64() {
+            None => assert!(found.is_empty(), "{variant}: {found:?}"),
+            Some(slow) => {
+                assert_eq!(found.len(), 1, "{variant}: {found:?}");
+                let title = found[0]["title"].as_str().unwrap();
+                assert!(
+                    title.starts_with(&format!("rank {slow} arrives last")),
+                    "{title}"
+                );
+                assert!(
+                    title.contains("gemm_bf16") && title.contains("[device]"),
+                    "{title}"
+                );
+                // Its extra time per step: compute (step − exposed comm) over the others'.
+                let extra = truth["extra_gemm_ns_per_step"][slow as usize]
+                    .as_i64()
+                    .unwrap();
+                let compute = |rank: i64| {
+                    rows.iter().find(|x| x["rank"] == rank).unwrap()["compute_p50_ns"]
+                        .as_i64()
+                        .unwrap()
+                };
+                let mut others: Vec<i64> = (0..4).filter(|&x| x != slow).map(compute).collect();
+                others.sort_unstable();
+                let measured = compute(slow) - others[1];
+                assert!(
+                    (measured - extra).abs() * 100 <= extra,
+                    "extra {measured} vs planted {extra}"
+                );
+            }
+        }
+    }
+}

@@ -32,7 +32,8 @@ pub struct RankStats {
     pub steps: usize,
     /// Median step, ns.
     pub step_p50_ns: Option<i64>,
-    /// Median per step of the time outside collectives (step − collective time), ns.
+    /// Median per step of the time not lost to communication (step − exposed comm: collective
+    /// time with no compute beside it), ns.
     pub compute_p50_ns: Option<i64>,
     /// Median per step of the time in collectives (union), ns.
     pub collective_p50_ns: Option<i64>,
@@ -116,7 +117,7 @@ pub struct RankSummary {
     pub steps: usize,
     /// Median step, ns.
     pub step_p50_ns: Option<i64>,
-    /// Median per step of the time outside collectives, ns.
+    /// Median per step of the time not lost to communication (step − exposed comm), ns.
     pub compute_p50_ns: Option<i64>,
     /// Median per step of the time in collectives, ns.
     pub collective_p50_ns: Option<i64>,
@@ -576,6 +577,13 @@ fn compute_intervals(
     by_name: &CollectiveNames,
 ) -> IntervalSet {
     let is_collective = |i: SliceId| by_name.slice(t, i).is_some();
+    // On a rank with a device, compute is its device work: the host thread launches and then
+    // blocks (in a synchronize, say) while the device computes, and blocking is not computing.
+    let has_device_work = t.tracks.iter().any(|tr| {
+        tr.source == source
+            && tr.kind.is_device()
+            && tr.slices.clone().any(|i| t.slice_class(i).is_device_work())
+    });
     let mut compute = Vec::new();
     for (track_index, track) in t
         .tracks
@@ -583,7 +591,7 @@ fn compute_intervals(
         .enumerate()
         .filter(|(_, tr)| tr.source == source)
     {
-        let carries_comm = occ.iter().any(|o| o.track == track_index);
+        let carries_comm = has_device_work || occ.iter().any(|o| o.track == track_index);
         for i in track.slices.clone() {
             let class = t.slice_class(i);
             let idx = i as usize;
@@ -622,10 +630,12 @@ fn step_split(t: &Timeline, source: u16, comm: &IntervalSet, compute: &IntervalS
     let mut exposed = Vec::new();
     for s in &steps {
         let c = comm.covered(s.start, s.end());
+        let e = exposed_set.covered(s.start, s.end());
         durs.push(s.dur);
         colls.push(c);
-        computes.push(s.dur - c);
-        exposed.push(exposed_set.covered(s.start, s.end()));
+        // Collective time hidden behind compute is not time the rank lost to communication.
+        computes.push(s.dur - e);
+        exposed.push(e);
     }
     StepSplit {
         step: median(durs),
@@ -746,7 +756,8 @@ fn grown_ops(summaries: &[RankSummary], mine: usize) -> Vec<String> {
         .collect()
 }
 
-/// Self time per step of every host op of one input (collectives and annotations left out).
+/// Self time per step of every host op and device kernel of one input (collectives and
+/// annotations left out; kernels as `name [device]`).
 fn self_time_per_step(
     t: &Timeline,
     source: u16,
@@ -756,18 +767,34 @@ fn self_time_per_step(
     let is_collective = |i: SliceId| by_name.slice(t, i).is_some();
     let steps = t.steps.iter().filter(|s| s.source == source).count().max(1) as i64;
     let mut out: BTreeMap<String, i64> = BTreeMap::new();
-    for track in t
-        .tracks
-        .iter()
-        .filter(|tr| tr.source == source && tr.kind == TrackKind::HostThread)
-    {
+    for track in t.tracks.iter().filter(|tr| tr.source == source) {
+        // Device work too, so a slower GPU names the kernels that grew (as `check` names them).
+        let device = match track.kind {
+            TrackKind::HostThread => false,
+            TrackKind::DeviceEngine { .. } => true,
+            _ => continue,
+        };
         for i in track.slices.clone() {
-            if !t.slice_class(i).is_host_work() || is_collective(i) {
+            let class = t.slice_class(i);
+            let work = if device {
+                class.is_device_work()
+            } else {
+                class.is_host_work()
+            };
+            if !work || is_collective(i) {
                 continue;
             }
             let below = children.get(i as usize).copied().unwrap_or(0);
-            *out.entry(t.slice_name(i).to_owned()).or_insert(0) +=
-                (t.slices.dur[i as usize] - below).max(0);
+            let own = (t.slices.dur[i as usize] - below).max(0);
+            let name = t.slice_name(i);
+            if device {
+                *out.entry(crate::compare::op_label(name, "device"))
+                    .or_insert(0) += own;
+            } else if let Some(v) = out.get_mut(name) {
+                *v += own;
+            } else {
+                out.insert(name.to_owned(), own);
+            }
         }
     }
     out.values_mut().for_each(|v| *v /= steps);
