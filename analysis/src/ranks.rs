@@ -174,6 +174,9 @@ pub struct Occurrence {
     /// Index of the track it ran on (in its own Timeline; not kept in summaries).
     #[serde(skip)]
     track: usize,
+    /// Its slice (in its own Timeline; not kept in summaries).
+    #[serde(skip)]
+    slice: SliceId,
     /// What matches it across ranks: (process group and how, sequence number or ordinal).
     key: (String, i64),
     /// Start, ns.
@@ -280,6 +283,71 @@ pub fn ranks(t: &Timeline) -> Option<(RanksReport, Vec<Finding>)> {
         .map(|source| rank_summary(t, source as u16, &children))
         .collect();
     ranks_of(&summaries)
+}
+
+/// The same collective on several ranks, for the viewer's links between them.
+#[derive(Debug, Clone, Default)]
+pub struct CollectiveLinks {
+    /// Per slice of a matched collective, its group in `groups`.
+    group_of: rustc_hash::FxHashMap<SliceId, usize>,
+    /// Each matched collective: (rank, slice) on every rank it was found on, by rank.
+    groups: Vec<Vec<(i64, SliceId)>>,
+}
+
+impl CollectiveLinks {
+    /// The occurrences of the collective `slice` belongs to (itself included), by rank; empty
+    /// when it is not a collective matched on another rank.
+    #[must_use]
+    pub fn of(&self, slice: SliceId) -> &[(i64, SliceId)] {
+        self.group_of
+            .get(&slice)
+            .and_then(|&g| self.groups.get(g))
+            .map_or(&[], Vec::as_slice)
+    }
+
+    /// Matched collectives.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// Whether no collective is matched across ranks.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.groups.is_empty()
+    }
+}
+
+/// Collectives matched across the inputs of `t` (by process group and sequence number, else
+/// ordinal, as the rank analysis matches them); ranks as [`ranks`] reads them.
+#[must_use]
+pub fn collective_links(t: &Timeline) -> CollectiveLinks {
+    if t.sources.len() < 2 {
+        return CollectiveLinks::default();
+    }
+    let names = CollectiveNames::of_timeline(t);
+    let mut by_key: BTreeMap<(String, i64), Vec<(i64, SliceId)>> = BTreeMap::new();
+    for source in 0..t.sources.len() {
+        let info = &t.sources[source];
+        let rank = info
+            .rank
+            .or_else(|| rank_from_name(&info.path))
+            .unwrap_or(source as i64);
+        for occ in collect(t, source as u16, &names) {
+            by_key.entry(occ.key).or_default().push((rank, occ.slice));
+        }
+    }
+    let mut links = CollectiveLinks::default();
+    for (_, mut members) in by_key {
+        members.sort_unstable();
+        if members.windows(2).any(|w| w[0].0 != w[1].0) {
+            for &(_, slice) in &members {
+                links.group_of.insert(slice, links.groups.len());
+            }
+            links.groups.push(members);
+        }
+    }
+    links
 }
 
 /// The rank analysis over rank summaries (one per input, in input order): what [`ranks`] does
@@ -539,6 +607,7 @@ pub(crate) fn collect(t: &Timeline, source: u16, by_name: &CollectiveNames) -> V
             Occurrence {
                 name: op,
                 track,
+                slice: i,
                 key,
                 start: t.slices.start[i as usize],
                 end: t.slices.end(i),

@@ -141,6 +141,13 @@ impl Session {
         self.tab = Tab::Details;
     }
 
+    /// What the selected slice links to: the other ends of its flows, and the same collective
+    /// on the other ranks.
+    #[must_use]
+    pub fn linked(&self) -> &[(SliceId, bool)] {
+        &self.flows
+    }
+
     /// Selects a slice (or clears the selection) and decodes its details.
     pub fn select_slice(&mut self, id: Option<SliceId>) {
         self.view.selected = id;
@@ -191,6 +198,17 @@ impl Session {
             .as_ref()
             .map(|d| d.flows.iter().map(|f| (f.other, f.outgoing)).collect())
             .unwrap_or_default();
+        // A collective links to the same collective on the other ranks.
+        if let Some(id) = self.view.selected {
+            self.flows.extend(
+                self.data
+                    .collectives
+                    .of(id)
+                    .iter()
+                    .filter(|&&(_, other)| other != id)
+                    .map(|&(_, other)| (other, true)),
+            );
+        }
     }
 
     /// Runs the search box's query.
@@ -484,6 +502,32 @@ impl Session {
                             .clicked()
                         {
                             go = Some(f.other);
+                        }
+                    }
+                }
+                let peers = self.data.collectives.of(d.id);
+                if !peers.is_empty() {
+                    // Start of each rank's copy against the latest: the others wait for it.
+                    let latest = peers
+                        .iter()
+                        .map(|&(_, s)| t.slices.start[s as usize])
+                        .max()
+                        .unwrap_or(0);
+                    ui.label(RichText::new("same collective on each rank").strong());
+                    for &(rank, other) in peers {
+                        let start = t.slices.start[other as usize];
+                        let label = if start == latest {
+                            format!(
+                                "rank {rank}: arrives last, {}",
+                                human_ns(t.slices.dur[other as usize])
+                            )
+                        } else {
+                            format!("rank {rank}: waits {}", human_ns(latest - start))
+                        };
+                        if other == d.id {
+                            ui.label(format!("{label} (this one)"));
+                        } else if ui.link(label).clicked() {
+                            go = Some(other);
                         }
                     }
                 }

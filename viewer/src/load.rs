@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, TryRecvError, channel};
 
+use steplens_analysis::ranks::{CollectiveLinks, collective_links};
 use steplens_analysis::report::{Report, build_report};
 use steplens_ingest::{IngestError, LoadOptions, Timeline};
 
@@ -37,6 +38,8 @@ pub struct Loaded {
     pub report: Report,
     /// Slice ids per lane for level of detail.
     pub index: LaneIndex,
+    /// The same collective on each rank, for the links drawn between them.
+    pub collectives: CollectiveLinks,
 }
 
 /// Loads, analyses and indexes `paths` on the calling thread; `progress` gets
@@ -55,11 +58,13 @@ pub fn load_now(
     let timeline = steplens_ingest::load_many(&refs, &LoadOptions::default(), progress)?;
     let report = build_report(&timeline);
     let index = LaneIndex::new(&timeline);
+    let collectives = collective_links(&timeline);
     Ok(Loaded {
         paths: paths.to_vec(),
         timeline,
         report,
         index,
+        collectives,
     })
 }
 

@@ -400,3 +400,70 @@ fn a_launch_shows_its_flow_to_the_device_work() {
     );
     harness.run_steps(2);
 }
+
+/// Several ranks: groups in rank order whatever the argument order, and a selected collective
+/// links to the same collective on every other rank, with each rank's wait in the details.
+#[test]
+fn ranks_are_groups_in_rank_order_and_a_collective_links_across_them() {
+    let paths: Vec<PathBuf> = [2, 0, 3, 1]
+        .iter()
+        .map(|r| PathBuf::from(format!("../samples/ranks/nccl_straggler_rank{r}.json.gz")))
+        .collect();
+    let mut harness = harness(
+        ViewerApp::with_loaded(load_now(&paths, None).expect("ranks load")),
+        1200.0,
+        800.0,
+    );
+    let (first_nccl, names) = {
+        let session = harness.state().session().unwrap();
+        let names: Vec<String> = session
+            .timeline
+            .layout
+            .groups
+            .iter()
+            .map(|g| g.name.clone())
+            .collect();
+        let t = &session.data.timeline;
+        let rank0 = t.sources.iter().position(|s| s.rank == Some(0)).unwrap();
+        let first_nccl = (0..t.slices.len() as u32)
+            .filter(|&i| {
+                t.slice_name(i).starts_with("ncclDevKernel_AllReduce")
+                    && t.slice_track(i).unwrap().source as usize == rank0
+            })
+            .min_by_key(|&i| t.slices.start[i as usize])
+            .unwrap();
+        (first_nccl, names)
+    };
+    let ranks: Vec<&str> = names.iter().map(|n| &n[..6]).collect();
+    assert!(
+        ranks.windows(2).all(|w| w[0] <= w[1]) && ranks[0] == "rank 0",
+        "{names:?}"
+    );
+    harness
+        .state_mut()
+        .session_mut()
+        .unwrap()
+        .select_slice(Some(first_nccl));
+    harness.run_steps(2);
+    let session = harness.state().session().unwrap();
+    let t = &session.data.timeline;
+    // Its own launch flow stays on rank 0; every link to another rank is the same collective.
+    let mut linked_ranks: Vec<i64> = session
+        .linked()
+        .iter()
+        .map(|&(id, _)| {
+            (
+                id,
+                t.sources[t.slice_track(id).unwrap().source as usize].rank,
+            )
+        })
+        .filter(|&(_, rank)| rank != Some(0))
+        .map(|(id, rank)| {
+            assert!(t.slice_name(id).starts_with("ncclDevKernel_AllReduce"));
+            rank.unwrap()
+        })
+        .collect();
+    linked_ranks.sort_unstable();
+    assert_eq!(linked_ranks, [1, 2, 3]);
+    harness.get_by_label("same collective on each rank");
+}

@@ -65,7 +65,8 @@ pub struct Group {
 /// The vertical layout of every group, track and row.
 #[derive(Debug, Clone, Default)]
 pub struct Layout {
-    /// Groups in display order (the Timeline's track order: host above its device).
+    /// Groups in display order (the Timeline's track order: host above its device; with
+    /// several ranks, by rank).
     pub groups: Vec<Group>,
     /// Rows top to bottom.
     pub rows: Vec<Row>,
@@ -99,7 +100,10 @@ impl Layout {
                 }
                 if multi_source && let Some(src) = timeline.sources.get(track.source as usize) {
                     let file = src.path.rsplit('/').next().unwrap_or(&src.path);
-                    name = format!("{file}: {name}");
+                    name = match src.rank {
+                        Some(rank) => format!("rank {rank} · {file}: {name}"),
+                        None => format!("{file}: {name}"),
+                    };
                 }
                 groups.push(Group {
                     name,
@@ -111,6 +115,19 @@ impl Layout {
             if let Some(g) = groups.last_mut() {
                 g.tracks.push(i as TrackId);
             }
+        }
+        if multi_source {
+            // Ranks top to bottom in rank order, whatever order the files were given in;
+            // inputs without a rank after them, each input's groups in their own order.
+            groups.sort_by_key(|g| {
+                let rank = g
+                    .tracks
+                    .first()
+                    .and_then(|&t| timeline.tracks.get(t as usize))
+                    .and_then(|tr| timeline.sources.get(tr.source as usize))
+                    .and_then(|src| src.rank);
+                (rank.is_none(), rank)
+            });
         }
         let mut layout = Self {
             groups,
