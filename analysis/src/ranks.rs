@@ -132,6 +132,16 @@ pub struct RankSummary {
 /// One rank's summary from input `source` of `t`; `children` is [`crate::ops::child_time`].
 #[must_use]
 pub fn rank_summary(t: &Timeline, source: u16, children: &[i64]) -> RankSummary {
+    rank_summary_with(t, source, children, &CollectiveNames::of_timeline(t))
+}
+
+/// [`rank_summary`] with the timeline's collective names classified once for every input.
+fn rank_summary_with(
+    t: &Timeline,
+    source: u16,
+    children: &[i64],
+    names: &CollectiveNames,
+) -> RankSummary {
     let info = &t.sources[source as usize];
     let top = |key: &str| {
         info.top_level
@@ -143,10 +153,9 @@ pub fn rank_summary(t: &Timeline, source: u16, children: &[i64]) -> RankSummary 
         let parsed: serde_json::Value = serde_json::from_str(&v).ok()?;
         parsed.get("backend")?.as_str().map(str::to_owned)
     });
-    let names = CollectiveNames::of_timeline(t);
-    let collectives = collect(t, source, &names);
+    let collectives = collect(t, source, names);
     let comm = IntervalSet::from_ranges(collectives.iter().map(|o| (o.start, o.end)).collect());
-    let compute = compute_intervals(t, source, &collectives, &names);
+    let compute = compute_intervals(t, source, &collectives, names);
     let split = step_split(t, source, &comm, &compute);
     RankSummary {
         schema: SUMMARY_SCHEMA.to_owned(),
@@ -161,7 +170,7 @@ pub fn rank_summary(t: &Timeline, source: u16, children: &[i64]) -> RankSummary 
         collective_p50_ns: split.collective,
         exposed_comm_p50_ns: split.exposed,
         comm_overlap_pct: comm_overlap(&comm, &compute),
-        self_ns_per_step: self_time_per_step(t, source, children, &names),
+        self_ns_per_step: self_time_per_step(t, source, children, names),
         collectives,
     }
 }
@@ -279,8 +288,9 @@ pub fn ranks(t: &Timeline) -> Option<(RanksReport, Vec<Finding>)> {
         return None;
     }
     let children = crate::ops::child_time(t);
+    let names = CollectiveNames::of_timeline(t);
     let summaries: Vec<RankSummary> = (0..t.sources.len())
-        .map(|source| rank_summary(t, source as u16, &children))
+        .map(|source| rank_summary_with(t, source as u16, &children, &names))
         .collect();
     ranks_of(&summaries)
 }
