@@ -99,7 +99,7 @@ pub(crate) fn run(args: &CheckArgs) -> Result<bool> {
             )?;
             let baseline = Run {
                 label: format!("{} ({} runs)", path.display(), runs.len()),
-                ops: steplens_analysis::table::ops_from_report(&newest),
+                ops: steplens_analysis::op_rows::ops_from_report(&newest),
                 report: newest,
                 from_report: true,
             };

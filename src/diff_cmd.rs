@@ -69,7 +69,7 @@ pub(crate) fn run(args: &DiffArgs) -> Result<()> {
             figures: &fb,
             ops: &b.ops,
         },
-    )?;
+    );
     let (mut out, color) = output(args.output.as_deref())?;
     match args.format {
         ReportFormat::Json => {

@@ -4,9 +4,14 @@
 //! Timeline with the steps and findings drawn on it, for ui.perfetto.dev.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+#[cfg(feature = "tables")]
+use std::path::Path;
+use std::path::PathBuf;
 
-use anyhow::{Context, Result, bail};
+#[cfg(feature = "tables")]
+use anyhow::Context;
+use anyhow::{Result, bail};
+#[cfg(feature = "tables")]
 use steplens_analysis::table::{TableFormat, tables};
 
 use crate::render::thousands;
@@ -47,23 +52,25 @@ pub(crate) fn run(args: &ExportArgs) -> Result<()> {
     if args.tables.is_none() && args.perfetto.is_none() {
         bail!("nothing to export: give --tables DIR or --perfetto OUT.pftrace");
     }
+    if args.tables.is_some() && !cfg!(feature = "tables") {
+        bail!(
+            "--tables needs steplens built with its `tables` feature (polars); this one was \
+             built with --no-default-features: `cargo install steplens` gives it"
+        );
+    }
     let thresholds = match &args.budget {
         Some(path) => read_budget(path)?.thresholds,
         None => steplens_analysis::Thresholds::default(),
     };
     let timeline = load(&args.traces, &args.load.options())?;
     let report = steplens_analysis::build_report_with(&timeline, &thresholds);
-    let format = match args.format {
-        TableFileFormat::Parquet => TableFormat::Parquet,
-        TableFileFormat::Csv => TableFormat::Csv,
-    };
     if let Some(path) = &args.perfetto {
         crate::export_perfetto::write(&timeline, &report, path)?;
     }
     let Some(dir) = &args.tables else {
         return Ok(());
     };
-    let written = write_tables(&timeline, &report, dir, format)?;
+    let written = write_tables(&timeline, &report, dir, args.format)?;
     let mut stderr = std::io::stderr().lock();
     writeln!(
         stderr,
@@ -82,12 +89,17 @@ pub(crate) fn run(args: &ExportArgs) -> Result<()> {
 /// Writes the tables; with several ranks, the per-rank tables (slices, steps) as a
 /// hive-partitioned dataset (`slices/rank=3/part-0.parquet`) that DuckDB, Spark or DataFusion
 /// read as one table with a `rank` column, and a flat `ranks` table.
+#[cfg(feature = "tables")]
 fn write_tables(
     timeline: &steplens_ingest::Timeline,
     report: &steplens_analysis::Report,
     dir: &Path,
-    format: TableFormat,
+    format: TableFileFormat,
 ) -> Result<Vec<(&'static str, usize)>> {
+    let format = match format {
+        TableFileFormat::Parquet => TableFormat::Parquet,
+        TableFileFormat::Csv => TableFormat::Csv,
+    };
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mut all = tables(timeline, report)?;
     let rank_of: Vec<(u16, i64)> = report
@@ -126,6 +138,18 @@ fn write_tables(
     Ok(written)
 }
 
+/// Without the `tables` feature `run` refuses `--tables` before it gets here.
+#[cfg(not(feature = "tables"))]
+fn write_tables(
+    _timeline: &steplens_ingest::Timeline,
+    _report: &steplens_analysis::Report,
+    _dir: &std::path::Path,
+    _format: TableFileFormat,
+) -> Result<Vec<(&'static str, usize)>> {
+    bail!("--tables needs steplens built with its `tables` feature")
+}
+
+#[cfg(feature = "tables")]
 fn write_one(
     table: &mut steplens_analysis::table::Table,
     format: TableFormat,

@@ -186,9 +186,7 @@ fn main() -> ExitCode {
         Command::Export(args) => export_cmd::run(&args).map(|()| true),
         Command::Bench(args) => bench::run(&args).map(|()| true),
         Command::Summarize(args) => summaries_cmd::summarize(&args).map(|()| true),
-        Command::View { traces } => steplens_viewer::run(traces)
-            .map_err(|e| anyhow::anyhow!("cannot open the viewer window: {e}"))
-            .map(|()| true),
+        Command::View { traces } => view(traces).map(|()| true),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,
@@ -302,6 +300,21 @@ pub(crate) fn expand_dirs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, IngestError
         out.extend(found);
     }
     Ok(out)
+}
+
+#[cfg(feature = "viewer")]
+fn view(traces: Vec<PathBuf>) -> anyhow::Result<()> {
+    steplens_viewer::run(traces).map_err(|e| anyhow::anyhow!("cannot open the viewer window: {e}"))
+}
+
+/// A CLI-only build keeps the command, so scripts and muscle memory get a reason, not clap's
+/// "unrecognized subcommand".
+#[cfg(not(feature = "viewer"))]
+fn view(_traces: Vec<PathBuf>) -> anyhow::Result<()> {
+    anyhow::bail!(
+        "this steplens was built without its viewer (--no-default-features): `cargo install \
+         steplens` gives `steplens view`"
+    )
 }
 
 fn load(paths: &[PathBuf], options: &LoadOptions) -> Result<Timeline, IngestError> {

@@ -5,8 +5,8 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
+use steplens_analysis::op_rows::{OpRow, ops_by_shape, ops_from_report};
 use steplens_analysis::report::SCHEMA;
-use steplens_analysis::table::{OpRow, ops_by_shape, ops_from_report};
 use steplens_analysis::{Report, Thresholds};
 use steplens_ingest::LoadOptions;
 

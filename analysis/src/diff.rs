@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 
 use crate::compare::{FindingGroup, FindingKey, RunFigures};
-use crate::table::{JoinedOp, OpRow, TableError, join_ops};
+use crate::op_rows::{JoinedOp, OpRow, join_ops};
 
 /// Schema name of the diff's JSON output.
 pub const DIFF_SCHEMA: &str = "steplens.diff/1";
@@ -117,13 +117,11 @@ pub struct DiffSide<'a> {
 }
 
 /// Diffs run A against run B.
-///
-/// # Errors
-/// When the op join fails in polars.
-pub fn diff(a: &DiffSide<'_>, b: &DiffSide<'_>) -> Result<Diff, TableError> {
+#[must_use]
+pub fn diff(a: &DiffSide<'_>, b: &DiffSide<'_>) -> Diff {
     let per_step_a = a.figures.steps_total.max(1);
     let per_step_b = b.figures.steps_total.max(1);
-    let joined = join_ops(a.ops, b.ops)?;
+    let joined = join_ops(a.ops, b.ops);
     let ops_by_shape = joined.iter().any(|o| !o.shapes.is_empty());
     let mut ops: Vec<OpChange> = joined
         .into_iter()
@@ -180,7 +178,7 @@ pub fn diff(a: &DiffSide<'_>, b: &DiffSide<'_>) -> Result<Diff, TableError> {
         list.sort_by_key(|c| std::cmp::Reverse(lost(c)));
     }
 
-    Ok(Diff {
+    Diff {
         schema: DIFF_SCHEMA.to_owned(),
         a_label: a.label.clone(),
         b_label: b.label.clone(),
@@ -192,7 +190,7 @@ pub fn diff(a: &DiffSide<'_>, b: &DiffSide<'_>) -> Result<Diff, TableError> {
         appeared,
         gone,
         persisting,
-    })
+    }
 }
 
 fn op_change(op: JoinedOp, steps_a: usize, steps_b: usize) -> OpChange {

@@ -3,14 +3,13 @@
 //! Everything here reads a [`steplens_ingest::model::Timeline`] and never touches files.
 //! [`report::build_report`] is the entry point the CLI and the viewer use; the pieces
 //! ([`steps`], [`ops`], [`intervals`]) are public for detectors and tests. [`check`] and
-//! [`diff`] compare two runs' [`compare::RunFigures`]; [`table`] holds every polars frame
-//! (export tables, the diff's op join).
+//! [`diff`] compare two runs' [`compare::RunFigures`] (and [`op_rows`], the op join); [`table`]
+//! holds every polars frame (the export tables), behind the `tables` feature.
 
 pub mod budget;
 pub mod check;
 pub mod compare;
 pub mod detect;
-#[cfg(feature = "tables")]
 pub mod diff;
 pub mod engines;
 /// Interval sets live with the Timeline (ingest aligns clocks with them); re-exported here.
@@ -18,6 +17,7 @@ pub use steplens_ingest::intervals;
 pub mod idle;
 pub mod memory;
 pub mod nodes;
+pub mod op_rows;
 pub mod ops;
 pub mod perfetto_export;
 pub mod ranks;
