@@ -467,13 +467,80 @@ pub(super) fn tensor_arg(
     key: &str,
     index: usize,
 ) -> Option<Vec<i64>> {
-    let raw = t.arg_raw(slice, key)?;
-    let all: Vec<serde_json::Value> = serde_json::from_slice(raw).ok()?;
-    all.get(index)?
-        .as_array()?
-        .iter()
-        .map(serde_json::Value::as_i64)
+    nth_int_list(t.arg_raw(slice, key)?, index)
+}
+
+/// The `index`-th element of a JSON array when it is an array of integers, read straight from
+/// the arg's raw text: transformer traces have a shape arg on every one of hundreds of
+/// thousands of ops, and a `serde_json::Value` per number cost the detectors a fifth of their
+/// time. `None` when the text is not an array, the element is missing or holds anything but
+/// integers (a tensor list, a float, a string) — what `as_i64` over parsed values gave.
+fn nth_int_list(raw: &[u8], index: usize) -> Option<Vec<i64>> {
+    let mut at = skip_ws(raw, 0);
+    if raw.get(at) != Some(&b'[') {
+        return None;
+    }
+    at += 1;
+    for _ in 0..index {
+        at = skip_element(raw, skip_ws(raw, at))?;
+        at = skip_ws(raw, at);
+        if raw.get(at) != Some(&b',') {
+            return None;
+        }
+        at += 1;
+    }
+    at = skip_ws(raw, at);
+    if raw.get(at) != Some(&b'[') {
+        return None;
+    }
+    let close = at + 1 + raw.get(at + 1..)?.iter().position(|&b| b == b']')?;
+    let inner = std::str::from_utf8(&raw[at + 1..close]).ok()?;
+    if inner.trim().is_empty() {
+        return Some(Vec::new());
+    }
+    inner
+        .split(',')
+        .map(|n| n.trim().parse::<i64>().ok())
         .collect()
+}
+
+fn skip_ws(raw: &[u8], mut at: usize) -> usize {
+    while raw.get(at).is_some_and(u8::is_ascii_whitespace) {
+        at += 1;
+    }
+    at
+}
+
+/// The index just past the JSON value starting at `at` (strings and nesting respected).
+fn skip_element(raw: &[u8], mut at: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    loop {
+        match *raw.get(at)? {
+            b'"' => {
+                at += 1;
+                loop {
+                    match *raw.get(at)? {
+                        b'\\' => at += 2,
+                        b'"' => break,
+                        _ => at += 1,
+                    }
+                }
+            }
+            b'[' | b'{' => depth += 1,
+            b']' | b'}' => {
+                if depth == 0 {
+                    return Some(at);
+                }
+                depth -= 1;
+            }
+            b',' if depth == 0 => return Some(at),
+            _ => {}
+        }
+        at += 1;
+        if depth == 0 && matches!(raw.get(at), Some(b',' | b']')) {
+            return Some(at);
+        }
+    }
 }
 
 /// The `index`-th entry of a shape-like arg when it is a tensor list (`_foreach_*` ops): one
@@ -798,6 +865,23 @@ fn recommendation(backward: bool) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn int_lists_are_read_from_the_raw_text_as_parsed_json_would_give_them() {
+        use super::nth_int_list;
+        let raw = br#"[[64, 128], [], "x,]", [[1, 2], [3]], [1.5], [-3,4] ,7]"#;
+        assert_eq!(nth_int_list(raw, 0), Some(vec![64, 128]));
+        assert_eq!(nth_int_list(raw, 1), Some(vec![]));
+        assert_eq!(nth_int_list(raw, 2), None);
+        assert_eq!(nth_int_list(raw, 3), None);
+        assert_eq!(nth_int_list(raw, 4), None);
+        assert_eq!(nth_int_list(raw, 5), Some(vec![-3, 4]));
+        assert_eq!(nth_int_list(raw, 6), None);
+        assert_eq!(nth_int_list(raw, 7), None);
+        assert_eq!(nth_int_list(b"{}", 0), None);
+        assert_eq!(nth_int_list(b"[", 0), None);
+        assert_eq!(nth_int_list(br#"[["a\"]", 1], [2]]"#, 1), Some(vec![2]));
+    }
+
     use super::{ints, short_bytes, wrap};
 
     #[test]
