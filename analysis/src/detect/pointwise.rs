@@ -101,6 +101,12 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
     let th = ctx.thresholds;
     let min_ops = th.pointwise_chain_min_ops.max(2);
     let mut chains: Vec<Chain> = Vec::new();
+    // Classified once per name, not once per op (a transformer trace has a million ops).
+    let pointwise: Vec<bool> = t
+        .strings
+        .iter()
+        .map(|(_, name)| is_pointwise(name))
+        .collect();
     for (_, track) in ctx.host_tracks() {
         // Runs of consecutive outermost elementwise ops, by name alone; only a run long enough
         // to hold a chain has its shapes read (args are costly to read, and most elementwise
@@ -126,7 +132,11 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
             if t.slice_class(i) != CategoryClass::CpuOp {
                 continue;
             }
-            if !is_pointwise(t.slice_name(i)) {
+            if !pointwise
+                .get(t.slices.name[i as usize] as usize)
+                .copied()
+                .unwrap_or(false)
+            {
                 // Any op after the run's last op breaks it: an outermost one directly, a nested
                 // one through the outer op already met (no ancestor walk needed).
                 if !run.is_empty() && t.slices.start[i as usize] >= run_end {
