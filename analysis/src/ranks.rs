@@ -329,7 +329,7 @@ impl CollectiveLinks {
 }
 
 /// Collectives matched across the inputs of `t` (by process group and sequence number, else
-/// ordinal, as the rank analysis matches them); ranks as [`ranks`] reads them.
+/// ordinal, as the rank analysis matches them); ranks as [`input_ranks`] reads them.
 #[must_use]
 pub fn collective_links(t: &Timeline) -> CollectiveLinks {
     if t.sources.len() < 2 {
@@ -337,12 +337,7 @@ pub fn collective_links(t: &Timeline) -> CollectiveLinks {
     }
     let names = CollectiveNames::of_timeline(t);
     let mut by_key: BTreeMap<(String, i64), Vec<(i64, SliceId)>> = BTreeMap::new();
-    for source in 0..t.sources.len() {
-        let info = &t.sources[source];
-        let rank = info
-            .rank
-            .or_else(|| rank_from_name(&info.path))
-            .unwrap_or(source as i64);
+    for (source, (rank, _)) in input_ranks(t).into_iter().enumerate() {
         for occ in collect(t, source as u16, &names) {
             by_key.entry(occ.key).or_default().push((rank, occ.slice));
         }
@@ -360,20 +355,17 @@ pub fn collective_links(t: &Timeline) -> CollectiveLinks {
     links
 }
 
-/// The rank analysis over rank summaries (one per input, in input order): what [`ranks`] does
-/// from a Timeline, and `report --summaries` from summary files.
-#[must_use]
-pub fn ranks_of(summaries: &[RankSummary]) -> Option<(RanksReport, Vec<Finding>)> {
-    if summaries.len() < 2 {
-        return None;
-    }
-    // Which rank each input is.
-    let mut rank_of: Vec<(i64, &'static str)> = Vec::new();
-    for (i, s) in summaries.iter().enumerate() {
-        let written = s.rank_written;
-        let found = s
-            .rank
-            .map(|r| {
+/// Which rank each input is, and how that was known, from (rank the input states, whether
+/// `distributedInfo` wrote it, path) in input order: the stated rank, else one in the file
+/// name, else the input's position; when two inputs claim one rank, every input falls back to
+/// its position.
+fn assign_ranks<'a>(
+    inputs: impl Iterator<Item = (Option<i64>, bool, &'a str)>,
+) -> Vec<(i64, &'static str)> {
+    let mut rank_of: Vec<(i64, &'static str)> = inputs
+        .enumerate()
+        .map(|(i, (rank, written, path))| {
+            rank.map(|r| {
                 (
                     r,
                     if written {
@@ -383,19 +375,43 @@ pub fn ranks_of(summaries: &[RankSummary]) -> Option<(RanksReport, Vec<Finding>)
                     },
                 )
             })
-            .or_else(|| rank_from_name(&s.path).map(|r| (r, "file name")))
-            .unwrap_or((i as i64, "input order"));
-        rank_of.push(found);
-    }
+            .or_else(|| rank_from_name(path).map(|r| (r, "file name")))
+            .unwrap_or((i as i64, "input order"))
+        })
+        .collect();
     let mut distinct: Vec<i64> = rank_of.iter().map(|r| r.0).collect();
     distinct.sort_unstable();
     distinct.dedup();
     if distinct.len() != rank_of.len() {
-        // Two inputs claim one rank: fall back to input order.
         for (i, r) in rank_of.iter_mut().enumerate() {
             *r = (i as i64, "input order");
         }
     }
+    rank_of
+}
+
+/// The rank of each input of `t` as the rank analysis reads it, with how it was known
+/// (`distributedInfo`, `file name`, `input order`).
+#[must_use]
+pub fn input_ranks(t: &Timeline) -> Vec<(i64, &'static str)> {
+    assign_ranks(t.sources.iter().map(|info| {
+        let written = info.top_level.iter().any(|(k, _)| k == "distributedInfo");
+        (info.rank, written, info.path.as_str())
+    }))
+}
+
+/// The rank analysis over rank summaries (one per input, in input order): what [`ranks`] does
+/// from a Timeline, and `report --summaries` from summary files.
+#[must_use]
+pub fn ranks_of(summaries: &[RankSummary]) -> Option<(RanksReport, Vec<Finding>)> {
+    if summaries.len() < 2 {
+        return None;
+    }
+    let rank_of = assign_ranks(
+        summaries
+            .iter()
+            .map(|s| (s.rank, s.rank_written, s.path.as_str())),
+    );
     let occurrences: Vec<&Vec<Occurrence>> = summaries.iter().map(|s| &s.collectives).collect();
     if occurrences.iter().any(|o| o.is_empty()) {
         return None;

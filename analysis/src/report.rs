@@ -204,15 +204,7 @@ pub fn build_report_with(timeline: &Timeline, thresholds: &Thresholds) -> Report
     };
     // The detectors are half the analysis and need nothing the tables below compute: they run
     // on a second core meanwhile. The findings keep their order (detectors, memory, ranks).
-    let (mut findings, tables) = std::thread::scope(|scope| {
-        let detectors = scope.spawn(|| run_all(&ctx));
-        let tables = tables(&ctx);
-        // A detector that panicked is a bug; re-raise it here rather than lose its findings.
-        let findings = detectors
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        (findings, tables)
-    });
+    let (tables, mut findings) = crate::detect::side_by_side(|| tables(&ctx), || run_all(&ctx));
     let Tables {
         steps,
         ops,

@@ -66,7 +66,6 @@ class Rank:
         self.corr = 5_000
         self.stream_free = {COMPUTE_STREAM: 0, NCCL_STREAM: 0}
         self.gemm_extra_us = 0
-        self.waits = []  # per step, list of (collective start) filled by the scheduler
 
     def op(self, name, ts, dur, cat="cpu_op", **args):
         self.ext += 1

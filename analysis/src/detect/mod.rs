@@ -350,8 +350,26 @@ fn is_library_path(path: &str) -> bool {
 pub fn run_all(ctx: &Context<'_>) -> Vec<Finding> {
     // The detectors read the timeline only: two halves run on two cores, their findings
     // concatenated in this fixed order, so the report does not depend on the scheduling.
-    let (mut findings, second) = std::thread::scope(|scope| {
-        let second = scope.spawn(|| {
+    let (mut findings, second) = side_by_side(
+        || {
+            let mut findings = Vec::new();
+            // Host-to-device copies from pageable or freshly made host tensors are their own
+            // findings', not syncs.
+            let copies = host_copies::host_copies(ctx);
+            findings.extend(sync_point::detect(
+                ctx,
+                &host_copies::claimed_copy_ops(&copies),
+            ));
+            findings.extend(dataloader_stall::detect(ctx));
+            findings.extend(recompile::detect(ctx));
+            findings.extend(host_bound_gap::detect(ctx));
+            findings.extend(mme_idle::detect(ctx));
+            findings.extend(gaudi::detect(ctx));
+            findings.extend(non_logical_transpose::detect(ctx));
+            findings.extend(host_copies::detect(ctx, &copies));
+            findings
+        },
+        || {
             let mut findings = Vec::new();
             findings.extend(slow_zero_grad::detect(ctx));
             findings.extend(debug_api::detect(ctx));
@@ -362,28 +380,8 @@ pub fn run_all(ctx: &Context<'_>) -> Vec<Finding> {
             findings.extend(optimizer::detect(ctx));
             findings.extend(collectives::detect(ctx));
             findings
-        });
-        let mut findings = Vec::new();
-        // Host-to-device copies from pageable or freshly made host tensors are their own
-        // findings', not syncs.
-        let copies = host_copies::host_copies(ctx);
-        findings.extend(sync_point::detect(
-            ctx,
-            &host_copies::claimed_copy_ops(&copies),
-        ));
-        findings.extend(dataloader_stall::detect(ctx));
-        findings.extend(recompile::detect(ctx));
-        findings.extend(host_bound_gap::detect(ctx));
-        findings.extend(mme_idle::detect(ctx));
-        findings.extend(gaudi::detect(ctx));
-        findings.extend(non_logical_transpose::detect(ctx));
-        findings.extend(host_copies::detect(ctx, &copies));
-        // A detector that panicked is a bug: re-raised here, not swallowed.
-        let second = second
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        (findings, second)
-    });
+        },
+    );
     findings.extend(second);
     settle_lost_time(ctx, &mut findings);
     let compiling = compile_time_per_step(ctx, &findings);
@@ -395,6 +393,22 @@ pub fn run_all(ctx: &Context<'_>) -> Vec<Finding> {
             .then_with(|| a.kind.cmp(&b.kind))
     });
     findings
+}
+
+/// Runs `first` on this thread and `second` on another, and returns both results; a panic in
+/// `second` (a bug) is raised here rather than lost.
+pub(crate) fn side_by_side<A, B: Send>(
+    first: impl FnOnce() -> A,
+    second: impl FnOnce() -> B + Send,
+) -> (A, B) {
+    std::thread::scope(|scope| {
+        let other = scope.spawn(second);
+        let mine = first();
+        let theirs = other
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (mine, theirs)
+    })
 }
 
 /// Every finding kind a detector raises, as it appears in reports and budget files

@@ -84,6 +84,16 @@ impl Layout {
         let mut groups: Vec<Group> = Vec::new();
         let mut last_key = None;
         let multi_source = timeline.sources.len() > 1;
+        // Ranks as the report reads them; a position in the argument list is no rank to show.
+        let rank_of: Vec<Option<i64>> = if multi_source {
+            steplens_analysis::ranks::input_ranks(timeline)
+                .into_iter()
+                .map(|(rank, from)| (from != "input order").then_some(rank))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let rank = |source: u16| rank_of.get(source as usize).copied().flatten();
         for (i, track) in timeline.tracks.iter().enumerate() {
             let key = (track.source, track.process_name.as_str(), track.pid);
             if last_key != Some(key) {
@@ -100,7 +110,7 @@ impl Layout {
                 }
                 if multi_source && let Some(src) = timeline.sources.get(track.source as usize) {
                     let file = src.path.rsplit('/').next().unwrap_or(&src.path);
-                    name = match src.rank {
+                    name = match rank(track.source) {
                         Some(rank) => format!("rank {rank} · {file}: {name}"),
                         None => format!("{file}: {name}"),
                     };
@@ -124,8 +134,7 @@ impl Layout {
                     .tracks
                     .first()
                     .and_then(|&t| timeline.tracks.get(t as usize))
-                    .and_then(|tr| timeline.sources.get(tr.source as usize))
-                    .and_then(|src| src.rank);
+                    .and_then(|tr| rank(tr.source));
                 (rank.is_none(), rank)
             });
         }
