@@ -1,6 +1,8 @@
-//! Golden tests: `steplens report --format md` of every trace in `samples/`, snapshotted with
-//! insta (`tests/snapshots/`). The Markdown report is deterministic for a given file, so any
-//! change in ingest, analysis or rendering shows up here as a reviewable diff.
+//! Golden tests: `steplens report --format md` of the traces in `samples/` (outside the
+//! truth-checked sets), and `steplens report --format json` of every trace in `samples/`, one
+//! snapshot per file (insta glob: one failing sample does not hide the others), in
+//! `tests/snapshots/`. Reports are deterministic for a given file, so any change in ingest,
+//! analysis or rendering shows up here as a reviewable diff.
 //!
 //! Update after an intended change: `INSTA_UPDATE=always cargo test --test golden`, then review
 //! the `.snap` diffs.
@@ -81,4 +83,38 @@ fn markdown_reports_of_the_samples() {
         let text = String::from_utf8(out.stdout).expect("UTF-8 report");
         insta::assert_snapshot!(format!("report_md__{}", snapshot_name(&trace)), text);
     }
+}
+
+/// Whether `path` (under `samples/`) is a trace: not a generator, truth file, saved report, note
+/// or budget.
+fn is_sample_trace(path: &Path) -> bool {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let trace_ext = [".json", ".json.gz", ".csv", ".pftrace"]
+        .iter()
+        .any(|ext| name.ends_with(ext));
+    // `gen/` holds the generators' bookkeeping (`corpus_counts.json`), not traces.
+    let bookkeeping = path.components().any(|c| c.as_os_str() == "gen");
+    trace_ext
+        && !bookkeeping
+        && !name.ends_with(".truth.json")
+        && !name.ends_with(".report.json")
+}
+
+#[test]
+fn json_reports_of_every_sample() {
+    insta::glob!("../samples", "**/*", |path| {
+        if !path.is_file() || !is_sample_trace(path) {
+            return;
+        }
+        let rel = path.strip_prefix(repo()).expect("under repo");
+        let out = Command::new(env!("CARGO_BIN_EXE_steplens"))
+            .args(["report", "--format", "json"])
+            .arg(rel)
+            .current_dir(repo())
+            .output()
+            .expect("run steplens");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{}: {stderr}", rel.display());
+        insta::assert_snapshot!(String::from_utf8(out.stdout).expect("UTF-8 report"));
+    });
 }
