@@ -11,10 +11,10 @@
 
 use std::fmt::Write as _;
 
-use steplens_analysis::Report;
 use steplens_analysis::memory::human_bytes;
 use steplens_analysis::steps::Channels;
 use steplens_analysis::units::human_ns;
+use steplens_analysis::{Evidence, FindingKind, Report};
 use steplens_ingest::Timeline;
 
 /// Okabe–Ito: orange, sky blue, bluish green, yellow, blue, vermillion, reddish purple, grey.
@@ -146,7 +146,7 @@ fn headline(report: &Report) -> String {
         None => format!("no steps; trace spans {}", human_ns(s.trace_ns)),
     };
     if total > 0 {
-        let mut kinds: Vec<(&String, &i64)> =
+        let mut kinds: Vec<(&FindingKind, &i64)> =
             s.lost_ns_by_kind.iter().filter(|(_, v)| **v > 0).collect();
         kinds.sort_by_key(|(_, v)| std::cmp::Reverse(**v));
         let parts: Vec<String> = kinds
@@ -193,7 +193,7 @@ fn overview(h: &mut String, report: &Report) {
             h,
             "<tr><th>source</th><td>{} <span class=\"muted\">({}, {} events)</span>",
             esc(&s.path),
-            esc(&s.format),
+            esc(s.format.as_str()),
             s.events
         );
         for w in &s.warnings {
@@ -220,7 +220,7 @@ fn top_findings(h: &mut String, report: &Report) {
         let _ = write!(
             h,
             "<li><span class=\"kind\">{}</span> — {} <span class=\"muted\">(lost {})</span>",
-            esc(&f.kind),
+            esc(f.kind.as_str()),
             esc(&f.title),
             human_ns(f.lost_ns)
         );
@@ -487,15 +487,15 @@ fn hbars(h: &mut String, rows: &[(String, i64, &str)]) {
 }
 
 /// One colour per finding kind, the same as the step chart's where the kind is there.
-fn kind_colour(kind: &str) -> &'static str {
+fn kind_colour(kind: FindingKind) -> &'static str {
     match kind {
-        "recompile" => PALETTE[6],
-        "sync_point" => PALETTE[5],
-        "dataloader_stall" => PALETTE[0],
-        "host_bound_gap" => PALETTE[7],
-        "mme_idle_behind_tpc" => PALETTE[1],
-        "non_logical_transpose" => PALETTE[2],
-        "straggler" => PALETTE[4],
+        FindingKind::Recompile => PALETTE[6],
+        FindingKind::SyncPoint => PALETTE[5],
+        FindingKind::DataloaderStall => PALETTE[0],
+        FindingKind::HostBoundGap => PALETTE[7],
+        FindingKind::MmeIdleBehindTpc => PALETTE[1],
+        FindingKind::NonLogicalTranspose => PALETTE[2],
+        FindingKind::Straggler => PALETTE[4],
         _ => PALETTE[3],
     }
 }
@@ -506,7 +506,7 @@ fn lost_chart(h: &mut String, report: &Report) {
         .lost_ns_by_kind
         .iter()
         .filter(|(_, v)| **v > 0)
-        .map(|(k, v)| (k.clone(), *v, kind_colour(k)))
+        .map(|(k, v)| (k.to_string(), *v, kind_colour(*k)))
         .collect();
     if rows.is_empty() {
         return;
@@ -559,10 +559,10 @@ fn findings(h: &mut String, report: &Report) {
         let _ = write!(
             h,
             "<div class=\"finding sev-{}\" data-kind=\"{}\"><div><span class=\"kind\">{}</span> <span class=\"muted\">{} · lost {}{}{}</span></div><div>{}</div>",
-            esc(&f.severity),
-            esc(&f.kind),
-            esc(&f.kind),
-            esc(&f.severity),
+            esc(f.severity.as_str()),
+            esc(f.kind.as_str()),
+            esc(f.kind.as_str()),
+            esc(f.severity.as_str()),
             human_ns(f.lost_ns),
             f.step
                 .as_deref()
@@ -588,12 +588,14 @@ fn evidence_timeline(h: &mut String, report: &Report, f: &steplens_analysis::rep
     let spans: Vec<(i64, i64, String)> = f
         .evidence
         .iter()
-        .filter_map(|e| {
-            Some((
-                e.get("start_ns")?.as_i64()?,
-                e.get("dur_ns")?.as_i64()?,
-                e.get("name")?.as_str()?.to_owned(),
-            ))
+        .filter_map(|e| match e {
+            Evidence::Slice {
+                start_ns,
+                dur_ns,
+                name,
+                ..
+            } => Some((*start_ns, *dur_ns, name.clone())),
+            _ => None,
         })
         .collect();
     if spans.is_empty() {
@@ -986,7 +988,7 @@ pub(crate) fn diff_page(d: &steplens_analysis::diff::Diff) -> String {
         esc(&d.a_label),
         esc(&d.b_label)
     );
-    let kinds: std::collections::BTreeSet<&String> =
+    let kinds: std::collections::BTreeSet<&FindingKind> =
         d.a.lost_ns_per_step
             .keys()
             .chain(d.b.lost_ns_per_step.keys())
@@ -1089,7 +1091,7 @@ pub(crate) fn check_page(
         esc(baseline),
         esc(current)
     );
-    let kinds: std::collections::BTreeSet<&String> = outcome
+    let kinds: std::collections::BTreeSet<&FindingKind> = outcome
         .baseline
         .lost_ns_per_step
         .keys()
@@ -1100,7 +1102,8 @@ pub(crate) fn check_page(
         legend(&mut h, &[("baseline", PALETTE[7]), ("current", PALETTE[5])]);
         let mut rows = Vec::new();
         for k in kinds {
-            let get = |m: &std::collections::BTreeMap<String, i64>| m.get(k).copied().unwrap_or(0);
+            let get =
+                |m: &std::collections::BTreeMap<FindingKind, i64>| m.get(k).copied().unwrap_or(0);
             rows.push((
                 format!("{k} (baseline)"),
                 get(&outcome.baseline.lost_ns_per_step),

@@ -4,9 +4,9 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use serde_json::json;
-use steplens_analysis::Report;
 use steplens_analysis::ops::OpStats;
 use steplens_analysis::steps::StepStats;
+use steplens_analysis::{Report, Severity};
 use steplens_ingest::Timeline;
 use steplens_ingest::model::TrackKind;
 
@@ -579,11 +579,11 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
     lines
 }
 
-fn severity_mark(style: Style, severity: &str) -> String {
+fn severity_mark(style: Style, severity: Severity) -> String {
     match severity {
-        "critical" => style.paint("31;1", "!! "),
-        "warning" => style.yellow("!  "),
-        _ => style.dim("-  "),
+        Severity::Critical => style.paint("31;1", "!! "),
+        Severity::Warning => style.yellow("!  "),
+        Severity::Info => style.dim("-  "),
     }
 }
 
@@ -640,8 +640,8 @@ pub(crate) fn text(
             writeln!(
                 out,
                 "  {}{} {}  {}",
-                severity_mark(style, &f.severity),
-                style.cyan(&f.kind),
+                severity_mark(style, f.severity),
+                style.cyan(f.kind.as_str()),
                 f.title,
                 style.dim(&format!("lost {}", human_ns(f.lost_ns)))
             )?;

@@ -94,10 +94,7 @@ fn is_sample_trace(path: &Path) -> bool {
         .any(|ext| name.ends_with(ext));
     // `gen/` holds the generators' bookkeeping (`corpus_counts.json`), not traces.
     let bookkeeping = path.components().any(|c| c.as_os_str() == "gen");
-    trace_ext
-        && !bookkeeping
-        && !name.ends_with(".truth.json")
-        && !name.ends_with(".report.json")
+    trace_ext && !bookkeeping && !name.ends_with(".truth.json") && !name.ends_with(".report.json")
 }
 
 #[test]

@@ -248,12 +248,7 @@ fn analysis_overlay_is_written() {
     let evidence: usize = report
         .findings
         .iter()
-        .map(|f| {
-            f.evidence
-                .iter()
-                .filter(|e| e.get("slice").is_some())
-                .count()
-        })
+        .map(|f| f.evidence.iter().filter(|e| e.slice().is_some()).count())
         .sum();
     let overlay_flows = back
         .flows

@@ -8,223 +8,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
+pub use crate::budget::{CheckBudget, KindKey, PctLimit, SpreadLimit, TimeLimit};
 use crate::compare::{FindingKey, RunFigures};
+use crate::finding::FindingKind;
 use crate::stats::{Statistic, bootstrap_shift};
 use crate::units::{human_ns, signed_ns};
-
-/// Tolerances for a time figure (step time, lost time per step, op time per step).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct TimeLimit {
-    /// Largest accepted increase over the baseline, percent.
-    pub max_increase_pct: Option<f64>,
-    /// Largest accepted increase over the baseline, milliseconds.
-    pub max_increase_ms: Option<f64>,
-    /// Ceiling for the current value, milliseconds, whatever the baseline.
-    pub max_ms: Option<f64>,
-}
-
-impl TimeLimit {
-    const fn new(pct: f64, ms: f64) -> Self {
-        Self {
-            max_increase_pct: Some(pct),
-            max_increase_ms: Some(ms),
-            max_ms: None,
-        }
-    }
-
-    /// Fields set here override those of `base`.
-    fn over(self, base: Self) -> Self {
-        Self {
-            max_increase_pct: self.max_increase_pct.or(base.max_increase_pct),
-            max_increase_ms: self.max_increase_ms.or(base.max_increase_ms),
-            max_ms: self.max_ms.or(base.max_ms),
-        }
-    }
-
-    fn describe(self) -> String {
-        let mut parts = Vec::new();
-        match (self.max_increase_pct, self.max_increase_ms) {
-            (Some(p), Some(ms)) => parts.push(format!("+{p}% and +{ms} ms")),
-            (Some(p), None) => parts.push(format!("+{p}%")),
-            (None, Some(ms)) => parts.push(format!("+{ms} ms")),
-            (None, None) => {}
-        }
-        if let Some(max) = self.max_ms {
-            parts.push(format!("max {max} ms"));
-        }
-        if parts.is_empty() {
-            "no limit".to_owned()
-        } else {
-            parts.join(", ")
-        }
-    }
-}
-
-/// Tolerances for a utilization figure (device busy, engine utilization), in percent of the step.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct PctLimit {
-    /// Largest accepted drop below the baseline, percentage points.
-    pub max_drop_points: Option<f64>,
-    /// Floor for the current value, percent, whatever the baseline.
-    pub min_pct: Option<f64>,
-}
-
-/// A limit on a spread that should not grow: how far above the baseline, and a ceiling.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-pub struct SpreadLimit {
-    /// Largest accepted rise over the baseline, percentage points.
-    pub max_increase_points: Option<f64>,
-    /// Ceiling for the current value, percent, whatever the baseline.
-    pub max_pct: Option<f64>,
-}
-
-impl PctLimit {
-    fn over(self, base: Self) -> Self {
-        Self {
-            max_drop_points: self.max_drop_points.or(base.max_drop_points),
-            min_pct: self.min_pct.or(base.min_pct),
-        }
-    }
-
-    fn describe(self) -> String {
-        let mut parts = Vec::new();
-        if let Some(d) = self.max_drop_points {
-            parts.push(format!("-{d} points"));
-        }
-        if let Some(min) = self.min_pct {
-            parts.push(format!("min {min}%"));
-        }
-        if parts.is_empty() {
-            "no limit".to_owned()
-        } else {
-            parts.join(", ")
-        }
-    }
-}
-
-/// The `[check]` table of a budget file. Every field has a default, so an empty table (or no
-/// budget file) gives the default check.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct CheckBudget {
-    /// Steps left out at the start of each input.
-    pub warmup_steps: usize,
-    /// How many ops (the largest self time per step in either run) get an op rule.
-    pub top_ops: usize,
-    /// Finding kinds that may appear without failing the check (their lost time is still held
-    /// to `lost_time`).
-    pub allow_new: Vec<String>,
-    /// Median step time.
-    pub step_time: TimeLimit,
-    /// Mean step time.
-    pub step_time_mean: TimeLimit,
-    /// Median device busy share of the step.
-    pub device_busy: PctLimit,
-    /// Engine utilization: `default` and per engine class (`MME`, `TPC`, `stream 7`, …).
-    pub engine_utilization: BTreeMap<String, PctLimit>,
-    /// Lost time per step: `default` and per finding kind.
-    pub lost_time: BTreeMap<String, TimeLimit>,
-    /// Op self time per step: `default` and per op name (device ops end in ` [device]`).
-    pub op_self_time: BTreeMap<String, TimeLimit>,
-    /// Confidence of the intervals the per-step rules use (0.5–0.9999).
-    pub confidence: f64,
-    /// Fewest measured steps on each side for a per-step rule to fail; with fewer, a change
-    /// past the tolerance is inconclusive.
-    pub min_steps: usize,
-    /// Op self-time rules fail the check (by default they only warn: op time is noisier than
-    /// step time, and an op that got slower without moving the step costs nothing).
-    pub fail_on_op_rules: bool,
-    /// Several ranks: the spread of their compute per step (slowest − fastest rank, points of
-    /// the median step) may grow by at most this many points.
-    pub rank_spread: SpreadLimit,
-    /// Several ranks: the median exposed communication per step (collective time not hidden
-    /// behind compute).
-    pub exposed_comm: TimeLimit,
-    /// Run-to-run noise of the step time assumed with a single baseline run, percent: a step
-    /// rule fails only when its change reaches it (and its interval excludes no change). With
-    /// several baseline runs the spread between their medians is measured instead (at least
-    /// 2 %). The default, 8 %, is above the largest change measured between runs of identical
-    /// work on a shared 2-core machine (6.8 % in the median, 7.5 % in the mean) and below the
-    /// 10 % regression the gate must catch.
-    pub noise_floor_pct: f64,
-}
-
-/// Key of the fallback entry in the per-name limit tables.
-pub const DEFAULT_KEY: &str = "default";
-
-impl Default for CheckBudget {
-    fn default() -> Self {
-        Self {
-            warmup_steps: 1,
-            top_ops: 10,
-            allow_new: Vec::new(),
-            step_time: TimeLimit::new(5.0, 0.1),
-            step_time_mean: TimeLimit::new(10.0, 0.1),
-            device_busy: PctLimit {
-                max_drop_points: Some(5.0),
-                min_pct: None,
-            },
-            engine_utilization: BTreeMap::new(),
-            lost_time: BTreeMap::new(),
-            op_self_time: BTreeMap::new(),
-            confidence: 0.99,
-            min_steps: 3,
-            fail_on_op_rules: false,
-            rank_spread: SpreadLimit {
-                max_increase_points: Some(10.0),
-                max_pct: None,
-            },
-            exposed_comm: TimeLimit::new(10.0, 0.5),
-            noise_floor_pct: 8.0,
-        }
-    }
-}
-
-/// A limit that can fill the fields it leaves unset from another.
-trait Layered: Copy {
-    fn over(self, base: Self) -> Self;
-}
-
-impl Layered for TimeLimit {
-    fn over(self, base: Self) -> Self {
-        TimeLimit::over(self, base)
-    }
-}
-
-impl Layered for PctLimit {
-    fn over(self, base: Self) -> Self {
-        PctLimit::over(self, base)
-    }
-}
-
-/// The limit for `name`: its own entry over the table's `default` entry over `builtin`.
-fn layered<L: Layered>(table: &BTreeMap<String, L>, name: &str, builtin: L) -> L {
-    let default = table.get(DEFAULT_KEY).map_or(builtin, |l| l.over(builtin));
-    table.get(name).map_or(default, |l| l.over(default))
-}
-
-impl CheckBudget {
-    fn engine_limit(&self, class: &str) -> PctLimit {
-        let builtin = PctLimit {
-            max_drop_points: Some(10.0),
-            min_pct: None,
-        };
-        layered(&self.engine_utilization, class, builtin)
-    }
-
-    fn lost_limit(&self, kind: &str) -> TimeLimit {
-        layered(&self.lost_time, kind, TimeLimit::new(10.0, 0.5))
-    }
-
-    fn op_limit(&self, op: &str) -> TimeLimit {
-        layered(&self.op_self_time, op, TimeLimit::new(20.0, 0.2))
-    }
-}
 
 /// A rule's verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -383,15 +173,16 @@ pub fn check(baseline: &RunFigures, current: &RunFigures, budget: &CheckBudget) 
             budget.engine_limit(class),
         ));
     }
-    let kinds: BTreeSet<&String> = baseline
+    let kinds: BTreeSet<FindingKind> = baseline
         .lost_ns_per_step
         .keys()
         .chain(current.lost_ns_per_step.keys())
+        .copied()
         .collect();
-    for kind in &kinds {
+    for &kind in &kinds {
         let samples = |run: &RunFigures| {
             run.lost_samples_ns
-                .get(*kind)
+                .get(&kind)
                 .cloned()
                 .unwrap_or_else(|| vec![0; run.step_samples_ns.len()])
         };
@@ -399,8 +190,8 @@ pub fn check(baseline: &RunFigures, current: &RunFigures, budget: &CheckBudget) 
         rules.push(time_rule(
             &format!("lost_time.{kind}"),
             &format!("{kind} lost time per step"),
-            Some(baseline.lost_ns_per_step.get(*kind).copied().unwrap_or(0)),
-            Some(current.lost_ns_per_step.get(*kind).copied().unwrap_or(0)),
+            Some(baseline.lost_ns_per_step.get(&kind).copied().unwrap_or(0)),
+            Some(current.lost_ns_per_step.get(&kind).copied().unwrap_or(0)),
             budget.lost_limit(kind),
             Some(Samples::of(
                 &base_samples,
@@ -410,7 +201,7 @@ pub fn check(baseline: &RunFigures, current: &RunFigures, budget: &CheckBudget) 
             )),
         ));
     }
-    for kind in &kinds {
+    for &kind in &kinds {
         rules.push(new_findings_rule(kind, baseline, current, budget));
     }
     for op in top_ops(baseline, current, budget.top_ops) {
@@ -807,7 +598,7 @@ fn spread_rule(
 }
 
 fn new_findings_rule(
-    kind: &str,
+    kind: FindingKind,
     baseline: &RunFigures,
     current: &RunFigures,
     budget: &CheckBudget,
@@ -824,7 +615,7 @@ fn new_findings_rule(
             findings: group.findings,
         })
         .collect();
-    let allowed = budget.allow_new.iter().any(|k| k == kind);
+    let allowed = budget.allow_new.contains(&kind);
     let status = if new.is_empty() || allowed {
         Status::Pass
     } else {
@@ -1110,7 +901,7 @@ mod tests {
         let mut cur = run(10_000_000);
         cur.findings.insert(
             FindingKey {
-                kind: "sync_point".into(),
+                kind: FindingKind::SyncPoint,
                 site: "train.py:43".into(),
             },
             crate::compare::FindingGroup {
@@ -1118,10 +909,10 @@ mod tests {
                 count: 3,
                 lost_ns: 3_000,
                 title: "loss.item()".into(),
-                severity: "low".into(),
+                severity: crate::finding::Severity::Info,
             },
         );
-        cur.lost_ns_per_step.insert("sync_point".into(), 1_000);
+        cur.lost_ns_per_step.insert(FindingKind::SyncPoint, 1_000);
         let outcome = check(&base, &cur, &CheckBudget::default());
         let new = rule(&outcome, "new_findings.sync_point");
         assert_eq!(new.status, Status::Fail);
@@ -1130,7 +921,7 @@ mod tests {
         assert_eq!(rule(&outcome, "lost_time.sync_point").status, Status::Pass);
 
         let allowing = CheckBudget {
-            allow_new: vec!["sync_point".into()],
+            allow_new: vec![FindingKind::SyncPoint],
             ..CheckBudget::default()
         };
         assert!(check(&base, &cur, &allowing).passed);
@@ -1160,11 +951,17 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(budget.warmup_steps, 2);
-        let limit = budget.lost_limit("sync_point");
+        let limit = budget.lost_limit(FindingKind::SyncPoint);
         assert_eq!(limit.max_increase_ms, Some(2.0));
         assert_eq!(limit.max_increase_pct, Some(1.0));
-        assert_eq!(budget.lost_limit("recompile").max_increase_pct, Some(10.0));
-        assert_eq!(budget.lost_limit("recompile").max_increase_ms, Some(2.0));
+        assert_eq!(
+            budget.lost_limit(FindingKind::Recompile).max_increase_pct,
+            Some(10.0)
+        );
+        assert_eq!(
+            budget.lost_limit(FindingKind::Recompile).max_increase_ms,
+            Some(2.0)
+        );
     }
 
     #[test]

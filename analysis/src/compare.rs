@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::finding::{FindingKind, Severity};
 use crate::report::{Finding, Report};
 
 /// A finding's identity across runs: its kind and where it happens (call site, else the ops
@@ -17,7 +18,7 @@ use crate::report::{Finding, Report};
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct FindingKey {
     /// Finding kind (`sync_point`, …).
-    pub kind: String,
+    pub kind: FindingKind,
     /// Call site, ops or track; empty when the finding names none.
     pub site: String,
 }
@@ -34,7 +35,7 @@ impl FindingKey {
             finding.track.clone().unwrap_or_default()
         };
         Self {
-            kind: finding.kind.clone(),
+            kind: finding.kind,
             site,
         }
     }
@@ -43,7 +44,7 @@ impl FindingKey {
 impl std::fmt::Display for FindingKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if self.site.is_empty() {
-            f.write_str(&self.kind)
+            f.write_str(self.kind.as_str())
         } else {
             write!(f, "{} @ {}", self.kind, self.site)
         }
@@ -62,7 +63,7 @@ pub struct FindingGroup {
     /// Title of the first finding, for the verdict.
     pub title: String,
     /// Severity of the worst finding.
-    pub severity: String,
+    pub severity: Severity,
 }
 
 /// The figures of one run that `check` and `diff` compare.
@@ -95,7 +96,7 @@ pub struct RunFigures {
     #[serde(serialize_with = "findings_as_list")]
     pub findings: BTreeMap<FindingKey, FindingGroup>,
     /// Lost time per measured step by finding kind, ns (whole-run totals without steps).
-    pub lost_ns_per_step: BTreeMap<String, i64>,
+    pub lost_ns_per_step: BTreeMap<FindingKind, i64>,
     /// Op self time per step by op name (host and device ops apart), ns, over the whole trace.
     /// Self time, so a slower kernel fails one rule rather than every op wrapped around it.
     pub op_self_ns_per_step: BTreeMap<String, i64>,
@@ -104,7 +105,7 @@ pub struct RunFigures {
     pub step_samples_ns: Vec<i64>,
     /// Lost time of each measured step by finding kind, ns (0 in a step without the kind).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub lost_samples_ns: BTreeMap<String, Vec<i64>>,
+    pub lost_samples_ns: BTreeMap<FindingKind, Vec<i64>>,
     /// Self time of each measured step by op (the ops the report samples per step, see
     /// [`crate::ops::OPS_PER_STEP`]), ns: the samples the op rules compare. Absent in reports
     /// saved before they were written.
@@ -229,8 +230,8 @@ impl RunFigures {
             })
         };
         let mut findings: BTreeMap<FindingKey, FindingGroup> = BTreeMap::new();
-        let mut lost_by_kind: BTreeMap<String, i64> = BTreeMap::new();
-        let mut lost_samples_ns: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+        let mut lost_by_kind: BTreeMap<FindingKind, i64> = BTreeMap::new();
+        let mut lost_samples_ns: BTreeMap<FindingKind, Vec<i64>> = BTreeMap::new();
         for finding in report.findings.iter().filter(|f| !is_warmup(f)) {
             let group = findings
                 .entry(FindingKey::of(finding))
@@ -239,15 +240,13 @@ impl RunFigures {
                     count: 0,
                     lost_ns: 0,
                     title: finding.title.clone(),
-                    severity: finding.severity.clone(),
+                    severity: finding.severity,
                 });
             group.findings += 1;
             group.count += finding.count;
             group.lost_ns += finding.lost_ns;
-            if severity_rank(&finding.severity) > severity_rank(&group.severity) {
-                group.severity.clone_from(&finding.severity);
-            }
-            *lost_by_kind.entry(finding.kind.clone()).or_insert(0) += finding.lost_ns;
+            group.severity = group.severity.max(finding.severity);
+            *lost_by_kind.entry(finding.kind).or_insert(0) += finding.lost_ns;
             // Per measured step and kind, for the statistical rules.
             if let Some(at) = finding
                 .step
@@ -255,7 +254,7 @@ impl RunFigures {
                 .and_then(|name| steps.iter().position(|s| s.name == name))
             {
                 lost_samples_ns
-                    .entry(finding.kind.clone())
+                    .entry(finding.kind)
                     .or_insert_with(|| vec![0; steps.len()])[at] += finding.lost_ns;
             }
         }
@@ -327,7 +326,6 @@ impl RunFigures {
             return Some(first.clone());
         }
         let mut out = first.clone();
-        let n = runs.len() as i64;
         for run in rest {
             out.steps_total += run.steps_total;
             out.steps_measured += run.steps_measured;
@@ -340,8 +338,10 @@ impl RunFigures {
                     .or_insert_with(|| group.clone());
             }
         }
-        let kinds: std::collections::BTreeSet<&String> =
-            runs.iter().flat_map(|r| r.lost_samples_ns.keys()).collect();
+        let kinds: std::collections::BTreeSet<FindingKind> = runs
+            .iter()
+            .flat_map(|r| r.lost_samples_ns.keys().copied())
+            .collect();
         out.lost_samples_ns = kinds
             .into_iter()
             .map(|kind| {
@@ -349,12 +349,12 @@ impl RunFigures {
                     .iter()
                     .flat_map(|r| {
                         r.lost_samples_ns
-                            .get(kind)
+                            .get(&kind)
                             .cloned()
                             .unwrap_or_else(|| vec![0; r.step_samples_ns.len()])
                     })
                     .collect();
-                (kind.clone(), pooled)
+                (kind, pooled)
             })
             .collect();
         // An op sampled in some runs only has no pooled series: its rule uses the averages.
@@ -370,19 +370,10 @@ impl RunFigures {
                 (op.clone(), pooled)
             })
             .collect();
-        let average = |get: &dyn Fn(&Self) -> &BTreeMap<String, i64>| {
-            let mut sum: BTreeMap<String, i64> = BTreeMap::new();
-            for run in runs {
-                for (k, v) in get(run) {
-                    *sum.entry(k.clone()).or_insert(0) += v;
-                }
-            }
-            sum.into_iter().map(|(k, v)| (k, v / n)).collect()
-        };
         out.rank_spread_pct = median_f64(runs.iter().filter_map(|r| r.rank_spread_pct).collect());
         out.exposed_comm_ns = median(runs.iter().filter_map(|r| r.exposed_comm_ns).collect());
-        out.lost_ns_per_step = average(&|r: &Self| &r.lost_ns_per_step);
-        out.op_self_ns_per_step = average(&|r: &Self| &r.op_self_ns_per_step);
+        out.lost_ns_per_step = average(runs, |r| &r.lost_ns_per_step);
+        out.op_self_ns_per_step = average(runs, |r| &r.op_self_ns_per_step);
         let samples = &out.step_samples_ns;
         out.step_p50_ns = median(samples.clone());
         out.step_mean_ns =
@@ -408,13 +399,19 @@ fn findings_as_list<S: serde::Serializer>(
     serializer.collect_seq(map.iter().map(|(key, group)| Row { key, group }))
 }
 
-fn severity_rank(severity: &str) -> u8 {
-    match severity {
-        "high" => 3,
-        "medium" => 2,
-        "low" => 1,
-        _ => 0,
+/// Per key, the mean over `runs` of a per-run figure (0 in a run without the key).
+fn average<K: Ord + Clone>(
+    runs: &[RunFigures],
+    get: impl Fn(&RunFigures) -> &BTreeMap<K, i64>,
+) -> BTreeMap<K, i64> {
+    let n = runs.len().max(1) as i64;
+    let mut sum: BTreeMap<K, i64> = BTreeMap::new();
+    for run in runs {
+        for (k, v) in get(run) {
+            *sum.entry(k.clone()).or_insert(0) += v;
+        }
     }
+    sum.into_iter().map(|(k, v)| (k, v / n)).collect()
 }
 
 /// The median (mean of the two middle values for an even count).

@@ -12,6 +12,7 @@ pub mod compare;
 pub mod detect;
 pub mod diff;
 pub mod engines;
+pub mod finding;
 /// Interval sets live with the Timeline (ingest aligns clocks with them); re-exported here.
 pub use steplens_ingest::intervals;
 pub mod idle;
@@ -29,4 +30,5 @@ pub mod table;
 pub mod units;
 
 pub use detect::Thresholds;
+pub use finding::{Evidence, Finding, FindingKind, Severity};
 pub use report::{Report, build_report, build_report_with};

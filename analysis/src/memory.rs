@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use steplens_ingest::model::{CategoryClass, SliceId, Timeline, torch_device_name};
 
 use crate::detect::Context;
-use crate::report::{Cost, Finding};
+use crate::finding::{Cost, Finding, FindingKind, Severity};
 
 /// Holders listed per device (largest first).
 const TOP_HOLDERS: usize = 10;
@@ -323,8 +323,8 @@ pub fn findings(ctx: &Context<'_>, memory: &[DeviceMemory]) -> Vec<Finding> {
             && slack as f64 >= m.peak_reserved_bytes as f64 * th.reserved_slack_min_pct / 100.0
         {
             out.push(Finding {
-                kind: "reserved_slack".into(),
-                severity: "warning".into(),
+                kind: FindingKind::ReservedSlack,
+                severity: Severity::Warning,
                 title: format!(
                     "{}: {} reserved at peak but at most {} allocated ({} never used by tensors)",
                     m.device,
@@ -383,8 +383,8 @@ fn growth(ctx: &Context<'_>, m: &DeviceMemory, source: u16) -> Option<Finding> {
     );
     let top = m.never_freed.first();
     Some(Finding {
-        kind: "memory_growth".into(),
-        severity: "warning".into(),
+        kind: FindingKind::MemoryGrowth,
+        severity: Severity::Warning,
         title: format!(
             "{}: allocated memory at step start grows {} per step over {} steps (+{}){}",
             m.device,

@@ -9,6 +9,7 @@ use std::io::Write;
 use steplens_ingest::model::{SliceId, Timeline};
 use steplens_ingest::perfetto::write::{Annotation, Overlay, OverlaySlice, OverlayTrack};
 
+use crate::finding::{Evidence, FindingKind};
 use crate::report::{Finding, Report};
 
 /// What [`write_perfetto`] wrote.
@@ -106,10 +107,10 @@ pub fn overlay(timeline: &Timeline, report: &Report) -> Overlay {
             slices,
         });
     }
-    let mut kinds: Vec<&str> = Vec::new();
+    let mut kinds: Vec<FindingKind> = Vec::new();
     for f in &report.findings {
-        if !kinds.contains(&f.kind.as_str()) {
-            kinds.push(&f.kind);
+        if !kinds.contains(&f.kind) {
+            kinds.push(f.kind);
         }
     }
     for kind in kinds {
@@ -130,8 +131,8 @@ pub fn overlay(timeline: &Timeline, report: &Report) -> Overlay {
 fn finding_slice(timeline: &Timeline, f: &Finding) -> OverlaySlice {
     let text = |s: &str| Annotation::Str(s.to_owned());
     let mut annotations = vec![
-        ("kind".to_owned(), text(&f.kind)),
-        ("severity".to_owned(), text(&f.severity)),
+        ("kind".to_owned(), text(f.kind.as_str())),
+        ("severity".to_owned(), text(f.severity.as_str())),
         ("title".to_owned(), text(&f.title)),
         ("lost_ns".to_owned(), Annotation::Int(f.lost_ns)),
         (
@@ -167,12 +168,11 @@ fn evidence_slices(timeline: &Timeline, f: &Finding) -> Vec<SliceId> {
     let mut out: Vec<SliceId> = f
         .evidence
         .iter()
-        .filter_map(|e| {
-            let id = SliceId::try_from(e.get("slice")?.as_u64()?).ok()?;
-            let name = e.get("name").and_then(|n| n.as_str());
-            ((id as usize) < timeline.slices.len()
-                && name.is_none_or(|n| n == timeline.slice_name(id)))
-            .then_some(id)
+        .filter_map(|e| match e {
+            Evidence::Slice { slice, name, .. } => ((*slice as usize) < timeline.slices.len()
+                && name == timeline.slice_name(*slice))
+            .then_some(*slice),
+            _ => None,
         })
         .collect();
     out.sort_unstable();

@@ -16,8 +16,8 @@ use serde::{Deserialize, Serialize};
 use steplens_ingest::model::{SliceId, Timeline, TrackKind};
 
 use crate::compare::median;
+use crate::finding::{Cost, Finding, FindingKind, Severity};
 use crate::intervals::IntervalSet;
-use crate::report::{Cost, Finding};
 
 /// One rank of the run.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -788,13 +788,12 @@ fn straggler(
     let per_step_cost = caused[worst] / (row.steps.max(1) as i64);
     let grew = grown_ops(summaries, row.source as usize);
     vec![Finding {
-        kind: "straggler".into(),
+        kind: FindingKind::Straggler,
         severity: if extra * 5 >= step {
-            "critical"
+            Severity::Critical
         } else {
-            "warning"
-        }
-        .into(),
+            Severity::Warning
+        },
         title: format!(
             "rank {} arrives last at {} of {} collectives and computes {} longer per step than \
              the others' median{}; the other ranks wait {} per step for it",

@@ -11,6 +11,8 @@ use steplens_ingest::model::Timeline;
 
 use crate::detect::{Context, Thresholds, run_all};
 use crate::engines::{EngineStats, engine_utilization};
+use crate::finding::FindingKind;
+pub use crate::finding::{Cost, Finding};
 use crate::idle::{StreamIdle, idle_breakdown};
 use crate::ops::OpStats;
 use crate::steps::{Channels, StepStats, channels, step_breakdown_with};
@@ -25,7 +27,7 @@ pub struct SourceReport {
     /// Path as given.
     pub path: String,
     /// Format id (`kineto-json`, …).
-    pub format: String,
+    pub format: steplens_ingest::FormatId,
     /// Trace events read.
     pub events: u64,
     /// Size of the (decompressed) input, bytes.
@@ -58,79 +60,6 @@ pub struct DeviceReport {
     pub count: usize,
 }
 
-/// A finding: something that slows the step, what it costs and what to change. Detectors fill
-/// these in; the fields are fixed by the design contract.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Finding {
-    /// Stable kind (`sync_point`, `host_bound_gap`, …).
-    pub kind: String,
-    /// `info`, `warning` or `critical`.
-    pub severity: String,
-    /// One-line title.
-    pub title: String,
-    /// Step name, when the finding belongs to one step.
-    pub step: Option<String>,
-    /// Start of the affected range, ns.
-    pub start_ns: i64,
-    /// End of the affected range, ns.
-    pub end_ns: i64,
-    /// Track name.
-    pub track: Option<String>,
-    /// Ops involved.
-    pub ops: Vec<String>,
-    /// User call site (`file.py:line`), when the trace has Python frames.
-    pub call_site: Option<String>,
-    /// How many occurrences the finding groups.
-    pub count: u64,
-    /// Estimated time lost, ns.
-    pub lost_ns: i64,
-    /// Evidence: slice references the viewer can jump to.
-    pub evidence: Vec<serde_json::Value>,
-    /// What to change, in plain words.
-    pub recommendation: String,
-    /// Where the lost time sits on the clock (for the one-owner rule); not part of the JSON.
-    #[serde(skip)]
-    pub cost: Cost,
-}
-
-/// Where a finding's lost time sits on the clock. Detectors fill it in; `detect::run_all` uses
-/// it so that no wall-clock nanosecond of a step is lost to two findings, and to apply the
-/// materiality floor.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Cost {
-    /// Input the finding belongs to.
-    pub source: Option<u16>,
-    /// The wall-clock intervals `lost_ns` covers (any order, may overlap). Empty when the cost
-    /// is not a set of intervals (a metrics-file count); such a finding keeps its `lost_ns`.
-    pub ranges: Vec<(i64, i64)>,
-    /// A pattern finding: the code pattern is the problem and its cost is not measurable on this
-    /// trace (a `.item()` in a CPU-only trace, a per-parameter `zero_`). Exempt from the
-    /// materiality floor; its time still cannot be owned twice.
-    pub pattern: bool,
-}
-
-impl Cost {
-    /// A measured cost over `ranges` of input `source`.
-    #[must_use]
-    pub fn measured(source: u16, ranges: Vec<(i64, i64)>) -> Self {
-        Self {
-            source: Some(source),
-            ranges,
-            pattern: false,
-        }
-    }
-
-    /// A pattern finding's cost over `ranges` of input `source`.
-    #[must_use]
-    pub fn pattern(source: u16, ranges: Vec<(i64, i64)>) -> Self {
-        Self {
-            source: Some(source),
-            ranges,
-            pattern: true,
-        }
-    }
-}
-
 /// The top-level summary.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Summary {
@@ -146,9 +75,9 @@ pub struct Summary {
     /// Time covered by the trace's slices, ns.
     pub trace_ns: i64,
     /// Findings per kind.
-    pub findings_by_kind: BTreeMap<String, u64>,
+    pub findings_by_kind: BTreeMap<FindingKind, u64>,
     /// Lost time per finding kind, ns.
-    pub lost_ns_by_kind: BTreeMap<String, i64>,
+    pub lost_ns_by_kind: BTreeMap<FindingKind, i64>,
     /// Gaudi: time the MME and at least one TPC were busy together, ns (null without both).
     pub mme_tpc_overlap_ns: Option<i64>,
     /// Lost time of the findings that belong to a step, as a share of all steps' time, percent
@@ -227,7 +156,7 @@ pub fn build_report_with(timeline: &Timeline, thresholds: &Thresholds) -> Report
             .iter()
             .map(|s| SourceReport {
                 path: s.path.clone(),
-                format: s.format.to_owned(),
+                format: s.format,
                 events: s.events,
                 bytes: s.bytes,
                 rank: s.rank,
@@ -342,8 +271,8 @@ fn summarize(
     let lost_pct_of_steps =
         (total > 0).then(|| round2(lost_in_steps as f64 * 100.0 / total as f64));
     for f in findings {
-        *findings_by_kind.entry(f.kind.clone()).or_insert(0) += 1;
-        *lost_ns_by_kind.entry(f.kind.clone()).or_insert(0) += f.lost_ns;
+        *findings_by_kind.entry(f.kind).or_insert(0) += 1;
+        *lost_ns_by_kind.entry(f.kind).or_insert(0) += f.lost_ns;
     }
     Summary {
         steps: steps.len(),

@@ -424,8 +424,8 @@ fn findings_frame(report: &Report) -> PolarsResult<DataFrame> {
     DataFrame::new(
         f.len(),
         vec![
-            Column::new("kind".into(), strs(|x| &x.kind)),
-            Column::new("severity".into(), strs(|x| &x.severity)),
+            Column::new("kind".into(), strs(|x| x.kind.as_str())),
+            Column::new("severity".into(), strs(|x| x.severity.as_str())),
             Column::new("title".into(), strs(|x| &x.title)),
             Column::new(
                 "step".into(),
@@ -463,7 +463,7 @@ fn findings_frame(report: &Report) -> PolarsResult<DataFrame> {
             Column::new(
                 "evidence_json".into(),
                 f.iter()
-                    .map(|x| serde_json::Value::Array(x.evidence.clone()).to_string())
+                    .map(|x| serde_json::to_string(&x.evidence).unwrap_or_default())
                     .collect::<Vec<_>>(),
             ),
         ],

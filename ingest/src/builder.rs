@@ -569,7 +569,7 @@ impl TimelineBuilder {
             })
             .collect();
         // Synapse's own host lane runs on the device clock: a TEF trace is never the reference.
-        let synapse = |s: usize| t.sources[s].format == "synapse-tef-json";
+        let synapse = |s: usize| t.sources[s].format.host_on_device_clock();
         let Some(reference) = (0..t.sources.len()).find(|&s| has_host[s] && !synapse(s)) else {
             return;
         };
@@ -1056,7 +1056,7 @@ impl TimelineBuilder {
         let hw_source: Vec<bool> = t
             .sources
             .iter()
-            .map(|s| s.format == crate::Format::HabanaHwCsv.id())
+            .map(|s| s.format == crate::FormatId::HabanaHwCsv)
             .collect();
         let mut own: FxHashMap<(u16, StrId, i64), SliceId> = FxHashMap::default();
         let mut hw: FxHashMap<StrId, Vec<SliceId>> = FxHashMap::default();

@@ -16,13 +16,10 @@ use std::path::Path;
 use crate::model::{DeviceKind, LaneId, NO_PARENT, SliceId, StrId, Timeline, TrackId, TrackKind};
 use crate::{IngestError, LoadOptions};
 
-/// Formats whose input stands alone once read.
-const STANDALONE_FORMATS: &[&str] = &["kineto-json", "habana-bridge-json", "perfetto-proto"];
-
 /// Whether a loaded single-input Timeline can be laid next to others as it is.
 pub(crate) fn stands_alone(t: &Timeline) -> bool {
     t.sources.len() == 1
-        && STANDALONE_FORMATS.contains(&t.sources[0].format)
+        && t.sources[0].format.stands_alone()
         && t.tracks.iter().any(|tr| tr.kind == TrackKind::HostThread)
 }
 

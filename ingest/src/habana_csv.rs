@@ -23,17 +23,10 @@ use serde_json::{Map, Value, json};
 use crate::builder::{TimelineBuilder, gaudi_engine_class};
 use crate::csv::{Record, Records};
 use crate::error::IngestError;
+use crate::format::FormatId;
 use crate::json::micros_to_ns;
 use crate::model::{ArgsRef, CatId, EngineClass, LaneId, StrId, TrackId, Warning, WarningCode};
-
-/// What a CSV reader returns, like the Kineto reader's summary.
-#[derive(Debug, Default)]
-pub(crate) struct CsvSummary {
-    pub(crate) events: u64,
-    pub(crate) by_phase: Vec<(char, u64)>,
-    pub(crate) warnings: Vec<Warning>,
-    pub(crate) top_level: Vec<(String, String)>,
-}
+use crate::readers::{ReadInput, ReadSummary, Reader};
 
 /// The header's first columns, used by `sniff`.
 pub(crate) const HEADER_PREFIX: &[u8] = b"Name,Trace Source,Engine,Event type";
@@ -124,7 +117,7 @@ pub(crate) fn read_hw_csv(
     path: &str,
     builder: &mut TimelineBuilder,
     source: u16,
-) -> Result<CsvSummary, IngestError> {
+) -> Result<ReadSummary, IngestError> {
     let mut records = Records::new(bytes);
     let header = records.header(path)?;
     let cols = Columns::from_header(&header, path)?;
@@ -147,7 +140,7 @@ pub(crate) fn read_hw_csv(
         nodes: Map::new(),
         recipes: Vec::new(),
     };
-    let mut summary = CsvSummary::default();
+    let mut summary = ReadSummary::default();
     let mut events = 0u64;
     let mut records = records.peekable();
     while let Some(record) = records.next() {
@@ -452,6 +445,27 @@ fn engine_sort_index(engine: &str) -> i64 {
         .and_then(|d| d.parse::<i64>().ok())
         .unwrap_or(0);
     class_rank * 1_000_000 + die.min(999) * 1_000 + index.min(999)
+}
+
+/// The Gaudi HW-trace CSV.
+pub(crate) struct HwCsvReader;
+
+impl Reader for HwCsvReader {
+    fn id(&self) -> FormatId {
+        FormatId::HabanaHwCsv
+    }
+
+    fn sniff(&self, body: &[u8]) -> bool {
+        body.starts_with(HEADER_PREFIX)
+    }
+
+    fn read(
+        &self,
+        input: ReadInput<'_, '_>,
+        builder: &mut TimelineBuilder,
+    ) -> Result<ReadSummary, IngestError> {
+        read_hw_csv(input.bytes(), input.path, builder, input.source)
+    }
 }
 
 #[cfg(test)]

@@ -5,14 +5,10 @@
 
 use crate::builder::TimelineBuilder;
 use crate::error::IngestError;
+use crate::format::FormatId;
 use crate::json::Cursor;
 use crate::model::{MetricDump, Warning, WarningCode};
-
-/// What reading a metrics file produced.
-pub(crate) struct MetricsSummary {
-    pub(crate) events: u64,
-    pub(crate) warnings: Vec<Warning>,
-}
+use crate::readers::{ReadInput, ReadSummary, Reader};
 
 /// Whether a JSON document looks like a metrics file: an array whose first element has a
 /// `metric_name` key and no trace-event `ph`.
@@ -40,7 +36,7 @@ pub(crate) fn read_metrics(
     path: &str,
     builder: &mut TimelineBuilder,
     source: u16,
-) -> Result<MetricsSummary, IngestError> {
+) -> Result<ReadSummary, IngestError> {
     builder.device.saw_hpu = true;
     let mut cur = Cursor::new(bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes));
     let mut warnings = Vec::new();
@@ -94,7 +90,33 @@ pub(crate) fn read_metrics(
             message: format!("skipped {skipped} entries without metric_name/statistics"),
         });
     }
-    Ok(MetricsSummary { events, warnings })
+    Ok(ReadSummary {
+        events,
+        warnings,
+        rank: rank_from_path(path),
+        ..ReadSummary::default()
+    })
+}
+
+/// The Gaudi bridge's metrics file.
+pub(crate) struct MetricsReader;
+
+impl Reader for MetricsReader {
+    fn id(&self) -> FormatId {
+        FormatId::HabanaMetrics
+    }
+
+    fn sniff(&self, body: &[u8]) -> bool {
+        looks_like_metrics(body)
+    }
+
+    fn read(
+        &self,
+        input: ReadInput<'_, '_>,
+        builder: &mut TimelineBuilder,
+    ) -> Result<ReadSummary, IngestError> {
+        read_metrics(input.bytes(), input.path, builder, input.source)
+    }
 }
 
 #[cfg(test)]

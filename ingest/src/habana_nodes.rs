@@ -16,9 +16,10 @@ use serde_json::Value;
 use crate::builder::TimelineBuilder;
 use crate::csv::{Records, is_missing};
 use crate::error::IngestError;
-use crate::habana_csv::CsvSummary;
+use crate::format::{FormatId, first_line, first_non_space};
 use crate::json::micros_to_ns;
 use crate::model::{ArgsRef, LaneId, NodeMetrics, Warning, WarningCode};
+use crate::readers::{ReadInput, ReadSummary, Reader};
 
 /// Category of the node slices.
 pub(crate) const CATEGORY: &str = "analyzed_node";
@@ -156,7 +157,7 @@ impl<'b> NodeLoader<'b> {
         true
     }
 
-    fn finish(self, mut warnings: Vec<Warning>) -> CsvSummary {
+    fn finish(self, mut warnings: Vec<Warning>) -> ReadSummary {
         if self.bad_rows > 0 {
             warnings.push(Warning {
                 code: WarningCode::MalformedRow,
@@ -175,7 +176,7 @@ impl<'b> NodeLoader<'b> {
                 message: "the table has no nodes".into(),
             });
         }
-        CsvSummary {
+        ReadSummary {
             events: self.events,
             by_phase: if self.events > 0 {
                 vec![('X', self.events)]
@@ -183,7 +184,7 @@ impl<'b> NodeLoader<'b> {
                 Vec::new()
             },
             warnings,
-            top_level: Vec::new(),
+            ..ReadSummary::default()
         }
     }
 }
@@ -194,7 +195,7 @@ pub(crate) fn read_analyzed_nodes(
     path: &str,
     builder: &mut TimelineBuilder,
     source: u16,
-) -> Result<CsvSummary, IngestError> {
+) -> Result<ReadSummary, IngestError> {
     // Only the Gaudi profiler writes this table.
     builder.device.saw_hpu = true;
     let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
@@ -209,7 +210,7 @@ fn read_csv(
     path: &str,
     builder: &mut TimelineBuilder,
     source: u16,
-) -> Result<CsvSummary, IngestError> {
+) -> Result<ReadSummary, IngestError> {
     let mut records = Records::new(bytes);
     let header = records.header(path)?;
     let names: Vec<Cow<'_, str>> = header.fields.iter().map(|f| normalise(f)).collect();
@@ -275,7 +276,7 @@ fn read_json(
     path: &str,
     builder: &mut TimelineBuilder,
     source: u16,
-) -> Result<CsvSummary, IngestError> {
+) -> Result<ReadSummary, IngestError> {
     let doc: Value = serde_json::from_slice(bytes).map_err(|e| IngestError::Damaged {
         path: path.to_owned(),
         offset: byte_offset(bytes, e.line(), e.column()),
@@ -318,6 +319,40 @@ fn byte_offset(bytes: &[u8], line: usize, column: usize) -> u64 {
         .map_or(0, |i| i + 1);
     let start = if line <= 1 { 0 } else { line_start };
     (start + column.saturating_sub(1)) as u64
+}
+
+/// The Trace Analyzer's Analyzed Nodes table, CSV or JSON.
+pub(crate) struct AnalyzedNodesReader;
+
+impl Reader for AnalyzedNodesReader {
+    fn id(&self) -> FormatId {
+        FormatId::HabanaAnalyzedNodes
+    }
+
+    fn sniff(&self, body: &[u8]) -> bool {
+        match first_non_space(body) {
+            // A JSON object with `analyzer_metadata` in its first 64 KiB and no `traceEvents`
+            // before it: `views/trace_analyzer.json`.
+            Some(b'{') => {
+                let head = &body[..body.len().min(64 << 10)];
+                memchr::memmem::find(head, JSON_KEY).is_some_and(|at| {
+                    memchr::memmem::find(&head[..at], b"\"traceEvents\"").is_none()
+                })
+            }
+            Some(b'[') => false,
+            _ => first_line(body)
+                .windows(HEADER_MARK.len())
+                .any(|w| w == HEADER_MARK),
+        }
+    }
+
+    fn read(
+        &self,
+        input: ReadInput<'_, '_>,
+        builder: &mut TimelineBuilder,
+    ) -> Result<ReadSummary, IngestError> {
+        read_analyzed_nodes(input.bytes(), input.path, builder, input.source)
+    }
 }
 
 #[cfg(test)]

@@ -10,9 +10,10 @@ use std::io::{Cursor as IoCursor, Read};
 
 use crate::builder::TimelineBuilder;
 use crate::error::IngestError;
+use crate::format::{Format, FormatId, sniff};
 use crate::model::{Warning, WarningCode};
+use crate::options::LoadOptions;
 use crate::source::{Input, SourceData};
-use crate::{Format, LoadOptions};
 
 /// Most archive entries examined.
 pub(crate) const MAX_ENTRIES: usize = 10_000;
@@ -87,14 +88,10 @@ pub(crate) fn read_archive(
             });
             continue;
         }
-        let format = crate::sniff(&data);
-        if !matches!(
-            format,
-            Format::KinetoJson
-                | Format::HabanaHwCsv
-                | Format::HabanaAnalyzedNodes
-                | Format::HabanaMetrics
-        ) {
+        // Perfetto traces are not what a Gaudi archive holds: its other binary members are not
+        // read either.
+        let format = sniff(&data);
+        if !matches!(format, Format::Trace(id) if id != FormatId::PerfettoProto) {
             skipped.push(name);
             continue;
         }
@@ -105,7 +102,7 @@ pub(crate) fn read_archive(
             data: SourceData::Owned(data),
             warnings: Vec::new(),
         };
-        match crate::add_input(builder, &member, input, None) {
+        match crate::readers::read_input(builder, &member, input, None) {
             Ok(()) => loaded += 1,
             Err(e) => problems.push(Warning {
                 code: WarningCode::SkippedMembers,

@@ -10,8 +10,10 @@ use std::borrow::Cow;
 
 use crate::builder::{FlowPhase, TimelineBuilder};
 use crate::error::IngestError;
+use crate::format::{FormatId, first_non_space};
 use crate::json::{self, Cursor, SyntaxError};
 use crate::model::{ArgsRef, CategoryClass, LaneId, Warning, WarningCode};
+use crate::readers::{ReadInput, ReadSummary, Reader};
 
 /// Progress callback: `(bytes done, bytes total)`.
 pub type Progress<'p> = &'p mut dyn FnMut(u64, u64);
@@ -46,18 +48,6 @@ struct RawEvent<'a> {
     flow_out: bool,
     scope: u8,
     args: Option<std::ops::Range<usize>>,
-}
-
-/// What one read of a document produced, beyond what went into the builder.
-pub(crate) struct ReadSummary {
-    /// Format id of the flavour read (`kineto-json`, `habana-bridge-json`, `synapse-tef-json`).
-    pub(crate) format: &'static str,
-    pub(crate) events: u64,
-    pub(crate) by_phase: Vec<(char, u64)>,
-    pub(crate) warnings: Vec<Warning>,
-    pub(crate) top_level: Vec<(String, String)>,
-    pub(crate) rank: Option<i64>,
-    pub(crate) world_size: Option<i64>,
 }
 
 pub(crate) struct KinetoReader<'a, 'b, 'p> {
@@ -97,11 +87,11 @@ enum Flavor {
 }
 
 impl Flavor {
-    fn id(self) -> &'static str {
+    fn id(self) -> FormatId {
         match self {
-            Self::Kineto => "kineto-json",
-            Self::HabanaBridge => "habana-bridge-json",
-            Self::SynapseTef => "synapse-tef-json",
+            Self::Kineto => FormatId::KinetoJson,
+            Self::HabanaBridge => FormatId::HabanaBridgeJson,
+            Self::SynapseTef => FormatId::SynapseTefJson,
         }
     }
 }
@@ -199,7 +189,7 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
             self.flavor = Flavor::HabanaBridge;
         }
         Ok(ReadSummary {
-            format: self.flavor.id(),
+            format: Some(self.flavor.id()),
             events: self.events,
             by_phase,
             warnings: std::mem::take(&mut self.warnings),
@@ -862,5 +852,32 @@ fn describe_byte(b: u8) -> String {
         format!("'{}'", char::from(b))
     } else {
         format!("byte 0x{b:02x}")
+    }
+}
+
+/// Trace Event Format JSON: the PyTorch profiler's traces, the Gaudi bridge's and Synapse's.
+pub(crate) struct TraceEventReader;
+
+impl Reader for TraceEventReader {
+    fn id(&self) -> FormatId {
+        FormatId::KinetoJson
+    }
+
+    fn sniff(&self, body: &[u8]) -> bool {
+        matches!(first_non_space(body), Some(b'{' | b'['))
+    }
+
+    fn read(
+        &self,
+        input: ReadInput<'_, '_>,
+        builder: &mut TimelineBuilder,
+    ) -> Result<ReadSummary, IngestError> {
+        let ReadInput {
+            data,
+            path,
+            source,
+            progress,
+        } = input;
+        KinetoReader::new(data.bytes(), path, builder, source, progress).read()
     }
 }

@@ -803,7 +803,7 @@ pub struct SourceInfo {
     /// Path as given (or `-` for stdin).
     pub path: String,
     /// Format id (`kineto-json`, …).
-    pub format: &'static str,
+    pub format: crate::format::FormatId,
     /// Bytes read (after decompression).
     pub bytes: u64,
     /// Bytes of the file as stored (compressed size for `.gz`).

@@ -15,7 +15,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use steplens_ingest::model::{CategoryClass, DeviceKind, EngineClass, TrackKind};
-use steplens_ingest::{Format, IngestError, LoadOptions, Timeline, load, load_many, sniff};
+use steplens_ingest::{
+    Format, FormatId, IngestError, LoadOptions, Timeline, load, load_many, sniff,
+};
 use tempfile::TempDir;
 
 const HW: &str = "debug_hw_prof_accel0_001.csv";
@@ -72,20 +74,23 @@ fn corpus_copy_matches_samples() {
 fn sniffs_by_header() {
     let hw = std::fs::read(samples().join(HW)).unwrap();
     let nodes = std::fs::read(samples().join(NODES)).unwrap();
-    assert_eq!(sniff(&hw), Format::HabanaHwCsv);
-    assert_eq!(sniff(&nodes), Format::HabanaAnalyzedNodes);
-    assert_eq!(Format::HabanaHwCsv.id(), "habana-hw-csv");
-    assert_eq!(Format::HabanaAnalyzedNodes.id(), "habana-analyzed-nodes");
+    assert_eq!(sniff(&hw), Format::Trace(FormatId::HabanaHwCsv));
+    assert_eq!(sniff(&nodes), Format::Trace(FormatId::HabanaAnalyzedNodes));
+    assert_eq!(FormatId::HabanaHwCsv.as_str(), "habana-hw-csv");
+    assert_eq!(
+        FormatId::HabanaAnalyzedNodes.as_str(),
+        "habana-analyzed-nodes"
+    );
     assert_eq!(sniff(b"a,b,c\n1,2,3\n"), Format::Csv);
     assert_eq!(
         sniff(br#"{"analyzer_metadata": [], "version": 1}"#),
-        Format::HabanaAnalyzedNodes
+        Format::Trace(FormatId::HabanaAnalyzedNodes)
     );
     assert_eq!(
         sniff(
             br#"{"traceEvents": [{"name": "analyzer_metadata"}], "x": {"analyzer_metadata": 1}}"#
         ),
-        Format::KinetoJson
+        Format::Trace(FormatId::KinetoJson)
     );
 }
 

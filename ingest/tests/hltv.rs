@@ -46,7 +46,7 @@ fn known_members_load_and_unknown_are_listed() {
         ],
     );
     let t = load(&path, &LoadOptions::default(), None).unwrap();
-    let formats: Vec<&str> = t.sources.iter().map(|s| s.format).collect();
+    let formats: Vec<&str> = t.sources.iter().map(|s| s.format.as_str()).collect();
     assert_eq!(formats, ["habana-hw-csv", "habana-analyzed-nodes"]);
     assert!(
         t.sources[0].path.ends_with("run.hltv!traces/hw.csv"),

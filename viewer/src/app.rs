@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use eframe::egui::{self, Color32, RichText};
 use steplens_analysis::units::human_ns;
+use steplens_analysis::{FindingKind, Severity};
 use steplens_ingest::model::SliceId;
 
 use crate::load::{LoadError, Loaded, Loader, Phase};
@@ -55,7 +56,7 @@ pub struct Session {
     /// Findings drawn on tracks.
     pub marks: Vec<Mark>,
     /// Shown finding kinds (`None` = all).
-    pub finding_filter: Option<String>,
+    pub finding_filter: Option<FindingKind>,
     /// The finding last clicked.
     pub active_finding: Option<usize>,
     /// Bottom panel tab.
@@ -340,15 +341,15 @@ impl Session {
         let data = Arc::clone(&self.data);
         let findings = &data.report.findings;
         ui.heading(format!("Findings ({})", findings.len()));
-        let mut kinds: Vec<&str> = findings.iter().map(|f| f.kind.as_str()).collect();
+        let mut kinds: Vec<FindingKind> = findings.iter().map(|f| f.kind).collect();
         kinds.sort_unstable();
         kinds.dedup();
         egui::ComboBox::from_label("kind")
-            .selected_text(self.finding_filter.as_deref().unwrap_or("all"))
+            .selected_text(self.finding_filter.map_or("all", FindingKind::as_str))
             .show_ui(ui, |ui| {
                 ui.selectable_value(&mut self.finding_filter, None, "all");
                 for k in kinds {
-                    ui.selectable_value(&mut self.finding_filter, Some(k.to_owned()), k);
+                    ui.selectable_value(&mut self.finding_filter, Some(k), k.as_str());
                 }
             });
         ui.separator();
@@ -378,7 +379,7 @@ impl Session {
         let shown: Vec<usize> = findings
             .iter()
             .enumerate()
-            .filter(|(_, f)| self.finding_filter.as_ref().is_none_or(|k| k == &f.kind))
+            .filter(|(_, f)| self.finding_filter.is_none_or(|k| k == f.kind))
             .map(|(i, _)| i)
             .collect();
         let mut clicked = None;
@@ -393,10 +394,10 @@ impl Session {
                     let Some(f) = findings.get(i) else {
                         continue;
                     };
-                    let color = match f.severity.as_str() {
-                        "critical" => Color32::from_rgb(240, 90, 90),
-                        "warning" => Color32::from_rgb(240, 180, 80),
-                        _ => ui.visuals().text_color(),
+                    let color = match f.severity {
+                        Severity::Critical => Color32::from_rgb(240, 90, 90),
+                        Severity::Warning => Color32::from_rgb(240, 180, 80),
+                        Severity::Info => ui.visuals().text_color(),
                     };
                     let text = format!("{}. {} - {} lost", i + 1, f.title, human_ns(f.lost_ns));
                     let selected = self.active_finding == Some(i);

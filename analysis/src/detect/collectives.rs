@@ -17,8 +17,8 @@
 
 use std::collections::BTreeMap;
 
-use super::{Context, severity, short_ns};
-use crate::report::{Cost, Finding};
+use super::{Context, short_ns};
+use crate::finding::{Cost, Finding, FindingKind, Severity};
 
 /// DDP's default bucket size.
 const DEFAULT_BUCKET_BYTES: i64 = 25 << 20;
@@ -86,8 +86,8 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
                 .rank
                 .map_or_else(|| format!("input {source}"), |r| format!("rank {r}"));
             findings.push(Finding {
-                kind: "fragmented_collectives".into(),
-                severity: severity(lost, s.dur).into(),
+                kind: FindingKind::FragmentedCollectives,
+                severity: Severity::of_share(lost, s.dur),
                 title: format!(
                     "{}× small {name} in {} ({who}{size}); {needed} bucketed would do: about {} of per-call latency",
                     members.len(),

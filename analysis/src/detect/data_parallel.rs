@@ -17,8 +17,8 @@ use std::collections::BTreeMap;
 use steplens_ingest::model::{CategoryClass, SliceId};
 
 use super::{Context, short_ns};
+use crate::finding::{Cost, Finding, FindingKind, Severity};
 use crate::intervals::IntervalSet;
-use crate::report::{Cost, Finding};
 
 /// Autograd functions of DataParallel's forward, as the profiler names them.
 const REPLICATE: &str = "Broadcast";
@@ -93,8 +93,8 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
             ops.sort();
             ops.dedup();
             Finding {
-                kind: "data_parallel".into(),
-                severity: "warning".into(),
+                kind: FindingKind::DataParallel,
+                severity: Severity::Warning,
                 title: format!(
                     "{count}× nn.DataParallel forward in {} ({} replicating, scattering and gathering on the host)",
                     s.name,

@@ -10,9 +10,9 @@
 
 use steplens_ingest::model::SliceId;
 
-use super::{Context, severity, short_ns};
+use super::{Context, short_ns};
+use crate::finding::{Cost, Finding, FindingKind, Severity};
 use crate::intervals::IntervalSet;
-use crate::report::{Cost, Finding};
 use crate::steps::DATALOADER_PREFIX;
 
 pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
@@ -75,8 +75,8 @@ fn gaudi_wait_before_launch(ctx: &Context<'_>) -> Vec<Finding> {
             continue;
         }
         findings.push(Finding {
-            kind: "dataloader_stall".into(),
-            severity: severity(wait, step.dur).into(),
+            kind: FindingKind::DataloaderStall,
+            severity: Severity::of_share(wait, step.dur),
             title: format!(
                 "{} waits {} with the host idle before its first graph launch ({pct:.0}% of the step)",
                 step.name,
@@ -156,8 +156,8 @@ fn annotated(ctx: &Context<'_>) -> Vec<Finding> {
                 .max()
                 .unwrap_or(s.start);
             Some(Finding {
-                kind: "dataloader_stall".into(),
-                severity: severity(wait, s.dur).into(),
+                kind: FindingKind::DataloaderStall,
+                severity: Severity::of_share(wait, s.dur),
                 title: format!(
                     "{} waits {} for its batch ({pct:.0}% of the step; {} in the DataLoader)",
                     s.name,

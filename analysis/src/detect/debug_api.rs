@@ -19,8 +19,8 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use steplens_ingest::model::{CategoryClass, SliceId, StrId};
 
 use super::non_logical_transpose::{EVALUATE_PREFIX, children};
-use super::{Context, severity, short_ns};
-use crate::report::{Cost, Finding};
+use super::{Context, short_ns};
+use crate::finding::{Cost, Finding, FindingKind, Severity};
 
 /// Ops anomaly mode adds after each backward node, directly under its `evaluate_function`.
 const NAN_CHECK_OPS: &[&str] = &[
@@ -196,8 +196,8 @@ fn finding(
         }
     };
     Some(Finding {
-        kind: "debug_api_enabled".into(),
-        severity: severity(lost, step_ns).into(),
+        kind: FindingKind::DebugApiEnabled,
+        severity: Severity::of_share(lost, step_ns),
         title,
         step: step_name,
         start_ns: start,

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use steplens_ingest::model::{CategoryClass, MetricDump};
 
 use super::{Context, short_ns};
-use crate::report::{Cost, Finding};
+use crate::finding::{Cost, Evidence, Finding, FindingKind, Severity};
 
 /// Most evidence references kept per finding.
 const MAX_EVIDENCE: usize = 20;
@@ -105,13 +105,12 @@ fn new_graphs_without_host(ctx: &Context<'_>) -> Vec<Finding> {
             };
             let s = &t.steps[step];
             findings.push(Finding {
-                kind: "recompile".into(),
+                kind: FindingKind::Recompile,
                 severity: if lost > 0 {
-                    super::severity(lost, s.dur)
+                    Severity::of_share(lost, s.dur)
                 } else {
-                    "warning"
-                }
-                .into(),
+                    Severity::Warning
+                },
                 title: if lost > 0 {
                     format!(
                         "graph g_{graph} first ran in the middle of the capture, in {}, after {} \
@@ -211,8 +210,8 @@ fn cpu_fallback(ctx: &Context<'_>) -> Vec<Finding> {
             .map(|(op, n)| format!("{op} ×{n}"))
             .collect();
         findings.push(Finding {
-            kind: "cpu_fallback".into(),
-            severity: "warning".into(),
+            kind: FindingKind::CpuFallback,
+            severity: Severity::Warning,
             title: format!(
                 "{total} op call{} fell back to the CPU: {}{}",
                 if total == 1 { "" } else { "s" },
@@ -271,8 +270,8 @@ fn metric_recompiles(ctx: &Context<'_>) -> Vec<Finding> {
             }
             let lost = ((time_us(pair[1]) - time_us(pair[0])) * 1000.0).round() as i64;
             findings.push(Finding {
-                kind: "recompile".into(),
-                severity: "warning".into(),
+                kind: FindingKind::Recompile,
+                severity: Severity::Warning,
                 title: format!(
                     "{new:.0} HPU graph compile(s) after warm-up, at mark_step {} ({} compiling)",
                     step + 2,
@@ -288,11 +287,11 @@ fn metric_recompiles(ctx: &Context<'_>) -> Vec<Finding> {
                 lost_ns: lost.max(0),
                 // A metrics-file count: no time range to own.
                 cost: Cost::default(),
-                evidence: vec![serde_json::json!({
-                    "metric": "graph_compilation",
-                    "generated_on": pair[1].generated_on,
-                    "TotalNumber": count(pair[1]),
-                })],
+                evidence: vec![Evidence::Metric {
+                    metric: "graph_compilation".into(),
+                    generated_on: pair[1].generated_on.clone(),
+                    total_number: count(pair[1]),
+                }],
                 recommendation: HPU_RECOMPILE_ADVICE.into(),
             });
         }
@@ -341,8 +340,8 @@ fn compile_calls(ctx: &Context<'_>) -> Vec<Finding> {
             let s = &t.steps[step];
             let lost: i64 = calls.iter().map(|&i| t.slices.dur[i as usize]).sum();
             Finding {
-                kind: "recompile".into(),
-                severity: super::severity(lost, s.dur).into(),
+                kind: FindingKind::Recompile,
+                severity: Severity::of_share(lost, s.dur),
                 title: format!(
                     "{} synGraphCompile call(s) in {} after warm-up ({} compiling)",
                     calls.len(),

@@ -10,9 +10,9 @@
 use rustc_hash::FxHashMap;
 use steplens_ingest::model::{CategoryClass, NO_PARENT, SliceId};
 
-use super::{BLOCKING_CALLS, Context, is_compile_span, ranked_names, severity, short_ns};
+use super::{BLOCKING_CALLS, Context, is_compile_span, ranked_names, short_ns};
+use crate::finding::{Cost, Evidence, Finding, FindingKind, Severity};
 use crate::intervals::IntervalSet;
-use crate::report::{Cost, Finding};
 
 /// A device-idle gap: `(start, end, host-bound ns)`.
 type Gap = (i64, i64, i64);
@@ -146,15 +146,17 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
         let evidence = gaps
             .iter()
             .take(MAX_EVIDENCE)
-            .map(|&(from, to, bound)| {
-                serde_json::json!({ "gap_start_ns": from, "gap_end_ns": to, "host_bound_ns": bound })
+            .map(|&(from, to, bound)| Evidence::HostGap {
+                gap_start_ns: from,
+                gap_end_ns: to,
+                host_bound_ns: bound,
             })
             .collect();
         let start = gaps.iter().map(|g| g.0).min().unwrap_or(step.start);
         let end = gaps.iter().map(|g| g.1).max().unwrap_or(step.end());
         findings.push(Finding {
-            kind: "host_bound_gap".into(),
-            severity: severity(lost, step.dur).into(),
+            kind: FindingKind::HostBoundGap,
+            severity: Severity::of_share(lost, step.dur),
             title: format!(
                 "device idle {} ({pct:.0}% of {}) in {} gap{} {}{}",
                 short_ns(lost),

@@ -24,9 +24,9 @@ use rustc_hash::FxHashMap;
 use steplens_ingest::model::{CategoryClass, SliceId, TrackKind};
 
 use super::non_logical_transpose::tensor_arg;
-use super::{BLOCKING_CALLS, Context, at_site, severity, short_ns};
+use super::{BLOCKING_CALLS, Context, at_site, short_ns};
+use crate::finding::{Cost, Finding, FindingKind, Severity};
 use crate::intervals::IntervalSet;
-use crate::report::{Cost, Finding};
 use crate::steps::DATALOADER_PREFIX;
 
 /// Ops that make a new tensor from nothing (sizes and a fill rule).
@@ -73,11 +73,11 @@ pub(super) struct HostCopy {
 
 impl HostCopy {
     /// The kind of finding that owns this copy, if any.
-    fn kind(&self) -> Option<&'static str> {
+    fn kind(&self) -> Option<FindingKind> {
         if self.factory.is_some() {
-            Some("host_created_tensor")
+            Some(FindingKind::HostCreatedTensor)
         } else if self.pageable {
-            Some("pageable_copy")
+            Some(FindingKind::PageableCopy)
         } else {
             None
         }
@@ -224,7 +224,7 @@ pub(crate) fn detect(ctx: &Context<'_>, copies: &[HostCopy]) -> Vec<Finding> {
     }
     let other_device = device_work_besides(ctx, copies);
     // (kind, source, step, call site or op) → copies.
-    let mut groups: BTreeMap<(&'static str, u16, usize, String), Vec<&HostCopy>> = BTreeMap::new();
+    let mut groups: BTreeMap<(FindingKind, u16, usize, String), Vec<&HostCopy>> = BTreeMap::new();
     for copy in copies {
         let Some(kind) = copy.kind() else { continue };
         let Some(track) = t.slice_track(copy.op) else {
@@ -294,7 +294,7 @@ fn lost_ranges(ctx: &Context<'_>, copy: &HostCopy, busy: &IntervalSet) -> Vec<(i
 
 fn finding(
     ctx: &Context<'_>,
-    kind: &'static str,
+    kind: FindingKind,
     source: u16,
     step: usize,
     copies: &[&HostCopy],
@@ -320,7 +320,7 @@ fn finding(
     } else {
         String::new()
     };
-    let (title, ops, recommendation) = if kind == "host_created_tensor" {
+    let (title, ops, recommendation) = if kind == FindingKind::HostCreatedTensor {
         let mut factories: Vec<String> = copies
             .iter()
             .filter_map(|c| c.factory)
@@ -363,8 +363,8 @@ fn finding(
         .map(|i| ctx.evidence(i))
         .collect();
     Finding {
-        kind: kind.into(),
-        severity: severity(lost, s.dur).into(),
+        kind,
+        severity: Severity::of_share(lost, s.dur),
         title,
         step: Some(s.name.clone()),
         start_ns: t.slices.start[first as usize],

@@ -18,8 +18,8 @@ use std::collections::BTreeMap;
 use steplens_ingest::model::{CategoryClass, SliceId, Timeline};
 
 use super::non_logical_transpose::tensor_arg;
-use super::{Context, at_site, severity, short_ns};
-use crate::report::{Cost, Finding};
+use super::{Context, at_site, short_ns};
+use crate::finding::{Cost, Finding, FindingKind, Severity};
 
 const PAD_OPS: &[&str] = &["aten::pad", "aten::constant_pad_nd"];
 const CONV_OPS: &[&str] = &[
@@ -117,8 +117,8 @@ fn explicit_pad(ctx: &Context<'_>) -> Vec<Finding> {
             let lost: i64 = pads.iter().map(|&p| t.slices.dur[p as usize]).sum();
             let first = pads[0];
             Finding {
-                kind: "explicit_pad".into(),
-                severity: severity(lost, s.dur).into(),
+                kind: FindingKind::ExplicitPad,
+                severity: Severity::of_share(lost, s.dur),
                 title: format!(
                     "{}× pad before a convolution{} in {} ({} copying)",
                     pads.len(),
@@ -183,8 +183,8 @@ fn bias_before_batchnorm(ctx: &Context<'_>) -> Vec<Finding> {
             let mut names: Vec<&str> = layers.iter().map(|&l| t.slice_name(l)).collect();
             names.dedup();
             Finding {
-                kind: "bias_before_batchnorm".into(),
-                severity: "info".into(),
+                kind: FindingKind::BiasBeforeBatchnorm,
+                severity: Severity::Info,
                 title: format!(
                     "{} layer(s) with a bias feed straight into batch norm in {} ({})",
                     layers.len(),

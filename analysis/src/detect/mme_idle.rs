@@ -10,9 +10,9 @@
 use rustc_hash::FxHashMap;
 use steplens_ingest::model::{EngineClass, SliceId, TrackKind};
 
-use super::{Context, ranked_names, severity, short_ns};
+use super::{Context, ranked_names, short_ns};
+use crate::finding::{Cost, Evidence, Finding, FindingKind, Severity};
 use crate::intervals::IntervalSet;
-use crate::report::{Cost, Finding};
 
 /// TPC kernels named in a finding.
 const TOP_KERNELS: usize = 5;
@@ -136,14 +136,15 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
                 .as_deref()
                 .map_or_else(String::new, |s| format!(" in {s}"));
             findings.push(Finding {
-                kind: "mme_idle_behind_tpc".into(),
-                severity: severity(lost, step_ns).into(),
+                kind: FindingKind::MmeIdleBehindTpc,
+                severity: Severity::of_share(lost, step_ns),
                 title: format!(
                     "MME idle {} behind TPC work{where_} ({} stretch{}{})",
                     short_ns(lost),
                     stretches.len(),
                     if stretches.len() == 1 { "" } else { "es" },
-                    ops.first().map_or_else(String::new, |k| format!(", mostly {k}"))
+                    ops.first()
+                        .map_or_else(String::new, |k| format!(", mostly {k}"))
                 ),
                 step: step_name,
                 start_ns: stretches.first().map_or(first.0, |s| s.0),
@@ -163,8 +164,10 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
                 evidence: longest
                     .iter()
                     .take(MAX_EVIDENCE)
-                    .map(|&(a, b, behind)| {
-                        serde_json::json!({ "mme_idle_start_ns": a, "mme_idle_end_ns": b, "tpc_busy_ns": behind })
+                    .map(|&(a, b, behind)| Evidence::MmeIdle {
+                        mme_idle_start_ns: a,
+                        mme_idle_end_ns: b,
+                        tpc_busy_ns: behind,
                     })
                     .collect(),
                 recommendation: "The matrix engine waits for vector kernels between its own \
@@ -220,7 +223,7 @@ mod tests {
         let f: Vec<_> = r
             .findings
             .iter()
-            .filter(|f| f.kind == "mme_idle_behind_tpc")
+            .filter(|f| f.kind == crate::finding::FindingKind::MmeIdleBehindTpc)
             .collect();
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].lost_ns, 300 * US);

@@ -23,11 +23,10 @@ mod slow_zero_grad;
 mod sync_point;
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use steplens_ingest::model::{CategoryClass, NO_PARENT, SliceId, Timeline, TrackKind};
 
+use crate::finding::{Evidence, Finding, FindingKind, Severity};
 use crate::intervals::IntervalSet;
-use crate::report::Finding;
 use crate::steps::Channels;
 
 /// Every detector threshold, with its default. Field names are the keys of the budget file's
@@ -289,16 +288,16 @@ impl Context<'_> {
     }
 
     /// An evidence reference to `slice` the viewer can jump to.
-    pub fn evidence(&self, slice: SliceId) -> serde_json::Value {
+    pub fn evidence(&self, slice: SliceId) -> Evidence {
         let t = self.timeline;
         let i = slice as usize;
-        json!({
-            "slice": slice,
-            "name": t.slice_name(slice),
-            "track": t.slice_track(slice).map(|tr| tr.name.clone()),
-            "start_ns": t.slices.start[i],
-            "dur_ns": t.slices.dur[i],
-        })
+        Evidence::Slice {
+            slice,
+            name: t.slice_name(slice).to_owned(),
+            track: t.slice_track(slice).map(|tr| tr.name.clone()),
+            start_ns: t.slices.start[i],
+            dur_ns: t.slices.dur[i],
+        }
     }
 
     /// Display name of the track of `slice`.
@@ -411,67 +410,6 @@ pub(crate) fn side_by_side<A, B: Send>(
     })
 }
 
-/// Every finding kind a detector raises, as it appears in reports and budget files
-/// (`docs/findings.md` has a section for each; a test keeps them equal).
-pub const FINDING_KINDS: &[&str] = &[
-    "sync_point",
-    "dataloader_stall",
-    "recompile",
-    "host_bound_gap",
-    "mme_idle_behind_tpc",
-    "cpu_fallback",
-    "non_logical_transpose",
-    "slow_zero_grad",
-    "debug_api_enabled",
-    "memory_growth",
-    "reserved_slack",
-    "straggler",
-    "explicit_pad",
-    "bias_before_batchnorm",
-    "pageable_copy",
-    "host_created_tensor",
-    "no_mixed_precision",
-    "data_parallel",
-    "unfused_pointwise",
-    "unfused_optimizer",
-    "fragmented_collectives",
-];
-
-/// Who keeps a wall-clock nanosecond that several findings claim, first to last: a compile is
-/// the recompile's even inside a sync wait; waiting for data is the data loader's; device work
-/// that should not be there (transposes, pads, unfused chains and optimizer loops,
-/// DataParallel's replication), then the MME idling behind vector work, explain the part of a
-/// host's wait that they fill; the sync keeps the rest of its blocked time; a host-to-device
-/// copy keeps what is left of its copy and its own synchronizes (a host-made tensor's first:
-/// not making it on the host removes the copy); what is left of a device-idle gap is
-/// host-bound. fp32 matrix work comes last: removing a sync removes its wait whatever precision
-/// the kernels it waits for run in.
-const OWNER_ORDER: &[&str] = &[
-    "recompile",
-    "dataloader_stall",
-    "non_logical_transpose",
-    "explicit_pad",
-    "unfused_pointwise",
-    "unfused_optimizer",
-    "data_parallel",
-    "fragmented_collectives",
-    "mme_idle_behind_tpc",
-    "sync_point",
-    "host_created_tensor",
-    "pageable_copy",
-    "host_bound_gap",
-    "no_mixed_precision",
-    "slow_zero_grad",
-    "debug_api_enabled",
-];
-
-fn owner_rank(kind: &str) -> usize {
-    OWNER_ORDER
-        .iter()
-        .position(|k| *k == kind)
-        .unwrap_or(OWNER_ORDER.len())
-}
-
 /// The step a finding names, as `(start, end)`, on the clock of input `source`.
 fn step_window(ctx: &Context<'_>, source: u16, step: Option<&str>) -> Option<(i64, i64)> {
     let name = step?;
@@ -487,16 +425,16 @@ fn step_window(ctx: &Context<'_>, source: u16, step: Option<&str>) -> Option<(i6
 type StepOfClock = (u16, Option<String>);
 
 /// One owner for each lost nanosecond: within an input's clock, findings take their lost
-/// intervals (clipped to their step) in [`OWNER_ORDER`]; what an earlier finding owns is taken
+/// intervals (clipped to their step) in [`FindingKind::OWNER_ORDER`]; what an earlier finding owns is taken
 /// off a later one's `lost_ns`, and the title says where it went. Per step, the findings' lost
 /// time then adds up to at most the step.
 fn settle_lost_time(ctx: &Context<'_>, findings: &mut [Finding]) {
     let t = ctx.timeline;
     let mut order: Vec<usize> = (0..findings.len()).collect();
-    order.sort_by_key(|&i| (owner_rank(&findings[i].kind), findings[i].start_ns));
+    order.sort_by_key(|&i| (findings[i].kind.owner_rank(), findings[i].start_ns));
     // Per clock and step (steps of one clock never overlap, so findings of different steps
     // cannot claim the same nanosecond): (owner kind, intervals it owns).
-    let mut owned: rustc_hash::FxHashMap<StepOfClock, Vec<(String, IntervalSet)>> =
+    let mut owned: rustc_hash::FxHashMap<StepOfClock, Vec<(FindingKind, IntervalSet)>> =
         rustc_hash::FxHashMap::default();
     for i in order {
         let f = &mut findings[i];
@@ -515,7 +453,7 @@ fn settle_lost_time(ctx: &Context<'_>, findings: &mut [Finding]) {
         };
         let owners = owned.entry((clock, f.step.clone())).or_default();
         let mut free = inside.clone();
-        let mut taken_by: Vec<(String, i64)> = Vec::new();
+        let mut taken_by: Vec<(FindingKind, i64)> = Vec::new();
         for (kind, set) in owners.iter() {
             let before = free.total();
             free = free.minus(set);
@@ -523,7 +461,7 @@ fn settle_lost_time(ctx: &Context<'_>, findings: &mut [Finding]) {
             if taken > 0 {
                 match taken_by.iter_mut().find(|(k, _)| k == kind) {
                     Some(entry) => entry.1 += taken,
-                    None => taken_by.push((kind.clone(), taken)),
+                    None => taken_by.push((*kind, taken)),
                 }
             }
         }
@@ -541,10 +479,10 @@ fn settle_lost_time(ctx: &Context<'_>, findings: &mut [Finding]) {
             f.lost_ns = lost;
             if !f.cost.pattern {
                 let step_ns = window.map_or(0, |(a, b)| b - a);
-                f.severity = severity(lost, step_ns).into();
+                f.severity = Severity::of_share(lost, step_ns);
             }
         }
-        owners.push((f.kind.clone(), free));
+        owners.push((f.kind, free));
     }
 }
 
@@ -554,7 +492,7 @@ fn compile_time_per_step(
     findings: &[Finding],
 ) -> rustc_hash::FxHashMap<(u16, String), i64> {
     let mut out = rustc_hash::FxHashMap::default();
-    for f in findings.iter().filter(|f| f.kind == "recompile") {
+    for f in findings.iter().filter(|f| f.kind == FindingKind::Recompile) {
         if let (Some(source), Some(step)) = (f.cost.source, &f.step) {
             *out.entry((ctx.timeline.step_source(source), step.clone()))
                 .or_insert(0) += f.lost_ns;
@@ -579,7 +517,7 @@ fn is_material(
     let in_step = f.cost.source.and_then(|source| {
         let (a, b) = step_window(ctx, source, f.step.as_deref())?;
         let clock = ctx.timeline.step_source(source);
-        let compile = if f.kind == "recompile" {
+        let compile = if f.kind == FindingKind::Recompile {
             0
         } else {
             f.step
@@ -594,21 +532,6 @@ fn is_material(
         .or_else(|| ctx.timeline.time_range().map(|(a, b)| b - a))
         .unwrap_or(0);
     f.lost_ns >= th.min_finding_ns && f.lost_ns as f64 * 100.0 >= th.min_finding_pct * base as f64
-}
-
-/// Severity from the share of the step a finding costs.
-pub(crate) fn severity(lost_ns: i64, step_ns: i64) -> &'static str {
-    if step_ns <= 0 {
-        return "warning";
-    }
-    let share = lost_ns as f64 / step_ns as f64;
-    if share >= 0.2 {
-        "critical"
-    } else if share >= 0.05 {
-        "warning"
-    } else {
-        "info"
-    }
 }
 
 /// ` at file.py:12` for a title, or nothing without a call site.

@@ -29,9 +29,9 @@ use std::collections::BTreeMap;
 use rustc_hash::{FxHashMap, FxHashSet};
 use steplens_ingest::model::{CategoryClass, SliceId, StrId, Timeline};
 
-use super::{Context, severity, short_ns};
+use super::{Context, short_ns};
+use crate::finding::{Cost, Finding, FindingKind, Severity};
 use crate::nodes::{DeviceNode, NodeKernels, device_nodes};
-use crate::report::{Cost, Finding};
 
 /// Transpose-like ops and how they permute their input.
 const TRANSPOSE_OPS: &[&str] = &[
@@ -172,8 +172,8 @@ fn gaudi_device_transposes(ctx: &Context<'_>) -> Vec<Finding> {
             .as_deref()
             .map_or_else(String::new, |s| format!(" in {s}"));
         findings.push(Finding {
-            kind: "non_logical_transpose".into(),
-            severity: super::severity(lost, step.map_or(0, |s| t.steps[s].dur)).into(),
+            kind: FindingKind::NonLogicalTranspose,
+            severity: Severity::of_share(lost, step.map_or(0, |s| t.steps[s].dur)),
             title: format!(
                 "{} device transpose node(s){where_}: {} moving data ({}; up to {widest} \
                  engines per node, {} engine time)",
@@ -820,8 +820,8 @@ fn finding(
         .map(|s| ctx.evidence(s))
         .collect();
     Finding {
-        kind: "non_logical_transpose".into(),
-        severity: severity(lost, step_ns).into(),
+        kind: FindingKind::NonLogicalTranspose,
+        severity: Severity::of_share(lost, step_ns),
         title,
         step: step_name,
         start_ns: start,

@@ -20,8 +20,8 @@ use steplens_ingest::model::{CategoryClass, DeviceKind, SliceId};
 
 use super::non_logical_transpose::tensor_arg;
 use super::pointwise::is_pointwise;
-use super::{Context, severity, short_ns};
-use crate::report::{Cost, Finding};
+use super::{Context, short_ns};
+use crate::finding::{Cost, Finding, FindingKind, Severity};
 
 const STEP_PREFIX: &str = "Optimizer.step#";
 
@@ -147,8 +147,8 @@ fn finding(
         .unwrap_or("optimizer")
         .to_owned();
     Finding {
-        kind: "unfused_optimizer".into(),
-        severity: severity(lost, s.dur).into(),
+        kind: FindingKind::UnfusedOptimizer,
+        severity: Severity::of_share(lost, s.dur),
         title: format!(
             "{class} step issues {} small ops one parameter at a time (about {params} parameters) in {}: {} of {}",
             math.len(),

@@ -17,8 +17,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use steplens_ingest::model::{CategoryClass, SliceId};
 
 use super::non_logical_transpose::tensor_arg;
-use super::{Context, at_site, severity, short_ns};
-use crate::report::{Cost, Finding};
+use super::{Context, at_site, short_ns};
+use crate::finding::{Cost, Finding, FindingKind, Severity};
 use crate::steps::DATALOADER_PREFIX;
 
 /// Elementwise ATen ops (out-of-place and in-place).
@@ -270,8 +270,8 @@ fn finding(ctx: &Context<'_>, source: u16, step: usize, chains: &[Chain]) -> Fin
         .collect();
     let call_site = chain_site(ctx, &chains[0]);
     Finding {
-        kind: "unfused_pointwise".into(),
-        severity: severity(lost, s.dur).into(),
+        kind: FindingKind::UnfusedPointwise,
+        severity: Severity::of_share(lost, s.dur),
         title: format!(
             "{}× chain of {} elementwise ops ({}){} in {} ({} beyond one fused kernel)",
             chains.len(),

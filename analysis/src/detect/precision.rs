@@ -22,9 +22,9 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap;
 use steplens_ingest::model::{CategoryClass, DeviceKind, NO_PARENT, SliceId, TrackKind};
 
-use super::{Context, ranked_names, severity, short_ns};
+use super::{Context, ranked_names, short_ns};
+use crate::finding::{Cost, Finding, FindingKind, Severity};
 use crate::intervals::IntervalSet;
-use crate::report::{Cost, Finding};
 
 /// Ops whose kernels are matrix work.
 const COMPUTE_OPS: &[&str] = &[
@@ -266,8 +266,8 @@ fn finding(
     let first = kernels[0].kernel;
     let share = fp32_ns as f64 * 100.0 / s.dur as f64;
     Finding {
-        kind: "no_mixed_precision".into(),
-        severity: severity(lost, s.dur).into(),
+        kind: FindingKind::NoMixedPrecision,
+        severity: Severity::of_share(lost, s.dur),
         title: format!(
             "fp32 matrix work takes {share:.0}% of {} ({} in {} ops: {}); bf16/fp16 would save about {}",
             s.name,

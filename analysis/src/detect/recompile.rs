@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 
 use steplens_ingest::model::{CategoryClass, SliceId};
 
-use super::{Context, severity, short_ns};
-use crate::report::{Cost, Finding};
+use super::{Context, short_ns};
+use crate::finding::{Cost, Evidence, Finding, FindingKind, Severity};
 
 /// Outermost spans of a compile.
 const COMPILE_ROOTS: &[&str] = &["dynamo", "entire_frame_compile", "entire_backward_compile"];
@@ -90,8 +90,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
             (Some(before), Some(after)) => shape_change(ctx, before, after),
             _ => None,
         };
-        let mut evidence: Vec<serde_json::Value> =
-            c.spans.iter().map(|&s| ctx.evidence(s)).collect();
+        let mut evidence: Vec<Evidence> = c.spans.iter().map(|&s| ctx.evidence(s)).collect();
         evidence.extend(c.region.map(|r| ctx.evidence(r)));
         let (start, end) = c.spans.iter().fold((ts, ts), |(a, b), &s| {
             (a.min(t.slices.start[s as usize]), b.max(t.slices.end(s)))
@@ -107,8 +106,8 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
             title.push_str(&format!("; inputs changed: {change}"));
         }
         findings.push(Finding {
-            kind: "recompile".into(),
-            severity: severity(lost, step.map_or(0, |s| t.steps[s].dur)).into(),
+            kind: FindingKind::Recompile,
+            severity: Severity::of_share(lost, step.map_or(0, |s| t.steps[s].dur)),
             title,
             step: step_name,
             start_ns: start,

@@ -17,8 +17,8 @@ use std::collections::BTreeMap;
 use steplens_ingest::model::{CategoryClass, SliceId};
 
 use super::non_logical_transpose::{children, tensor_arg, tensor_list_arg};
-use super::{Context, severity, short_ns};
-use crate::report::{Cost, Finding};
+use super::{Context, short_ns};
+use crate::finding::{Cost, Finding, FindingKind, Severity};
 
 /// In-place zeroing ops a `zero_grad(set_to_none=False)` issues.
 const ZEROING_OPS: &[&str] = &["aten::zero_", "aten::_foreach_zero_"];
@@ -227,8 +227,8 @@ fn finding(ctx: &Context<'_>, step: Option<usize>, ops: &StepOps) -> Option<Find
         .map(|&i| ctx.evidence(i))
         .collect();
     Some(Finding {
-        kind: "slow_zero_grad".into(),
-        severity: severity(lost, step_ns).into(),
+        kind: FindingKind::SlowZeroGrad,
+        severity: Severity::of_share(lost, step_ns),
         title,
         step: step_name,
         start_ns: start,

@@ -14,9 +14,9 @@ use std::collections::BTreeMap;
 
 use steplens_ingest::model::{CategoryClass, SliceId};
 
-use super::{BLOCKING_CALLS, Context, severity, short_ns};
+use super::{BLOCKING_CALLS, Context, short_ns};
+use crate::finding::{Cost, Finding, FindingKind, Severity};
 use crate::intervals::IntervalSet;
-use crate::report::{Cost, Finding};
 use crate::steps::DATALOADER_PREFIX;
 
 /// Ops that read a device value (or a value-dependent shape) on the host.
@@ -292,13 +292,12 @@ fn finding(
         )
     };
     Finding {
-        kind: "sync_point".into(),
+        kind: FindingKind::SyncPoint,
         severity: if has_device {
-            severity(lost, step_ns)
+            Severity::of_share(lost, step_ns)
         } else {
-            "info"
-        }
-        .into(),
+            Severity::Info
+        },
         title,
         step: step_name,
         start_ns: start,

@@ -19,7 +19,9 @@ use super::proto::{self as pb, trace_packet, track_descriptor};
 use super::{META_NOTE, META_TRACK, TRACK_NOTE, TraceNote, TrackNote};
 use crate::builder::{TimelineBuilder, TrackDescription};
 use crate::error::IngestError;
+use crate::format::FormatId;
 use crate::model::{ArgsRef, CatId, DeviceKind, LaneId, StrId, TrackId, Warning, WarningCode};
+use crate::readers::{ReadInput, ReadSummary};
 use crate::source::SourceData;
 
 /// Largest inflated size of one `compressed_packets` field (a guard against zlib bombs).
@@ -28,13 +30,6 @@ const MAX_INFLATED: u64 = 1 << 30;
 const MAX_COMPRESSION_DEPTH: u32 = 2;
 /// Default clock of `TracePacket.timestamp`: `BUILTIN_CLOCK_BOOTTIME`.
 const BOOTTIME: u32 = 6;
-
-/// What the reader found, for the source's [`crate::model::SourceInfo`].
-pub(crate) struct Summary {
-    pub(crate) events: u64,
-    pub(crate) by_phase: Vec<(char, u64)>,
-    pub(crate) warnings: Vec<Warning>,
-}
 
 /// The bytes of a source as the owner of a zero-copy [`Bytes`].
 struct Owner(Arc<SourceData>);
@@ -51,7 +46,7 @@ pub(crate) fn read_perfetto(
     path: &str,
     builder: &mut TimelineBuilder,
     source: u16,
-) -> Result<Summary, IngestError> {
+) -> Result<ReadSummary, IngestError> {
     let bytes = Bytes::from_owner(Owner(Arc::clone(data)));
     let mut reader = Reader::new(builder, source);
     // Reserved capacity is address space until written: sized so that neither the args text
@@ -1064,7 +1059,7 @@ impl<'b> Reader<'b> {
         }
     }
 
-    fn finish(mut self, path: &str) -> Result<Summary, IngestError> {
+    fn finish(mut self, path: &str) -> Result<ReadSummary, IngestError> {
         // BEGINs left open: closed at the last time seen on their track.
         let mut open: Vec<u64> = self
             .stacks
@@ -1248,10 +1243,11 @@ impl<'b> Reader<'b> {
                 by_phase.push((ph, n));
             }
         }
-        Ok(Summary {
+        Ok(ReadSummary {
             events: self.events,
             by_phase,
             warnings,
+            ..ReadSummary::default()
         })
     }
 }
@@ -1362,4 +1358,62 @@ fn write_annotation(
         None => out.extend_from_slice(b"null"),
     }
     Some(())
+}
+
+/// Perfetto protobuf traces.
+pub(crate) struct PerfettoReader;
+
+impl crate::readers::Reader for PerfettoReader {
+    fn id(&self) -> FormatId {
+        FormatId::PerfettoProto
+    }
+
+    fn sniff(&self, body: &[u8]) -> bool {
+        looks_like_perfetto(body)
+    }
+
+    /// A trace whose first packet is cut short fails the content check; its name and first
+    /// byte still say what it is.
+    fn claims_by_name(&self, path: &str, body: &[u8]) -> bool {
+        body.first() == Some(&0x0a)
+            && [
+                ".pftrace",
+                ".perfetto-trace",
+                ".pftrace.gz",
+                ".perfetto-trace.gz",
+            ]
+            .iter()
+            .any(|ext| path.ends_with(ext))
+    }
+
+    fn read(
+        &self,
+        input: ReadInput<'_, '_>,
+        builder: &mut TimelineBuilder,
+    ) -> Result<ReadSummary, IngestError> {
+        read_perfetto(input.data, input.path, builder, input.source)
+    }
+}
+
+/// Whether `bytes` start with a whole `Trace.packet` record (tag 0x0a, varint length, payload)
+/// followed by the end of the input or the next packet's tag. The tag 0x0a is also ASCII
+/// whitespace, so no JSON check sees it first.
+fn looks_like_perfetto(bytes: &[u8]) -> bool {
+    if bytes.first() != Some(&0x0a) {
+        return false;
+    }
+    let mut len: u64 = 0;
+    for (i, &b) in bytes.iter().enumerate().skip(1).take(10) {
+        len |= u64::from(b & 0x7f) << (7 * (i - 1));
+        if b & 0x80 == 0 {
+            let Some(end) = usize::try_from(len)
+                .ok()
+                .and_then(|l| (i + 1).checked_add(l))
+            else {
+                return false;
+            };
+            return len > 0 && (end == bytes.len() || bytes.get(end) == Some(&0x0a));
+        }
+    }
+    false
 }

@@ -89,8 +89,7 @@ pub fn evidence_slices(finding: &Finding) -> Vec<SliceId> {
     finding
         .evidence
         .iter()
-        .filter_map(|e| e.get("slice")?.as_u64())
-        .filter_map(|s| SliceId::try_from(s).ok())
+        .filter_map(steplens_analysis::Evidence::slice)
         .collect()
 }
 

@@ -1,0 +1,447 @@
+//! What a finding is: its kind, severity, evidence and cost. Detectors build [`Finding`]s; the
+//! report, the check, the viewer and the exports read them. The closed sets are enums whose
+//! serde names are the strings reports, budget files and `docs/findings.md` use.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A finding: something that slows the step, what it costs and what to change. Detectors fill
+/// these in; the fields are fixed by the design contract.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Finding {
+    /// Stable kind (`sync_point`, `host_bound_gap`, …).
+    pub kind: FindingKind,
+    /// `info`, `warning` or `critical`.
+    pub severity: Severity,
+    /// One-line title.
+    pub title: String,
+    /// Step name, when the finding belongs to one step.
+    pub step: Option<String>,
+    /// Start of the affected range, ns.
+    pub start_ns: i64,
+    /// End of the affected range, ns.
+    pub end_ns: i64,
+    /// Track name.
+    pub track: Option<String>,
+    /// Ops involved.
+    pub ops: Vec<String>,
+    /// User call site (`file.py:line`), when the trace has Python frames.
+    pub call_site: Option<String>,
+    /// How many occurrences the finding groups.
+    pub count: u64,
+    /// Estimated time lost, ns.
+    pub lost_ns: i64,
+    /// Evidence: slice references the viewer can jump to, or the measurements behind it.
+    pub evidence: Vec<Evidence>,
+    /// What to change, in plain words.
+    pub recommendation: String,
+    /// Where the lost time sits on the clock (for the one-owner rule); not part of the JSON.
+    #[serde(skip)]
+    pub cost: Cost,
+}
+
+/// Where a finding's lost time sits on the clock. Detectors fill it in; `detect::run_all` uses
+/// it so that no wall-clock nanosecond of a step is lost to two findings, and to apply the
+/// materiality floor.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Cost {
+    /// Input the finding belongs to.
+    pub source: Option<u16>,
+    /// The wall-clock intervals `lost_ns` covers (any order, may overlap). Empty when the cost
+    /// is not a set of intervals (a metrics-file count); such a finding keeps its `lost_ns`.
+    pub ranges: Vec<(i64, i64)>,
+    /// A pattern finding: the code pattern is the problem and its cost is not measurable on this
+    /// trace (a `.item()` in a CPU-only trace, a per-parameter `zero_`). Exempt from the
+    /// materiality floor; its time still cannot be owned twice.
+    pub pattern: bool,
+}
+
+impl Cost {
+    /// A measured cost over `ranges` of input `source`.
+    #[must_use]
+    pub fn measured(source: u16, ranges: Vec<(i64, i64)>) -> Self {
+        Self {
+            source: Some(source),
+            ranges,
+            pattern: false,
+        }
+    }
+
+    /// A pattern finding's cost over `ranges` of input `source`.
+    #[must_use]
+    pub fn pattern(source: u16, ranges: Vec<(i64, i64)>) -> Self {
+        Self {
+            source: Some(source),
+            ranges,
+            pattern: true,
+        }
+    }
+}
+
+/// How much a finding matters, least first: `info` < `warning` < `critical`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// Under 5 % of the step.
+    Info,
+    /// 5–20 % of the step, or a cost this trace cannot measure.
+    Warning,
+    /// 20 % of the step or more.
+    Critical,
+}
+
+impl Severity {
+    /// Every severity, least first.
+    pub const ALL: [Self; 3] = [Self::Info, Self::Warning, Self::Critical];
+
+    /// The severity of losing `lost_ns` of a `step_ns` step (a warning without a step).
+    #[must_use]
+    pub fn of_share(lost_ns: i64, step_ns: i64) -> Self {
+        if step_ns <= 0 {
+            return Self::Warning;
+        }
+        let share = lost_ns as f64 / step_ns as f64;
+        if share >= 0.2 {
+            Self::Critical
+        } else if share >= 0.05 {
+            Self::Warning
+        } else {
+            Self::Info
+        }
+    }
+
+    /// The name reports use.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Info => "info",
+            Self::Warning => "warning",
+            Self::Critical => "critical",
+        }
+    }
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Declares [`FindingKind`] with its report names, in one list.
+macro_rules! finding_kinds {
+    ($($(#[$doc:meta])* $variant:ident => $name:literal,)+) => {
+        /// Every kind of finding a detector raises. Serialized as its name (`sync_point`); ordered
+        /// by name, as reports list kinds.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum FindingKind {
+            $($(#[$doc])* $variant,)+
+        }
+
+        impl FindingKind {
+            /// Every kind, in the order `docs/findings.md` introduces them.
+            pub const ALL: &'static [Self] = &[$(Self::$variant,)+];
+
+            /// The name reports, budget files and the docs use.
+            #[must_use]
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $name,)+
+                }
+            }
+        }
+    };
+}
+
+finding_kinds! {
+    /// A host-device synchronization (`.item()`, printing, `.cpu()`).
+    SyncPoint => "sync_point",
+    /// The step waits for the data loader.
+    DataloaderStall => "dataloader_stall",
+    /// A graph (re)compile inside the measured steps.
+    Recompile => "recompile",
+    /// The device idles because the host launches too slowly.
+    HostBoundGap => "host_bound_gap",
+    /// Gaudi: the MME idles behind TPC work.
+    MmeIdleBehindTpc => "mme_idle_behind_tpc",
+    /// Gaudi: ops that fall back to the CPU.
+    CpuFallback => "cpu_fallback",
+    /// A transpose that becomes a memory copy.
+    NonLogicalTranspose => "non_logical_transpose",
+    /// `zero_grad` zeroing gradients one by one instead of setting them to None.
+    SlowZeroGrad => "slow_zero_grad",
+    /// Anomaly detection, profiler-level debug APIs left on.
+    DebugApiEnabled => "debug_api_enabled",
+    /// Allocated memory that grows step after step.
+    MemoryGrowth => "memory_growth",
+    /// Memory the allocator reserves and never uses.
+    ReservedSlack => "reserved_slack",
+    /// One rank slower than the others.
+    Straggler => "straggler",
+    /// An explicit pad op in front of a layer that pads itself.
+    ExplicitPad => "explicit_pad",
+    /// A bias on a layer followed by batch norm.
+    BiasBeforeBatchnorm => "bias_before_batchnorm",
+    /// A host-to-device copy from pageable memory.
+    PageableCopy => "pageable_copy",
+    /// A tensor made on the host and copied to the device.
+    HostCreatedTensor => "host_created_tensor",
+    /// fp32 matrix work on hardware with faster reduced-precision units.
+    NoMixedPrecision => "no_mixed_precision",
+    /// `nn.DataParallel` instead of DistributedDataParallel.
+    DataParallel => "data_parallel",
+    /// Chains of elementwise ops that one fused kernel could do.
+    UnfusedPointwise => "unfused_pointwise",
+    /// A per-parameter optimizer loop instead of a foreach or fused one.
+    UnfusedOptimizer => "unfused_optimizer",
+    /// Many small all-reduces per step.
+    FragmentedCollectives => "fragmented_collectives",
+}
+
+impl FindingKind {
+    /// Who keeps a wall-clock nanosecond that several findings claim, first to last: a compile
+    /// is the recompile's even inside a sync wait; waiting for data is the data loader's; device
+    /// work that should not be there (transposes, pads, unfused chains and optimizer loops,
+    /// DataParallel's replication), then the MME idling behind vector work, explain the part of
+    /// a host's wait that they fill; the sync keeps the rest of its blocked time; a
+    /// host-to-device copy keeps what is left of its copy and its own synchronizes (a host-made
+    /// tensor's first: not making it on the host removes the copy); what is left of a
+    /// device-idle gap is host-bound. fp32 matrix work comes last: removing a sync removes its
+    /// wait whatever precision the kernels it waits for run in. Kinds not listed come after.
+    pub const OWNER_ORDER: &'static [Self] = &[
+        Self::Recompile,
+        Self::DataloaderStall,
+        Self::NonLogicalTranspose,
+        Self::ExplicitPad,
+        Self::UnfusedPointwise,
+        Self::UnfusedOptimizer,
+        Self::DataParallel,
+        Self::FragmentedCollectives,
+        Self::MmeIdleBehindTpc,
+        Self::SyncPoint,
+        Self::HostCreatedTensor,
+        Self::PageableCopy,
+        Self::HostBoundGap,
+        Self::NoMixedPrecision,
+        Self::SlowZeroGrad,
+        Self::DebugApiEnabled,
+    ];
+
+    /// This kind's place in [`Self::OWNER_ORDER`] (kinds not listed: after all of them).
+    #[must_use]
+    pub fn owner_rank(self) -> usize {
+        Self::OWNER_ORDER
+            .iter()
+            .position(|&k| k == self)
+            .unwrap_or(Self::OWNER_ORDER.len())
+    }
+}
+
+impl fmt::Display for FindingKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A name that is not a finding kind.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown finding kind `{name}` (known: {})", known_kinds())]
+pub struct UnknownKind {
+    /// The name given.
+    pub name: String,
+}
+
+fn known_kinds() -> String {
+    FindingKind::ALL
+        .iter()
+        .map(|k| k.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl FromStr for FindingKind {
+    type Err = UnknownKind;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| UnknownKind { name: s.to_owned() })
+    }
+}
+
+impl PartialEq<str> for FindingKind {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for FindingKind {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialEq<str> for Severity {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for Severity {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialOrd for FindingKind {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for FindingKind {
+    /// By name, so maps keyed by kind list kinds as the JSON always has.
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl Serialize for FindingKind {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for FindingKind {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = std::borrow::Cow::<'de, str>::deserialize(deserializer)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// What a finding points at. Serialized as a plain object whose fields say which it is (the
+/// report's JSON contract).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Evidence {
+    /// A slice of the Timeline the viewer can jump to.
+    Slice {
+        /// Its duration, ns.
+        dur_ns: i64,
+        /// Its name.
+        name: String,
+        /// Slice id in the Timeline the report was built from.
+        slice: u32,
+        /// Its start, ns.
+        start_ns: i64,
+        /// Its track's name.
+        track: Option<String>,
+    },
+    /// A device-idle gap while the host was busy (`host_bound_gap`).
+    HostGap {
+        /// Gap end, ns.
+        gap_end_ns: i64,
+        /// Gap start, ns.
+        gap_start_ns: i64,
+        /// Part of the gap the host was busy, ns.
+        host_bound_ns: i64,
+    },
+    /// A stretch of MME idle time with TPC work (`mme_idle_behind_tpc`).
+    MmeIdle {
+        /// Idle end, ns.
+        mme_idle_end_ns: i64,
+        /// Idle start, ns.
+        mme_idle_start_ns: i64,
+        /// TPC busy time inside it, ns.
+        tpc_busy_ns: i64,
+    },
+    /// A metric dump of a Gaudi metrics file.
+    Metric {
+        /// Total count the metric reports.
+        #[serde(rename = "TotalNumber")]
+        total_number: f64,
+        /// The dump's `generated_on` label.
+        generated_on: String,
+        /// Metric name.
+        metric: String,
+    },
+}
+
+impl Evidence {
+    /// The Timeline slice this evidence names, if it names one.
+    #[must_use]
+    pub fn slice(&self) -> Option<u32> {
+        match self {
+            Self::Slice { slice, .. } => Some(*slice),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_round_trip_by_name_and_order_by_name() {
+        for &kind in FindingKind::ALL {
+            assert_eq!(kind.as_str().parse::<FindingKind>(), Ok(kind));
+            let json = serde_json::to_string(&kind).unwrap();
+            assert_eq!(json, format!("\"{}\"", kind.as_str()));
+        }
+        let err = "sync_pont".parse::<FindingKind>().unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("unknown finding kind `sync_pont`")
+        );
+        let mut kinds = FindingKind::ALL.to_vec();
+        kinds.sort();
+        let names: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        assert_eq!(names, sorted);
+    }
+
+    #[test]
+    fn severities_are_ordered_and_named() {
+        assert!(Severity::Info < Severity::Warning && Severity::Warning < Severity::Critical);
+        assert_eq!(Severity::of_share(25, 100), Severity::Critical);
+        assert_eq!(Severity::of_share(5, 100), Severity::Warning);
+        assert_eq!(Severity::of_share(1, 100), Severity::Info);
+        assert_eq!(Severity::of_share(1, 0), Severity::Warning);
+        assert_eq!(
+            serde_json::to_string(&Severity::Critical).unwrap(),
+            "\"critical\""
+        );
+    }
+
+    #[test]
+    fn evidence_keeps_its_json_shape() {
+        let slice = Evidence::Slice {
+            dur_ns: 5,
+            name: "aten::mm".into(),
+            slice: 7,
+            start_ns: 100,
+            track: None,
+        };
+        let json = serde_json::to_string(&slice).unwrap();
+        assert_eq!(
+            json,
+            r#"{"dur_ns":5,"name":"aten::mm","slice":7,"start_ns":100,"track":null}"#
+        );
+        assert_eq!(serde_json::from_str::<Evidence>(&json).unwrap(), slice);
+        let gap: Evidence =
+            serde_json::from_str(r#"{"gap_end_ns":9,"gap_start_ns":1,"host_bound_ns":4}"#).unwrap();
+        assert!(matches!(
+            gap,
+            Evidence::HostGap {
+                host_bound_ns: 4,
+                ..
+            }
+        ));
+        assert_eq!(gap.slice(), None);
+    }
+}
