@@ -17,7 +17,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Context, short_ns};
+use super::{Context, human_ns};
 use crate::finding::{Cost, Finding, FindingKind, Severity};
 
 /// DDP's default bucket size.
@@ -92,7 +92,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
                     "{}× small {name} in {} ({who}{size}); {needed} bucketed would do: about {} of per-call latency",
                     members.len(),
                     s.name,
-                    short_ns(lost)
+                    human_ns(lost)
                 ),
                 step: Some(s.name.clone()),
                 start_ns: first.start,

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use steplens_ingest::model::{CategoryClass, SliceId};
 
-use super::{Context, short_ns};
+use super::{Context, human_ns};
 use crate::finding::{Cost, Finding, FindingKind, Severity};
 use crate::intervals::IntervalSet;
 
@@ -98,7 +98,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
                 title: format!(
                     "{count}× nn.DataParallel forward in {} ({} replicating, scattering and gathering on the host)",
                     s.name,
-                    short_ns(lost)
+                    human_ns(lost)
                 ),
                 step: Some(s.name.clone()),
                 start_ns: t.slices.start[first as usize],

@@ -10,7 +10,7 @@
 
 use steplens_ingest::model::SliceId;
 
-use super::{Context, short_ns};
+use super::{Context, human_ns};
 use crate::finding::{Cost, Finding, FindingKind, Severity};
 use crate::intervals::IntervalSet;
 use crate::steps::DATALOADER_PREFIX;
@@ -80,7 +80,7 @@ fn gaudi_wait_before_launch(ctx: &Context<'_>) -> Vec<Finding> {
             title: format!(
                 "{} waits {} with the host idle before its first graph launch ({pct:.0}% of the step)",
                 step.name,
-                short_ns(wait)
+                human_ns(wait)
             ),
             step: Some(step.name.clone()),
             start_ns: step.start,
@@ -161,8 +161,8 @@ fn annotated(ctx: &Context<'_>) -> Vec<Finding> {
                 title: format!(
                     "{} waits {} for its batch ({pct:.0}% of the step; {} in the DataLoader)",
                     s.name,
-                    short_ns(wait),
-                    short_ns(total)
+                    human_ns(wait),
+                    human_ns(total)
                 ),
                 step: Some(s.name.clone()),
                 start_ns: t.slices.start[first as usize],

@@ -18,8 +18,8 @@ use std::collections::BTreeMap;
 use rustc_hash::{FxHashMap, FxHashSet};
 use steplens_ingest::model::{CategoryClass, SliceId, StrId};
 
-use super::non_logical_transpose::{EVALUATE_PREFIX, children};
-use super::{Context, short_ns};
+use super::torch_ops::{EVALUATE_PREFIX, children};
+use super::{Context, human_ns};
 use crate::finding::{Cost, Finding, FindingKind, Severity};
 
 /// Ops anomaly mode adds after each backward node, directly under its `evaluate_function`.
@@ -162,7 +162,7 @@ fn finding(
                 format!(
                     "autograd anomaly detection is on: {checks} gradient NaN checks after \
                      {nodes} backward nodes ({}{in_step})",
-                    short_ns(lost)
+                    human_ns(lost)
                 ),
                 ops,
                 checks as u64,
@@ -184,7 +184,7 @@ fn finding(
                     "torch.autograd.{func} runs in the training loop: {} call{} ({}{in_step})",
                     slices.len(),
                     if slices.len() == 1 { "" } else { "s" },
-                    short_ns(lost)
+                    human_ns(lost)
                 ),
                 vec![format!("torch.autograd.{func}")],
                 slices.len() as u64,

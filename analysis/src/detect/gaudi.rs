@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use steplens_ingest::model::{CategoryClass, MetricDump};
 
-use super::{Context, short_ns};
+use super::{Context, human_ns};
 use crate::finding::{Cost, Evidence, Finding, FindingKind, Severity};
 
 /// Most evidence references kept per finding.
@@ -116,7 +116,7 @@ fn new_graphs_without_host(ctx: &Context<'_>) -> Vec<Finding> {
                         "graph g_{graph} first ran in the middle of the capture, in {}, after {} \
                          with every engine idle (the host compiling it)",
                         s.name,
-                        short_ns(lost)
+                        human_ns(lost)
                     )
                 } else {
                     format!(
@@ -217,7 +217,7 @@ fn cpu_fallback(ctx: &Context<'_>) -> Vec<Finding> {
                 if total == 1 { "" } else { "s" },
                 shown.join(", "),
                 if lost > 0 {
-                    format!(" ({} on the host)", short_ns(lost))
+                    format!(" ({} on the host)", human_ns(lost))
                 } else {
                     String::new()
                 }
@@ -275,7 +275,7 @@ fn metric_recompiles(ctx: &Context<'_>) -> Vec<Finding> {
                 title: format!(
                     "{new:.0} HPU graph compile(s) after warm-up, at mark_step {} ({} compiling)",
                     step + 2,
-                    short_ns(lost)
+                    human_ns(lost)
                 ),
                 step: None,
                 start_ns: 0,
@@ -346,7 +346,7 @@ fn compile_calls(ctx: &Context<'_>) -> Vec<Finding> {
                     "{} synGraphCompile call(s) in {} after warm-up ({} compiling)",
                     calls.len(),
                     s.name,
-                    short_ns(lost)
+                    human_ns(lost)
                 ),
                 step: Some(s.name.clone()),
                 start_ns: t.slices.start[calls[0] as usize],

@@ -10,7 +10,7 @@
 use rustc_hash::FxHashMap;
 use steplens_ingest::model::{CategoryClass, NO_PARENT, SliceId};
 
-use super::{BLOCKING_CALLS, Context, is_compile_span, ranked_names, short_ns};
+use super::{BLOCKING_CALLS, Context, human_ns, is_compile_span, ranked_names};
 use crate::finding::{Cost, Evidence, Finding, FindingKind, Severity};
 use crate::intervals::IntervalSet;
 
@@ -159,7 +159,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
             severity: Severity::of_share(lost, step.dur),
             title: format!(
                 "device idle {} ({pct:.0}% of {}) in {} gap{} {}{}",
-                short_ns(lost),
+                human_ns(lost),
                 step.name,
                 gaps.len(),
                 if gaps.len() == 1 { "" } else { "s" },

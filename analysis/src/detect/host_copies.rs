@@ -23,8 +23,8 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap;
 use steplens_ingest::model::{CategoryClass, SliceId, TrackKind};
 
-use super::non_logical_transpose::tensor_arg;
-use super::{BLOCKING_CALLS, Context, at_site, short_ns};
+use super::torch_ops::tensor_arg;
+use super::{BLOCKING_CALLS, Context, at_site, human_ns};
 use crate::finding::{Cost, Finding, FindingKind, Severity};
 use crate::intervals::IntervalSet;
 use crate::steps::DATALOADER_PREFIX;
@@ -334,7 +334,7 @@ fn finding(
                 copies.len(),
                 factories.join(", "),
                 s.name,
-                short_ns(lost)
+                human_ns(lost)
             ),
             factories,
             HOST_CREATED_ADVICE,
@@ -345,7 +345,7 @@ fn finding(
                 "{}× host-to-device copy from pageable memory{at} in {} ({} lost{size})",
                 copies.len(),
                 s.name,
-                short_ns(lost)
+                human_ns(lost)
             ),
             vec![t.slice_name(first).to_owned()],
             PAGEABLE_ADVICE,

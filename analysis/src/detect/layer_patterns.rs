@@ -17,8 +17,8 @@ use std::collections::BTreeMap;
 
 use steplens_ingest::model::{CategoryClass, SliceId, Timeline};
 
-use super::non_logical_transpose::tensor_arg;
-use super::{Context, at_site, short_ns};
+use super::torch_ops::tensor_arg;
+use super::{Context, at_site, human_ns};
 use crate::finding::{Cost, Finding, FindingKind, Severity};
 
 const PAD_OPS: &[&str] = &["aten::pad", "aten::constant_pad_nd"];
@@ -124,7 +124,7 @@ fn explicit_pad(ctx: &Context<'_>) -> Vec<Finding> {
                     pads.len(),
                     at_site(call_site.as_deref()),
                     s.name,
-                    short_ns(lost)
+                    human_ns(lost)
                 ),
                 step: Some(s.name.clone()),
                 start_ns: t.slices.start[first as usize],

@@ -10,7 +10,7 @@
 use rustc_hash::FxHashMap;
 use steplens_ingest::model::{EngineClass, SliceId, TrackKind};
 
-use super::{Context, ranked_names, short_ns};
+use super::{Context, human_ns, ranked_names};
 use crate::finding::{Cost, Evidence, Finding, FindingKind, Severity};
 use crate::intervals::IntervalSet;
 
@@ -140,7 +140,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
                 severity: Severity::of_share(lost, step_ns),
                 title: format!(
                     "MME idle {} behind TPC work{where_} ({} stretch{}{})",
-                    short_ns(lost),
+                    human_ns(lost),
                     stretches.len(),
                     if stretches.len() == 1 { "" } else { "es" },
                     ops.first()

@@ -21,6 +21,7 @@ mod precision;
 mod recompile;
 mod slow_zero_grad;
 mod sync_point;
+mod torch_ops;
 
 use serde::{Deserialize, Serialize};
 use steplens_ingest::model::{CategoryClass, NO_PARENT, SliceId, Timeline, TrackKind};
@@ -28,6 +29,8 @@ use steplens_ingest::model::{CategoryClass, NO_PARENT, SliceId, Timeline, TrackK
 use crate::finding::{Evidence, Finding, FindingKind, Severity};
 use crate::intervals::IntervalSet;
 use crate::steps::Channels;
+/// Durations in titles read as in the tables.
+pub(crate) use crate::units::human_ns;
 
 /// Every detector threshold, with its default. Field names are the keys of the budget file's
 /// `[thresholds]` table.
@@ -472,7 +475,7 @@ fn settle_lost_time(ctx: &Context<'_>, findings: &mut [Finding]) {
                 // "[302.0 µs of it is mme_idle_behind_tpc's]"
                 let parts: Vec<String> = taken_by
                     .iter()
-                    .map(|(k, ns)| format!("{} of it is {k}'s", short_ns(*ns)))
+                    .map(|(k, ns)| format!("{} of it is {k}'s", human_ns(*ns)))
                     .collect();
                 f.title.push_str(&format!(" [{}]", parts.join("; ")));
             }
@@ -537,20 +540,6 @@ fn is_material(
 /// ` at file.py:12` for a title, or nothing without a call site.
 pub(crate) fn at_site(call_site: Option<&str>) -> String {
     call_site.map(|c| format!(" at {c}")).unwrap_or_default()
-}
-
-/// A duration for titles: `1.23 ms`.
-pub(crate) fn short_ns(ns: i64) -> String {
-    let v = ns as f64;
-    if ns.abs() < 1_000 {
-        format!("{ns} ns")
-    } else if ns.abs() < 1_000_000 {
-        format!("{:.1} µs", v / 1e3)
-    } else if ns.abs() < 1_000_000_000 {
-        format!("{:.2} ms", v / 1e6)
-    } else {
-        format!("{:.2} s", v / 1e9)
-    }
 }
 
 #[cfg(test)]

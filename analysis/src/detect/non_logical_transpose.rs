@@ -29,9 +29,13 @@ use std::collections::BTreeMap;
 use rustc_hash::{FxHashMap, FxHashSet};
 use steplens_ingest::model::{CategoryClass, SliceId, StrId, Timeline};
 
-use super::{Context, short_ns};
+use super::torch_ops::{
+    EVALUATE_PREFIX, children, concrete_inputs, dtype_bytes, in_backward, ints, tensor_arg,
+};
+use super::{Context, human_ns};
 use crate::finding::{Cost, Finding, FindingKind, Severity};
 use crate::nodes::{DeviceNode, NodeKernels, device_nodes};
+use crate::units::human_bytes;
 
 /// Transpose-like ops and how they permute their input.
 const TRANSPOSE_OPS: &[&str] = &[
@@ -66,9 +70,6 @@ const COPY_WRAPPERS: &[&str] = &[
     "aten::to",
     "aten::_to_copy",
 ];
-
-/// Name prefix of the autograd engine's per-node range.
-pub(super) const EVALUATE_PREFIX: &str = "autograd::engine::evaluate_function: ";
 
 /// Most evidence references kept per finding.
 const MAX_EVIDENCE: usize = 20;
@@ -178,9 +179,9 @@ fn gaudi_device_transposes(ctx: &Context<'_>) -> Vec<Finding> {
                 "{} device transpose node(s){where_}: {} moving data ({}; up to {widest} \
                  engines per node, {} engine time)",
                 nodes.len(),
-                short_ns(lost),
+                human_ns(lost),
                 ops.join(", "),
-                short_ns(engine_ns),
+                human_ns(engine_ns),
             ),
             step: step_name,
             start_ns: nodes.iter().map(|n| n.start).min().unwrap_or(0),
@@ -342,12 +343,6 @@ fn cpu_parent(ctx: &Context<'_>, slice: SliceId) -> Option<SliceId> {
         .find(|&a| ctx.timeline.slice_class(a) == CategoryClass::CpuOp)
 }
 
-/// Whether `slice` runs inside the autograd engine (the backward pass).
-pub(super) fn in_backward(ctx: &Context<'_>, slice: SliceId) -> bool {
-    ctx.ancestors(slice)
-        .any(|a| ctx.timeline.slice_name(a).starts_with(EVALUATE_PREFIX))
-}
-
 /// Whether `node` is an autograd node (`PermuteBackward0`), i.e. sits directly in the engine's
 /// `evaluate_function` range, or is that range itself.
 fn is_autograd_node(ctx: &Context<'_>, node: SliceId) -> bool {
@@ -446,152 +441,6 @@ fn copy(ctx: &Context<'_>, names: &Names, op: SliceId) -> Option<Copy> {
     })
 }
 
-/// Direct children of `slice` on its track.
-pub(super) fn children(t: &Timeline, slice: SliceId) -> impl Iterator<Item = SliceId> + '_ {
-    let begin = t.slices.start[slice as usize];
-    let end = t.slices.end(slice);
-    let track_end = t.slice_track(slice).map_or(slice, |tr| tr.slices.end);
-    (slice + 1..track_end)
-        .take_while(move |&j| {
-            let s = t.slices.start[j as usize];
-            s < end || s == begin
-        })
-        .filter(move |&j| t.slices.parent[j as usize] == slice)
-}
-
-/// The `index`-th entry of a shape-like arg (`Input Dims`, `Input Strides`) when it is one
-/// tensor's list of integers.
-pub(super) fn tensor_arg(
-    t: &Timeline,
-    slice: SliceId,
-    key: &str,
-    index: usize,
-) -> Option<Vec<i64>> {
-    nth_int_list(t.arg_raw(slice, key)?, index)
-}
-
-/// The `index`-th element of a JSON array when it is an array of integers, read straight from
-/// the arg's raw text: transformer traces have a shape arg on every one of hundreds of
-/// thousands of ops, and a `serde_json::Value` per number cost the detectors a fifth of their
-/// time. `None` when the text is not an array, the element is missing or holds anything but
-/// integers (a tensor list, a float, a string) — what `as_i64` over parsed values gave.
-fn nth_int_list(raw: &[u8], index: usize) -> Option<Vec<i64>> {
-    let mut at = skip_ws(raw, 0);
-    if raw.get(at) != Some(&b'[') {
-        return None;
-    }
-    at += 1;
-    for _ in 0..index {
-        at = skip_element(raw, skip_ws(raw, at))?;
-        at = skip_ws(raw, at);
-        if raw.get(at) != Some(&b',') {
-            return None;
-        }
-        at += 1;
-    }
-    at = skip_ws(raw, at);
-    if raw.get(at) != Some(&b'[') {
-        return None;
-    }
-    let close = at + 1 + raw.get(at + 1..)?.iter().position(|&b| b == b']')?;
-    let inner = std::str::from_utf8(&raw[at + 1..close]).ok()?;
-    if inner.trim().is_empty() {
-        return Some(Vec::new());
-    }
-    inner
-        .split(',')
-        .map(|n| n.trim().parse::<i64>().ok())
-        .collect()
-}
-
-fn skip_ws(raw: &[u8], mut at: usize) -> usize {
-    while raw.get(at).is_some_and(u8::is_ascii_whitespace) {
-        at += 1;
-    }
-    at
-}
-
-/// The index just past the JSON value starting at `at` (strings and nesting respected).
-fn skip_element(raw: &[u8], mut at: usize) -> Option<usize> {
-    let mut depth = 0usize;
-    loop {
-        match *raw.get(at)? {
-            b'"' => {
-                at += 1;
-                loop {
-                    match *raw.get(at)? {
-                        b'\\' => at += 2,
-                        b'"' => break,
-                        _ => at += 1,
-                    }
-                }
-            }
-            b'[' | b'{' => depth += 1,
-            b']' | b'}' => {
-                if depth == 0 {
-                    return Some(at);
-                }
-                depth -= 1;
-            }
-            b',' if depth == 0 => return Some(at),
-            _ => {}
-        }
-        at += 1;
-        if depth == 0 && matches!(raw.get(at), Some(b',' | b']')) {
-            return Some(at);
-        }
-    }
-}
-
-/// The `index`-th entry of a shape-like arg when it is a tensor list (`_foreach_*` ops): one
-/// shape per tensor.
-pub(super) fn tensor_list_arg(
-    t: &Timeline,
-    slice: SliceId,
-    key: &str,
-    index: usize,
-) -> Option<Vec<Vec<i64>>> {
-    let raw = t.arg_raw(slice, key)?;
-    let all: Vec<serde_json::Value> = serde_json::from_slice(raw).ok()?;
-    all.get(index)?
-        .as_array()?
-        .iter()
-        .map(|s| {
-            s.as_array()?
-                .iter()
-                .map(serde_json::Value::as_i64)
-                .collect()
-        })
-        .collect()
-}
-
-/// `Concrete Inputs` as strings (`""` for tensors).
-fn concrete_inputs(t: &Timeline, slice: SliceId) -> Option<Vec<String>> {
-    let raw = t.arg_raw(slice, "Concrete Inputs")?;
-    let all: Vec<serde_json::Value> = serde_json::from_slice(raw).ok()?;
-    Some(
-        all.into_iter()
-            .map(|v| match v {
-                serde_json::Value::String(s) => s,
-                other => other.to_string(),
-            })
-            .collect(),
-    )
-}
-
-/// One integer or a list of integers, as `Concrete Inputs` writes them (`"1"`, `"[0, 2, 1]"`).
-fn ints(text: &str) -> Option<Vec<i64>> {
-    let text = text.trim();
-    if let Some(inner) = text.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
-        if inner.trim().is_empty() {
-            return Some(Vec::new());
-        }
-        inner.split(',').map(|x| x.trim().parse().ok()).collect()
-    } else {
-        Some(vec![text.parse().ok()?])
-    }
-}
-
 /// A dimension index (negative counts from the end) as a position in `0..n`.
 fn wrap(d: i64, n: usize) -> Option<usize> {
     let n = i64::try_from(n).ok()?;
@@ -671,22 +520,6 @@ fn permutation(t: &Timeline, op: SliceId, n: usize) -> Option<Vec<usize>> {
     Some(perm)
 }
 
-/// Bytes per element of the op's first input, from `Input type`.
-pub(super) fn dtype_bytes(t: &Timeline, op: SliceId) -> Option<i64> {
-    let raw = t.arg_raw(op, "Input type")?;
-    let types: Vec<String> = serde_json::from_slice(raw).ok()?;
-    let ty = types.first()?.as_str();
-    Some(match ty {
-        "double" | "long int" | "long long int" | "c10::complex<float>" => 8,
-        "float" | "int" | "unsigned int" | "c10::complex<c10::Half>" => 4,
-        "c10::Half" | "c10::BFloat16" | "short int" | "unsigned short" => 2,
-        "bool" | "signed char" | "unsigned char" | "char" => 1,
-        "c10::complex<double>" => 16,
-        _ if ty.starts_with("c10::Float8") => 1,
-        _ => return None,
-    })
-}
-
 /// Forward op of each autograd node, from the `fwdbwd` flows (forward op → backward node).
 fn forward_ops(t: &Timeline) -> FxHashMap<SliceId, SliceId> {
     t.flows
@@ -729,20 +562,6 @@ fn shape(dims: &[i64]) -> String {
 fn perm_text(perm: &[usize]) -> String {
     let parts: Vec<String> = perm.iter().map(ToString::to_string).collect();
     format!("[{}]", parts.join(", "))
-}
-
-/// Bytes for titles: `4.0 MiB`.
-pub(super) fn short_bytes(bytes: i64) -> String {
-    let v = bytes as f64;
-    if bytes < 1024 {
-        format!("{bytes} B")
-    } else if bytes < 1024 * 1024 {
-        format!("{:.1} KiB", v / 1024.0)
-    } else if bytes < 1024 * 1024 * 1024 {
-        format!("{:.1} MiB", v / (1024.0 * 1024.0))
-    } else {
-        format!("{:.2} GiB", v / (1024.0 * 1024.0 * 1024.0))
-    }
 }
 
 fn finding(
@@ -806,9 +625,9 @@ fn finding(
         cost.push(format!("{count}×"));
     }
     if let Some(b) = bytes {
-        cost.push(format!("{} gathered", short_bytes(b)));
+        cost.push(format!("{} gathered", human_bytes(b.unsigned_abs())));
     }
-    cost.push(format!("copy {}", short_ns(lost)));
+    cost.push(format!("copy {}", human_ns(lost)));
     title.push_str(&format!(" ({})", cost.join(", ")));
     if let Some(s) = &step_name {
         title.push_str(&format!(" in {s}"));
@@ -865,32 +684,7 @@ fn recommendation(backward: bool) -> String {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn int_lists_are_read_from_the_raw_text_as_parsed_json_would_give_them() {
-        use super::nth_int_list;
-        let raw = br#"[[64, 128], [], "x,]", [[1, 2], [3]], [1.5], [-3,4] ,7]"#;
-        assert_eq!(nth_int_list(raw, 0), Some(vec![64, 128]));
-        assert_eq!(nth_int_list(raw, 1), Some(vec![]));
-        assert_eq!(nth_int_list(raw, 2), None);
-        assert_eq!(nth_int_list(raw, 3), None);
-        assert_eq!(nth_int_list(raw, 4), None);
-        assert_eq!(nth_int_list(raw, 5), Some(vec![-3, 4]));
-        assert_eq!(nth_int_list(raw, 6), None);
-        assert_eq!(nth_int_list(raw, 7), None);
-        assert_eq!(nth_int_list(b"{}", 0), None);
-        assert_eq!(nth_int_list(b"[", 0), None);
-        assert_eq!(nth_int_list(br#"[["a\"]", 1], [2]]"#, 1), Some(vec![2]));
-    }
-
-    use super::{ints, short_bytes, wrap};
-
-    #[test]
-    fn parses_concrete_ints() {
-        assert_eq!(ints("[0, 2, 3, 1]"), Some(vec![0, 2, 3, 1]));
-        assert_eq!(ints("-1"), Some(vec![-1]));
-        assert_eq!(ints("[]"), Some(vec![]));
-        assert_eq!(ints(""), None);
-    }
+    use super::wrap;
 
     #[test]
     fn wraps_negative_dims() {
@@ -898,11 +692,5 @@ mod tests {
         assert_eq!(wrap(1, 3), Some(1));
         assert_eq!(wrap(3, 3), None);
         assert_eq!(wrap(-4, 3), None);
-    }
-
-    #[test]
-    fn byte_sizes() {
-        assert_eq!(short_bytes(512), "512 B");
-        assert_eq!(short_bytes(16 * 16 * 32 * 32 * 4), "1.0 MiB");
     }
 }

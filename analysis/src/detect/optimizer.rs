@@ -18,9 +18,9 @@
 use rustc_hash::FxHashMap;
 use steplens_ingest::model::{CategoryClass, DeviceKind, SliceId};
 
-use super::non_logical_transpose::tensor_arg;
-use super::pointwise::is_pointwise;
-use super::{Context, short_ns};
+use super::torch_ops::is_pointwise;
+use super::torch_ops::tensor_arg;
+use super::{Context, human_ns};
 use crate::finding::{Cost, Finding, FindingKind, Severity};
 
 const STEP_PREFIX: &str = "Optimizer.step#";
@@ -153,8 +153,8 @@ fn finding(
             "{class} step issues {} small ops one parameter at a time (about {params} parameters) in {}: {} of {}",
             math.len(),
             s.name,
-            short_ns(lost),
-            short_ns(total)
+            human_ns(lost),
+            human_ns(total)
         ),
         step: Some(s.name.clone()),
         start_ns: t.slices.start[annotation as usize],

@@ -16,78 +16,15 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use steplens_ingest::model::{CategoryClass, SliceId};
 
-use super::non_logical_transpose::tensor_arg;
-use super::{Context, at_site, short_ns};
+use super::torch_ops::is_pointwise;
+use super::torch_ops::tensor_arg;
+use super::{Context, at_site, human_ns};
 use crate::finding::{Cost, Finding, FindingKind, Severity};
 use crate::steps::DATALOADER_PREFIX;
-
-/// Elementwise ATen ops (out-of-place and in-place).
-const POINTWISE_OPS: &[&str] = &[
-    "add",
-    "sub",
-    "mul",
-    "div",
-    "neg",
-    "abs",
-    "exp",
-    "exp2",
-    "expm1",
-    "log",
-    "log1p",
-    "log2",
-    "pow",
-    "sqrt",
-    "rsqrt",
-    "reciprocal",
-    "tanh",
-    "sigmoid",
-    "relu",
-    "gelu",
-    "silu",
-    "erf",
-    "erfc",
-    "sin",
-    "cos",
-    "clamp",
-    "clamp_min",
-    "clamp_max",
-    "where",
-    "maximum",
-    "minimum",
-    "rsub",
-    "square",
-    "sign",
-    "floor",
-    "ceil",
-    "round",
-    "trunc",
-    "lerp",
-    "addcmul",
-    "addcdiv",
-    "hardtanh",
-    "leaky_relu",
-    "softplus",
-    "mish",
-    "hardswish",
-    "hardsigmoid",
-    "elu",
-    "threshold",
-    "masked_fill",
-    "sgn",
-];
 
 const ADVICE: &str = "These elementwise ops each read and write the whole tensor and launch \
     their own kernel. Wrap the function in torch.compile (or write it as one fused op, e.g. \
     F.gelu instead of its formula), so the chain runs as a single kernel.";
-
-/// Whether `name` is an elementwise ATen op.
-pub(super) fn is_pointwise(name: &str) -> bool {
-    let Some(op) = name.strip_prefix("aten::") else {
-        return false;
-    };
-    let op = op.strip_suffix('_').unwrap_or(op);
-    POINTWISE_OPS.contains(&op)
-}
 
 /// Where a chain was found.
 struct Chain {
@@ -279,7 +216,7 @@ fn finding(ctx: &Context<'_>, source: u16, step: usize, chains: &[Chain]) -> Fin
             names.join(" → "),
             at_site(call_site.as_deref()),
             s.name,
-            short_ns(lost)
+            human_ns(lost)
         ),
         step: Some(s.name.clone()),
         start_ns: t.slices.start[first as usize],

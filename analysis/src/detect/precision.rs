@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap;
 use steplens_ingest::model::{CategoryClass, DeviceKind, NO_PARENT, SliceId, TrackKind};
 
-use super::{Context, ranked_names, short_ns};
+use super::{Context, human_ns, ranked_names};
 use crate::finding::{Cost, Finding, FindingKind, Severity};
 use crate::intervals::IntervalSet;
 
@@ -271,10 +271,10 @@ fn finding(
         title: format!(
             "fp32 matrix work takes {share:.0}% of {} ({} in {} ops: {}); bf16/fp16 would save about {}",
             s.name,
-            short_ns(fp32_ns),
+            human_ns(fp32_ns),
             ops.len(),
             names.join(", "),
-            short_ns(lost)
+            human_ns(lost)
         ),
         step: Some(s.name.clone()),
         start_ns: t.slices.start[first as usize],

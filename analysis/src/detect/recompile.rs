@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use steplens_ingest::model::{CategoryClass, SliceId};
 
-use super::{Context, short_ns};
+use super::{Context, human_ns};
 use crate::finding::{Cost, Evidence, Finding, FindingKind, Severity};
 
 /// Outermost spans of a compile.
@@ -100,7 +100,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
             .map_or_else(String::new, |s| format!(" in {s}"));
         let mut title = format!(
             "torch.compile recompiled frame {frame} (compile {frame}/{index}){where_}: {} compiling",
-            short_ns(lost)
+            human_ns(lost)
         );
         if let Some(change) = &change {
             title.push_str(&format!("; inputs changed: {change}"));

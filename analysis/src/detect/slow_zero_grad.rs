@@ -16,8 +16,8 @@ use std::collections::BTreeMap;
 
 use steplens_ingest::model::{CategoryClass, SliceId};
 
-use super::non_logical_transpose::{children, tensor_arg, tensor_list_arg};
-use super::{Context, short_ns};
+use super::torch_ops::{children, tensor_arg, tensor_list_arg};
+use super::{Context, human_ns};
 use crate::finding::{Cost, Finding, FindingKind, Severity};
 
 /// In-place zeroing ops a `zero_grad(set_to_none=False)` issues.
@@ -214,8 +214,8 @@ fn finding(ctx: &Context<'_>, step: Option<usize>, ops: &StepOps) -> Option<Find
     let title = format!(
         "gradients zeroed in place: {zero_text}{under}, then {grads} AccumulateGrad \
          aten::add_ ({} zeroing + {} adding{})",
-        short_ns(zero_ns),
-        short_ns(add_ns),
+        human_ns(zero_ns),
+        human_ns(add_ns),
         step_name
             .as_deref()
             .map_or_else(String::new, |s| format!(" in {s}")),

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use steplens_ingest::model::{CategoryClass, SliceId};
 
-use super::{BLOCKING_CALLS, Context, short_ns};
+use super::{BLOCKING_CALLS, Context, human_ns};
 use crate::finding::{Cost, Finding, FindingKind, Severity};
 use crate::intervals::IntervalSet;
 use crate::steps::DATALOADER_PREFIX;
@@ -283,7 +283,7 @@ fn finding(
         format!(
             "host-device sync: {}{site_text} ({count}×{where_}, host blocked {})",
             ops.join(" + "),
-            short_ns(lost)
+            human_ns(lost)
         )
     } else {
         format!(
