@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::finding::{FindingKind, Severity};
+pub use crate::ops::op_label;
 use crate::report::{Finding, Report};
 
 /// A finding's identity across runs: its kind and where it happens (call site, else the ops
@@ -148,17 +149,6 @@ fn rank_figures(report: &Report) -> (Option<f64>, Option<i64>) {
             .collect(),
     );
     (spread, exposed)
-}
-
-/// An op's name as compared across runs: device ops are marked so a host op and the kernel of
-/// the same name stay apart.
-#[must_use]
-pub fn op_label(name: &str, track_kind: &str) -> String {
-    if track_kind == "device" {
-        format!("{name} [device]")
-    } else {
-        name.to_owned()
-    }
 }
 
 impl RunFigures {

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap;
 use steplens_ingest::model::{CategoryClass, Timeline};
 
-use crate::compare::op_label;
 use crate::ops::is_op;
+use crate::ops::op_label;
 use crate::report::Report;
 
 /// Op time of one run, by op and (where the trace records them) input shapes.

@@ -102,7 +102,7 @@ pub fn op_summary_with(timeline: &Timeline, nodes: &NodeIndex) -> Vec<OpStats> {
 pub const OPS_PER_STEP: usize = 20;
 
 /// [`op_summary_with`], plus per timeline step the self time of the `top` ops with the most
-/// self time over the run, keyed by [`crate::compare::op_label`] (every one of them in every
+/// self time over the run, keyed by [`op_label`] (every one of them in every
 /// step, 0 where it did not run). An op counts in the step whose range holds its start.
 #[must_use]
 pub fn op_summary_per_step(
@@ -245,7 +245,7 @@ fn self_time_per_step(
     }
     let label = |&(name, device, _): &(StrId, bool, u16)| {
         let kind = if device { "device" } else { "host" };
-        crate::compare::op_label(timeline.strings.get(name), kind)
+        op_label(timeline.strings.get(name), kind)
     };
     // Groups of one label (several categories) add up, as in the check's per-step figures.
     let mut label_self: FxHashMap<String, i64> = FxHashMap::default();
@@ -300,6 +300,17 @@ fn self_time_per_step(
                 .collect()
         })
         .collect()
+}
+
+/// An op's name as compared across runs: device ops are marked so a host op and the kernel of
+/// the same name stay apart.
+#[must_use]
+pub fn op_label(name: &str, track_kind: &str) -> String {
+    if track_kind == "device" {
+        format!("{name} [device]")
+    } else {
+        name.to_owned()
+    }
 }
 
 #[cfg(test)]

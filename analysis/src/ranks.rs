@@ -882,8 +882,7 @@ fn self_time_per_step(
             let own = (t.slices.dur[i as usize] - below).max(0);
             let name = t.slice_name(i);
             if device {
-                *out.entry(crate::compare::op_label(name, "device"))
-                    .or_insert(0) += own;
+                *out.entry(crate::ops::op_label(name, "device")).or_insert(0) += own;
             } else if let Some(v) = out.get_mut(name) {
                 *v += own;
             } else {

@@ -1,5 +1,4 @@
-//! Format ids and the content sniffing that picks a reader. Formats are recognised by content,
-//! never by file extension (a damaged Perfetto file excepted, see `Reader::claims_by_name`).
+//! Format ids, what a sniff can find, and the byte helpers the readers' content checks share.
 
 use serde::{Deserialize, Serialize};
 
@@ -107,26 +106,4 @@ pub(crate) fn first_line(bytes: &[u8]) -> &[u8] {
     let head = &bytes[..bytes.len().min(4096)];
     let end = memchr::memchr(b'\n', head).unwrap_or(head.len());
     &head[..end]
-}
-
-/// Recognises a format from the first bytes of the (decompressed) input.
-#[must_use]
-pub fn sniff(bytes: &[u8]) -> Format {
-    let body = without_bom(bytes);
-    if body.starts_with(b"PK\x03\x04") {
-        return Format::Zip;
-    }
-    if let Some(reader) = crate::readers::READERS.iter().find(|r| r.sniff(body)) {
-        return Format::Trace(reader.id());
-    }
-    match first_non_space(body) {
-        Some(b) if b.is_ascii_graphic() && looks_like_csv(body) => Format::Csv,
-        _ => Format::Unknown,
-    }
-}
-
-fn looks_like_csv(bytes: &[u8]) -> bool {
-    let line_end = memchr::memchr(b'\n', bytes).unwrap_or(bytes.len().min(4096));
-    let line = &bytes[..line_end];
-    std::str::from_utf8(line).is_ok() && line.iter().filter(|&&b| b == b',').count() >= 2
 }

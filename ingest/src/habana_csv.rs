@@ -20,13 +20,14 @@
 use rustc_hash::FxHashMap;
 use serde_json::{Map, Value, json};
 
-use crate::builder::{TimelineBuilder, gaudi_engine_class};
+use crate::builder::TimelineBuilder;
 use crate::csv::{Record, Records};
 use crate::error::IngestError;
 use crate::format::FormatId;
+use crate::gaudi::engine_class as gaudi_engine_class;
 use crate::json::micros_to_ns;
 use crate::model::{ArgsRef, CatId, EngineClass, LaneId, StrId, TrackId, Warning, WarningCode};
-use crate::readers::{ReadInput, ReadSummary, Reader};
+use crate::reader::{ReadInput, ReadSummary, Reader};
 
 /// The header's first columns, used by `sniff`.
 pub(crate) const HEADER_PREFIX: &[u8] = b"Name,Trace Source,Engine,Event type";

@@ -8,7 +8,7 @@ use crate::error::IngestError;
 use crate::format::FormatId;
 use crate::json::Cursor;
 use crate::model::{MetricDump, Warning, WarningCode};
-use crate::readers::{ReadInput, ReadSummary, Reader};
+use crate::reader::{ReadInput, ReadSummary, Reader};
 
 /// Whether a JSON document looks like a metrics file: an array whose first element has a
 /// `metric_name` key and no trace-event `ph`.

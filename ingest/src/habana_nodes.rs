@@ -19,7 +19,7 @@ use crate::error::IngestError;
 use crate::format::{FormatId, first_line, first_non_space};
 use crate::json::micros_to_ns;
 use crate::model::{ArgsRef, LaneId, NodeMetrics, Warning, WarningCode};
-use crate::readers::{ReadInput, ReadSummary, Reader};
+use crate::reader::{ReadInput, ReadSummary, Reader};
 
 /// Category of the node slices.
 pub(crate) const CATEGORY: &str = "analyzed_node";

@@ -10,9 +10,10 @@ use std::io::{Cursor as IoCursor, Read};
 
 use crate::builder::TimelineBuilder;
 use crate::error::IngestError;
-use crate::format::{Format, FormatId, sniff};
+use crate::format::{Format, FormatId};
 use crate::model::{Warning, WarningCode};
 use crate::options::LoadOptions;
+use crate::readers::sniff;
 use crate::source::{Input, SourceData};
 
 /// Most archive entries examined.

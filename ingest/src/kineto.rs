@@ -13,10 +13,7 @@ use crate::error::IngestError;
 use crate::format::{FormatId, first_non_space};
 use crate::json::{self, Cursor, SyntaxError};
 use crate::model::{ArgsRef, CategoryClass, LaneId, Warning, WarningCode};
-use crate::readers::{ReadInput, ReadSummary, Reader};
-
-/// Progress callback: `(bytes done, bytes total)`.
-pub type Progress<'p> = &'p mut dyn FnMut(u64, u64);
+use crate::reader::{Progress, ReadInput, ReadSummary, Reader};
 
 /// How often (in events) progress is reported.
 const PROGRESS_EVERY: u64 = 1 << 16;
@@ -732,7 +729,7 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
                         self.flavor = self.flavor.max(Flavor::HabanaBridge);
                     }
                     // Synapse names its processes after engine types: `***Host`, `*MME `….
-                    if n.starts_with('*') && crate::builder::gaudi_engine_class(n).is_some()
+                    if n.starts_with('*') && crate::gaudi::engine_class(n).is_some()
                         || n.trim() == "***Host"
                     {
                         self.builder.device.saw_hpu = true;

@@ -20,6 +20,7 @@ mod csv;
 mod derived_steps;
 pub mod error;
 mod format;
+mod gaudi;
 mod habana_csv;
 mod habana_metrics;
 mod habana_nodes;
@@ -31,18 +32,21 @@ pub mod limits;
 pub mod model;
 mod options;
 pub mod perfetto;
+mod reader;
 mod readers;
 pub mod source;
+mod warning;
 
 use std::path::Path;
 
 pub use builder::TimelineBuilder;
 pub use error::IngestError;
-pub use format::{Format, FormatId, sniff};
-pub use kineto::Progress;
+pub use format::{Format, FormatId};
 pub use limits::Limits;
 pub use model::Timeline;
 pub use options::{DEFAULT_MAX_INFLATED_BYTES, LoadOptions, rank_by_regex};
+pub use reader::Progress;
+pub use readers::sniff;
 /// Most entries of a `.hltv` ZIP archive steplens examines (a guard against zip bombs).
 pub const MAX_ARCHIVE_ENTRIES: usize = hltv::MAX_ENTRIES;
 

@@ -1,5 +1,6 @@
 //! The formats steplens reads: one [`Reader`] per format, each in its own module, listed in
-//! [`READERS`] in the order their content checks are tried.
+//! [`READERS`] in the order their content checks are tried; [`sniff`] and [`read_input`] pick
+//! the reader by content (never by file extension, a damaged Perfetto file excepted).
 //!
 //! Adding a format is one module with a `Reader` (sniff its first bytes, read into its own
 //! input of the builder, return a [`ReadSummary`]), one [`FormatId`] variant (documented in
@@ -10,74 +11,9 @@ use std::sync::Arc;
 
 use crate::builder::TimelineBuilder;
 use crate::error::IngestError;
-use crate::format::{Format, FormatId};
-use crate::kineto::Progress;
-use crate::model::Warning;
-use crate::source::{Input, SourceData};
-
-/// One input as a reader gets it.
-pub(crate) struct ReadInput<'a, 'p> {
-    /// The whole (decompressed) input.
-    pub(crate) data: &'a Arc<SourceData>,
-    /// Its path, for messages.
-    pub(crate) path: &'a str,
-    /// Its input index in the builder: everything read goes to this input.
-    pub(crate) source: u16,
-    /// Progress callback (bytes read, total), for readers of large inputs.
-    pub(crate) progress: Option<Progress<'p>>,
-}
-
-impl ReadInput<'_, '_> {
-    /// The input's bytes.
-    pub(crate) fn bytes(&self) -> &[u8] {
-        self.data.bytes()
-    }
-}
-
-/// What one read produced beyond what went into the builder: the same for every format.
-#[derive(Debug, Default)]
-pub(crate) struct ReadSummary {
-    /// Format id of what was read; a reader may refine its own (`kineto-json` →
-    /// `habana-bridge-json`). `None`: the reader's id.
-    pub(crate) format: Option<FormatId>,
-    /// Events (records, packets, rows) read.
-    pub(crate) events: u64,
-    /// Events per phase letter.
-    pub(crate) by_phase: Vec<(char, u64)>,
-    /// What was repaired or dropped.
-    pub(crate) warnings: Vec<Warning>,
-    /// Top-level keys other than the events, as raw text.
-    pub(crate) top_level: Vec<(String, String)>,
-    /// Rank the input states.
-    pub(crate) rank: Option<i64>,
-    /// World size the input states.
-    pub(crate) world_size: Option<i64>,
-}
-
-/// A trace format.
-pub(crate) trait Reader: Sync {
-    /// The format id its inputs get in reports.
-    fn id(&self) -> FormatId;
-
-    /// Whether `body` (the decompressed input, byte-order mark removed) is this format.
-    fn sniff(&self, body: &[u8]) -> bool;
-
-    /// Whether an input that no content check recognised is still this format, by its name
-    /// (a damaged file whose first record is cut short); the reader then reports the damage.
-    fn claims_by_name(&self, _path: &str, _body: &[u8]) -> bool {
-        false
-    }
-
-    /// Reads the input into `builder`, as input `input.source`.
-    ///
-    /// # Errors
-    /// When the input is not this format after all, or is damaged before its first event.
-    fn read(
-        &self,
-        input: ReadInput<'_, '_>,
-        builder: &mut TimelineBuilder,
-    ) -> Result<ReadSummary, IngestError>;
-}
+use crate::format::{Format, first_non_space, without_bom};
+use crate::reader::{Progress, ReadInput, Reader};
+use crate::source::Input;
 
 /// Every format, in the order their checks are tried: the Gaudi tables and metrics files are
 /// JSON or CSV with a mark of their own, so they go before the general Trace Event JSON.
@@ -106,9 +42,9 @@ pub(crate) fn read_input(
     input: Input,
     progress: Option<Progress<'_>>,
 ) -> Result<(), IngestError> {
-    let body = crate::format::without_bom(input.data.bytes());
+    let body = without_bom(input.data.bytes());
     let Some(reader) = reader_for(body, display) else {
-        return Err(match crate::format::sniff(body) {
+        return Err(match sniff(body) {
             Format::Zip => IngestError::Unsupported {
                 path: display.to_owned(),
                 format: "ZIP archives nested in archives",
@@ -164,4 +100,26 @@ pub(crate) fn read_input(
         info.world_size = summary.world_size;
     }
     Ok(())
+}
+
+/// Recognises a format from the first bytes of the (decompressed) input.
+#[must_use]
+pub fn sniff(bytes: &[u8]) -> Format {
+    let body = without_bom(bytes);
+    if body.starts_with(b"PK\x03\x04") {
+        return Format::Zip;
+    }
+    if let Some(reader) = READERS.iter().find(|r| r.sniff(body)) {
+        return Format::Trace(reader.id());
+    }
+    match first_non_space(body) {
+        Some(b) if b.is_ascii_graphic() && looks_like_csv(body) => Format::Csv,
+        _ => Format::Unknown,
+    }
+}
+
+fn looks_like_csv(bytes: &[u8]) -> bool {
+    let line_end = memchr::memchr(b'\n', bytes).unwrap_or(bytes.len().min(4096));
+    let line = &bytes[..line_end];
+    std::str::from_utf8(line).is_ok() && line.iter().filter(|&&b| b == b',').count() >= 2
 }

@@ -9,8 +9,8 @@ use flate2::read::MultiGzDecoder;
 use memmap2::Mmap;
 
 use crate::error::IngestError;
-use crate::model::{Warning, WarningCode};
 use crate::options::LoadOptions;
+use crate::warning::{Warning, WarningCode};
 
 /// The bytes of one input, kept alive for as long as the Timeline needs its args.
 #[derive(Debug)]

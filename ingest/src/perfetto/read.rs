@@ -21,7 +21,7 @@ use crate::builder::{TimelineBuilder, TrackDescription};
 use crate::error::IngestError;
 use crate::format::FormatId;
 use crate::model::{ArgsRef, CatId, DeviceKind, LaneId, StrId, TrackId, Warning, WarningCode};
-use crate::readers::{ReadInput, ReadSummary};
+use crate::reader::{ReadInput, ReadSummary};
 use crate::source::SourceData;
 
 /// Largest inflated size of one `compressed_packets` field (a guard against zlib bombs).
@@ -1363,7 +1363,7 @@ fn write_annotation(
 /// Perfetto protobuf traces.
 pub(crate) struct PerfettoReader;
 
-impl crate::readers::Reader for PerfettoReader {
+impl crate::reader::Reader for PerfettoReader {
     fn id(&self) -> FormatId {
         FormatId::PerfettoProto
     }

@@ -1,0 +1,182 @@
+//! Stage: nesting. Closes dangling `B` events, sorts each track's slices and links every slice
+//! to its parent; sorts instants and counter samples.
+
+use super::{OpenSlice, TimelineBuilder};
+use crate::model::{CategoryClass, Counters, Flow, Instants, NO_PARENT, SliceId, Slices, TrackId};
+
+impl TimelineBuilder {
+    pub(super) fn close_open_slices(&mut self) {
+        let mut open: Vec<(TrackId, Vec<OpenSlice>)> = self.open.drain().collect();
+        open.sort_by_key(|(t, _)| *t);
+        for (track, stack) in open {
+            let end = self
+                .tracks
+                .get(track as usize)
+                .map_or(i64::MIN, |t| t.last_ts);
+            for slice in stack.into_iter().rev() {
+                self.timeline.stats.unclosed_begins += 1;
+                let dur = end.max(slice.start).saturating_sub(slice.start);
+                self.push_slice(track, slice.start, dur, slice.name, slice.cat, slice.args);
+            }
+        }
+    }
+
+    /// Sorts slices by (track, start, longer first, file order) and resolves nesting.
+    pub(super) fn sort_and_nest(&mut self, order: &[TrackId]) {
+        let raw = std::mem::take(&mut self.raw);
+        let n = raw.len();
+        let track_count = self.timeline.tracks.len();
+        // Counting sort by (new) track, keeping file order inside a track.
+        let mut counts = vec![0u32; track_count + 1];
+        for &t in &raw.track {
+            counts[order[t as usize] as usize + 1] += 1;
+        }
+        for i in 0..track_count {
+            counts[i + 1] += counts[i];
+        }
+        let bounds = counts.clone();
+        let mut perm = vec![0u32; n];
+        for (i, &t) in raw.track.iter().enumerate() {
+            let slot = &mut counts[order[t as usize] as usize];
+            perm[*slot as usize] = i as u32;
+            *slot += 1;
+        }
+        for t in 0..track_count {
+            let range = bounds[t] as usize..bounds[t + 1] as usize;
+            let part = &mut perm[range];
+            let key = |&i: &u32| (raw.start[i as usize], -raw.dur[i as usize], i);
+            if !part.is_sorted_by_key(key) {
+                part.sort_unstable_by_key(key);
+            }
+            self.timeline.tracks[t].slices = bounds[t]..bounds[t + 1];
+        }
+        if !self.raw_flows.is_empty() {
+            let mut position = vec![NO_PARENT; n];
+            for (new, &old) in perm.iter().enumerate() {
+                position[old as usize] = new as SliceId;
+            }
+            let at = |raw: u32| {
+                position
+                    .get(raw as usize)
+                    .copied()
+                    .filter(|&p| p != NO_PARENT)
+            };
+            for (cat, id, from, to) in std::mem::take(&mut self.raw_flows) {
+                match (at(from), at(to)) {
+                    (Some(from), Some(to)) if from != to => {
+                        self.raw_flows_bound.push(Flow { id, cat, from, to });
+                    }
+                    _ => self.timeline.stats.unbound_flow_ends += 1,
+                }
+            }
+        }
+        let gather_i64 = |col: &[i64]| perm.iter().map(|&i| col[i as usize]).collect::<Vec<_>>();
+        let mut slices = Slices {
+            start: gather_i64(&raw.start),
+            dur: gather_i64(&raw.dur),
+            track: perm
+                .iter()
+                .map(|&i| order[raw.track[i as usize] as usize])
+                .collect(),
+            name: perm.iter().map(|&i| raw.name[i as usize]).collect(),
+            cat: perm.iter().map(|&i| raw.cat[i as usize]).collect(),
+            depth: vec![0; n],
+            parent: vec![NO_PARENT; n],
+            args: perm.iter().map(|&i| raw.args[i as usize]).collect(),
+        };
+        drop(raw);
+        drop(perm);
+        let mut stack: Vec<SliceId> = Vec::new();
+        for track in &mut self.timeline.tracks {
+            stack.clear();
+            let mut max_depth = 0u16;
+            for i in track.slices.clone() {
+                let start = slices.start[i as usize];
+                let end = start + slices.dur[i as usize];
+                // Counted once per slice, however many open slices it runs out of.
+                let mut overlapped = false;
+                while let Some(&top) = stack.last() {
+                    let top_start = slices.start[top as usize];
+                    let top_end = top_start + slices.dur[top as usize];
+                    if end <= top_end && (start < top_end || start == top_start) {
+                        break;
+                    }
+                    let python = |s: SliceId| {
+                        self.timeline.categories.class(slices.cat[s as usize])
+                            == CategoryClass::PythonFunction
+                    };
+                    // Starts inside `top` but ends after it: out of spec (rounding or
+                    // overlapping kernels). Kept whole, as a sibling, never dropped. Python
+                    // frames straddling a record_function range are normal (the range opens
+                    // inside `__enter__`), so they are not reported.
+                    if start < top_end && !python(top) && !python(i) {
+                        let stats = &mut self.timeline.stats;
+                        stats.partial_overlaps += u64::from(!overlapped);
+                        stats.max_overlap_ns = stats.max_overlap_ns.max(top_end - start);
+                        overlapped = true;
+                    }
+                    stack.pop();
+                }
+                let depth = u16::try_from(stack.len()).unwrap_or(u16::MAX);
+                slices.depth[i as usize] = depth;
+                slices.parent[i as usize] = stack.last().copied().unwrap_or(NO_PARENT);
+                max_depth = max_depth.max(depth);
+                stack.push(i);
+            }
+            track.max_depth = max_depth;
+        }
+        self.timeline.slices = slices;
+    }
+
+    pub(super) fn sort_instants_and_counters(&mut self, order: &[TrackId]) {
+        let mut keys = std::mem::take(&mut self.instant_order);
+        for k in &mut keys {
+            k.0 = order[k.0 as usize];
+        }
+        keys.sort_unstable();
+        let old = std::mem::take(&mut self.timeline.instants);
+        let pick = |k: &(TrackId, i64, u32)| k.2 as usize;
+        self.timeline.instants = Instants {
+            ts: keys.iter().map(|k| old.ts[pick(k)]).collect(),
+            track: keys.iter().map(|k| k.0).collect(),
+            name: keys.iter().map(|k| old.name[pick(k)]).collect(),
+            cat: keys.iter().map(|k| old.cat[pick(k)]).collect(),
+            scope: keys.iter().map(|k| old.scope[pick(k)]).collect(),
+            args: keys.iter().map(|k| old.args[pick(k)]).collect(),
+        };
+        let mut samples = std::mem::take(&mut self.counter_samples);
+        for s in &mut samples {
+            s.0 = order[s.0 as usize];
+        }
+        samples.sort_by_key(|a| (a.0, a.1));
+        self.timeline.counters = Counters {
+            track: samples.iter().map(|s| s.0).collect(),
+            ts: samples.iter().map(|s| s.1).collect(),
+            value: samples.iter().map(|s| s.2).collect(),
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::builder::stage_test::build;
+    use crate::model::NO_PARENT;
+
+    #[test]
+    fn slices_are_sorted_and_nested_whatever_the_file_order() {
+        let t = build(
+            r#"{"traceEvents":[
+            {"ph":"X","cat":"cpu_op","name":"inner","pid":1,"tid":1,"ts":2,"dur":1},
+            {"ph":"X","cat":"cpu_op","name":"outer","pid":1,"tid":1,"ts":1,"dur":5},
+            {"ph":"B","cat":"cpu_op","name":"open","pid":1,"tid":1,"ts":10}]}"#,
+        );
+        let names: Vec<&str> = (0..t.slices.len() as u32)
+            .map(|i| t.slice_name(i))
+            .collect();
+        assert_eq!(names, ["outer", "inner", "open"]);
+        assert_eq!(t.slices.parent[0], NO_PARENT);
+        assert_eq!(t.slices.parent[1], 0);
+        // A `B` never ended is closed at the track's last time and counted.
+        assert_eq!(t.stats.unclosed_begins, 1);
+    }
+}
