@@ -33,6 +33,10 @@ fn replay(target: &str, path: &Path) -> Result<(), String> {
             .map_err(|e| e.to_string());
     }
     let timeline = load_bytes("fuzz-input", data, &fuzz_options()).map_err(|e| e.to_string())?;
+    // What the fuzz targets assert: a Timeline that loads keeps the structural invariants.
+    if let Err(broken) = timeline.check_invariants() {
+        panic!("{}: Timeline invariant broken:\n{broken}", path.display());
+    }
     let report = steplens_analysis::build_report(&timeline);
     serde_json::to_vec(&report).unwrap();
     Ok(())
@@ -72,7 +76,12 @@ fn every_seed_loads() {
 
 #[test]
 fn crashes_found_by_fuzzing_stay_fixed() {
-    for (target, path) in inputs("regressions") {
+    let regressions = inputs("regressions");
+    assert!(
+        regressions.len() >= 3,
+        "fuzz/regressions missing: {regressions:?}"
+    );
+    for (target, path) in regressions {
         // Loading may fail with a typed error; it must not panic.
         let _ = replay(&target, &path);
     }

@@ -1,6 +1,7 @@
 //! What every fuzz target runs: load the bytes as a trace (content sniffing picks the reader),
-//! and when that works, build the whole report on it. Errors are fine; panics, hangs and
-//! runaway memory are what the fuzzer looks for.
+//! and when that works, check the Timeline's structural invariants and build the whole report
+//! on it. Errors are fine; panics (a broken invariant panics), hangs and runaway memory are what
+//! the fuzzer looks for.
 
 use steplens_ingest::{Limits, LoadOptions};
 
@@ -19,6 +20,9 @@ fn options() -> LoadOptions {
 /// Loads `data` as a trace and, if it loads, analyses it.
 pub fn load_and_report(data: &[u8]) {
     if let Ok(timeline) = steplens_ingest::load_bytes("fuzz-input", data.to_vec(), &options()) {
+        if let Err(broken) = timeline.check_invariants() {
+            panic!("Timeline invariant broken:\n{broken}");
+        }
         let report = steplens_analysis::build_report(&timeline);
         // The report must serialize: the JSON contract is part of what is under test.
         let _ = serde_json::to_vec(&report);

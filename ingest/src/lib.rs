@@ -26,6 +26,7 @@ mod habana_metrics;
 mod habana_nodes;
 mod hltv;
 pub mod intervals;
+mod invariants;
 mod json;
 mod kineto;
 pub mod limits;
