@@ -61,6 +61,21 @@ pub(crate) fn bind_node_metrics(timeline: &mut Timeline) {
             }
         }
     }
+    // Per name: the slices by start and the longest one, so each node finds the slices that
+    // overlap it by binary search (a node runs once per iteration: a scan of every slice of its
+    // name per node would be quadratic in iterations).
+    let hw: FxHashMap<StrId, (Vec<SliceId>, i64)> = hw
+        .into_iter()
+        .map(|(name, mut slices)| {
+            slices.sort_unstable_by_key(|&i| (t.slices.start[i as usize], i));
+            let longest = slices
+                .iter()
+                .map(|&i| t.slices.dur[i as usize])
+                .max()
+                .unwrap_or(0);
+            (name, (slices, longest))
+        })
+        .collect();
     let mut nodes = std::mem::take(&mut timeline.node_metrics);
     let t = &timeline;
     for node in &mut nodes {
@@ -69,15 +84,17 @@ pub(crate) fn bind_node_metrics(timeline: &mut Timeline) {
             .lookup(&node.name)
             .and_then(|name| own.get(&(node.source, name, node.start_ns)).copied());
         let base = crate::habana_nodes::base_node_name(&node.name);
-        let Some(candidates) = t.strings.lookup(base).and_then(|name| hw.get(&name)) else {
+        let Some((candidates, longest)) = t.strings.lookup(base).and_then(|name| hw.get(&name))
+        else {
             continue;
         };
-        node.hw_slices = candidates
+        let earliest = node.start_ns.saturating_sub(*longest);
+        let first = candidates.partition_point(|&i| t.slices.start[i as usize] < earliest);
+        node.hw_slices = candidates[first..]
             .iter()
             .copied()
-            .filter(|&i| {
-                t.slices.start[i as usize] < node.end_ns && t.slices.end(i) > node.start_ns
-            })
+            .take_while(|&i| t.slices.start[i as usize] < node.end_ns)
+            .filter(|&i| t.slices.end(i) > node.start_ns)
             .collect();
         node.hw_slices.sort_unstable();
     }

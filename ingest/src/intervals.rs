@@ -101,13 +101,21 @@ impl IntervalSet {
         gaps
     }
 
+    /// The intervals that overlap `[from, to)`, whole (not clipped), in order: found by binary
+    /// search, so a query per step costs the step's intervals, not the trace's.
+    pub fn overlapping(&self, from: i64, to: i64) -> impl Iterator<Item = (i64, i64)> + '_ {
+        let first = self.ends.partition_point(|&e| e <= from);
+        let last = self.starts.partition_point(|&s| s < to).max(first);
+        self.starts[first..last]
+            .iter()
+            .copied()
+            .zip(self.ends[first..last].iter().copied())
+    }
+
     /// The covered intervals inside `[from, to)`, clipped to it, in order.
     #[must_use]
     pub fn within(&self, from: i64, to: i64) -> Vec<(i64, i64)> {
-        let first = self.ends.partition_point(|&e| e <= from);
-        self.iter()
-            .skip(first)
-            .take_while(|&(s, _)| s < to)
+        self.overlapping(from, to)
             .map(|(s, e)| (s.max(from), e.min(to)))
             .filter(|(s, e)| e > s)
             .collect()

@@ -97,7 +97,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
             own
         };
         for (step, from, to) in steps {
-            let inside: Vec<(i64, i64)> = mme.iter().filter(|&(a, b)| b > from && a < to).collect();
+            let inside: Vec<(i64, i64)> = mme.overlapping(from, to).collect();
             let (Some(first), Some(last)) = (inside.first(), inside.last()) else {
                 continue;
             };

@@ -238,21 +238,34 @@ fn host_transposes(ctx: &Context<'_>) -> Vec<Finding> {
         }
         // Slices are in start order on a track: pair each candidate with the first unused
         // matching copy after it, looked up by what the copy reads.
-        let mut by_input: FxHashMap<ViewKey<'_>, Vec<usize>> = FxHashMap::default();
+        let mut by_input: FxHashMap<ViewKey<'_>, usize> = FxHashMap::default();
+        let mut lists: Vec<Vec<usize>> = Vec::new();
         for (n, k) in copies.iter().enumerate() {
-            by_input
+            let slot = *by_input
                 .entry((&k.dims, &k.strides, k.backward))
-                .or_default()
-                .push(n);
+                .or_insert_with(|| {
+                    lists.push(Vec::new());
+                    lists.len() - 1
+                });
+            lists[slot].push(n);
         }
         let mut used = vec![false; copies.len()];
+        // Per list, the first copy not taken yet: taken copies are never scanned again.
+        let mut first_free = vec![0usize; lists.len()];
         for c in candidates {
             let key = (&c.out_dims[..], &c.out_strides[..], c.backward);
-            let Some(list) = by_input.get(&key) else {
+            let Some(&slot) = by_input.get(&key) else {
                 continue;
             };
+            let list = &lists[slot];
+            let cursor = &mut first_free[slot];
+            while list.get(*cursor).is_some_and(|&n| used[n]) {
+                *cursor += 1;
+            }
             let start = t.slices.start[c.op as usize];
-            let from = list.partition_point(|&n| copies[n].start <= start);
+            let from = list
+                .partition_point(|&n| copies[n].start <= start)
+                .max(*cursor);
             let found = list[from..]
                 .iter()
                 .copied()

@@ -14,6 +14,7 @@
 
 use std::collections::BTreeMap;
 
+use rustc_hash::FxHashMap;
 use steplens_ingest::model::{CategoryClass, SliceId};
 
 use super::torch_ops::{children, tensor_arg, tensor_list_arg};
@@ -144,19 +145,27 @@ fn finding(ctx: &Context<'_>, step: Option<usize>, ops: &StepOps) -> Option<Find
     if ops.zeroing.is_empty() || ops.adds.is_empty() {
         return None;
     }
-    // Pair zeroed tensors with AccumulateGrad additions of the same shape.
-    let mut adds_left: Vec<Option<&(SliceId, Vec<i64>)>> = ops.adds.iter().map(Some).collect();
+    // Pair zeroed tensors with AccumulateGrad additions of the same shape: each zeroed shape
+    // takes the earliest addition of that shape not taken yet (a queue per shape, so a model
+    // with thousands of parameters is not paired in quadratic time).
+    let mut adds_left: FxHashMap<&[i64], std::collections::VecDeque<SliceId>> =
+        FxHashMap::default();
+    for (add, shape) in &ops.adds {
+        adds_left
+            .entry(shape.as_slice())
+            .or_default()
+            .push_back(*add);
+    }
     let mut zero_ops: Vec<SliceId> = Vec::new();
     let mut add_ops: Vec<SliceId> = Vec::new();
     for (op, shapes) in &ops.zeroing {
         let mut matched = false;
         for shape in shapes {
-            if let Some(slot) = adds_left
-                .iter_mut()
-                .find(|a| a.is_some_and(|(_, s)| s == shape))
-                && let Some((add, _)) = slot.take()
+            if let Some(add) = adds_left
+                .get_mut(shape.as_slice())
+                .and_then(std::collections::VecDeque::pop_front)
             {
-                add_ops.push(*add);
+                add_ops.push(add);
                 matched = true;
             }
         }
@@ -191,10 +200,14 @@ fn finding(ctx: &Context<'_>, step: Option<usize>, ops: &StepOps) -> Option<Find
         .collect();
     names.sort();
     names.dedup();
+    let mut per_name: FxHashMap<&str, usize> = FxHashMap::default();
+    for &i in &zero_ops {
+        *per_name.entry(t.slice_name(i)).or_insert(0) += 1;
+    }
     let zero_text = names
         .iter()
         .map(|n| {
-            let k = zero_ops.iter().filter(|&&i| t.slice_name(i) == n).count();
+            let k = per_name.get(n.as_str()).copied().unwrap_or(0);
             format!("{k} × {n}")
         })
         .collect::<Vec<_>>()
