@@ -18,7 +18,7 @@ use serde::Serialize;
 use steplens_ingest::LoadOptions;
 use steplens_ingest::model::Slices;
 
-use crate::render::{human_bytes, thousands};
+use steplens_output::text::{human_bytes, thousands};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct BenchArgs {

@@ -14,8 +14,8 @@ use anyhow::{Result, bail};
 #[cfg(feature = "tables")]
 use steplens_analysis::table::{TableFormat, tables};
 
-use crate::render::thousands;
 use crate::{LoadArgs, load, read_budget};
+use steplens_output::text::thousands;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum TableFileFormat {

@@ -9,7 +9,7 @@ use steplens_analysis::Report;
 use steplens_analysis::perfetto_export::write_perfetto;
 use steplens_ingest::Timeline;
 
-use crate::render::{human_bytes, thousands};
+use steplens_output::text::{human_bytes, thousands};
 
 /// Writes `timeline` with `report` drawn on it to `path`.
 pub(crate) fn write(timeline: &Timeline, report: &Report, path: &Path) -> Result<()> {

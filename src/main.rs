@@ -10,9 +10,7 @@ mod check_cmd;
 mod diff_cmd;
 mod export_cmd;
 mod export_perfetto;
-mod html;
 mod progress;
-mod render;
 mod run_input;
 mod summaries_cmd;
 
@@ -367,9 +365,11 @@ fn report(args: &ReportArgs) -> Result<()> {
             serde_json::to_writer_pretty(&mut out, &report)?;
             writeln!(out)?;
         }
-        ReportFormat::Text => render::text(&mut out, &report, args.top, color)?,
-        ReportFormat::Md => render::markdown(&mut out, &report, args.top)?,
-        ReportFormat::Html => out.write_all(html::report_page(&report, &timeline).as_bytes())?,
+        ReportFormat::Text => steplens_output::text::text(&mut out, &report, args.top, color)?,
+        ReportFormat::Md => steplens_output::text::markdown(&mut out, &report, args.top)?,
+        ReportFormat::Html => {
+            out.write_all(steplens_output::html::report_page(&report, &timeline).as_bytes())?;
+        }
     }
     out.flush()?;
     Ok(())
@@ -386,12 +386,15 @@ fn info(args: &InfoArgs) -> Result<()> {
     let timeline = load(std::slice::from_ref(&args.trace), &args.load.options())?;
     let (mut out, color) = output(None)?;
     if args.json {
-        serde_json::to_writer_pretty(&mut out, &render::info_json(&timeline, args.tracks))?;
+        serde_json::to_writer_pretty(
+            &mut out,
+            &steplens_output::info::info_json(&timeline, args.tracks),
+        )?;
         writeln!(out)?;
     } else {
-        render::info_text(&mut out, &timeline, color)?;
+        steplens_output::info::info_text(&mut out, &timeline, color)?;
         if args.tracks {
-            render::tracks_text(&mut out, &timeline)?;
+            steplens_output::info::tracks_text(&mut out, &timeline)?;
         }
     }
     out.flush()?;

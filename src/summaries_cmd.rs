@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use steplens_analysis::ranks::{RankSummary, SUMMARY_SCHEMA, rank_summary, ranks_of};
 
-use crate::render::{self, Style};
 use crate::{LoadArgs, ReportFormat, output};
+use steplens_output::table::Style;
+use steplens_output::text as render;
 
 /// `steplens summarize`.
 #[derive(Debug, clap::Args)]

@@ -10,6 +10,9 @@ use steplens_analysis::{FindingKind, Severity};
 use steplens_ingest::model::SliceId;
 
 use crate::load::{LoadError, Loaded, Loader, Phase};
+
+/// Ops listed in a report exported from the viewer (the CLI's `--top` default).
+const REPORT_TOP_OPS: usize = 20;
 use crate::query::{self, RangeAggregate, SliceDetails};
 use crate::state::{Highlight, TimeRange, ViewState};
 use crate::tables::{self, TableState};
@@ -95,6 +98,32 @@ impl Session {
             flows: Vec::new(),
             track_height: 400.0,
         }
+    }
+
+    /// The report as the CLI writes it with `--format md`.
+    #[must_use]
+    pub fn report_markdown(&self) -> String {
+        let mut out = Vec::new();
+        // Writing into a Vec cannot fail.
+        let _ = steplens_output::text::markdown(&mut out, &self.data.report, REPORT_TOP_OPS);
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    /// The report as the CLI's self-contained HTML page (`steplens report --format html`),
+    /// written next to the first input as `<input>.report.html`; returns its path.
+    ///
+    /// # Errors
+    /// When the file cannot be written.
+    pub fn save_html_report(&self) -> std::io::Result<PathBuf> {
+        let first = self.data.paths.first().cloned().unwrap_or_default();
+        let mut name = first.into_os_string();
+        name.push(".report.html");
+        let path = PathBuf::from(name);
+        std::fs::write(
+            &path,
+            steplens_output::html::report_page(&self.data.report, &self.data.timeline),
+        )?;
+        Ok(path)
     }
 
     /// The details of the selected slice (decoded when it was selected).
@@ -562,6 +591,8 @@ pub struct ViewerApp {
     session: Option<Session>,
     screen: Screen,
     error: Option<String>,
+    /// The outcome of the last report export, shown in the top bar.
+    notice: Option<String>,
     path: String,
 }
 
@@ -571,6 +602,7 @@ impl Default for ViewerApp {
             session: None,
             screen: Screen::Empty,
             error: None,
+            notice: None,
             path: String::new(),
         }
     }
@@ -727,6 +759,24 @@ impl ViewerApp {
                 if ui.button("Fit all").clicked() {
                     session.view.fit_all();
                 }
+                let mut note = None;
+                ui.menu_button("Report", |ui| {
+                    if ui.button("Copy as Markdown").clicked() {
+                        ui.ctx().copy_text(session.report_markdown());
+                        note = Some("report copied as Markdown".to_owned());
+                        ui.close();
+                    }
+                    if ui.button("Save HTML report").clicked() {
+                        note = Some(match session.save_html_report() {
+                            Ok(path) => format!("saved {}", path.display()),
+                            Err(e) => format!("error: cannot save the HTML report: {e}"),
+                        });
+                        ui.close();
+                    }
+                });
+                if let Some(note) = note {
+                    self.notice = Some(note);
+                }
                 let t = &session.data.timeline;
                 ui.label(format!(
                     "{} slices · {} tracks · {} steps",
@@ -736,6 +786,14 @@ impl ViewerApp {
                 ));
             }
         });
+        if let Some(note) = self.notice.clone() {
+            ui.horizontal(|ui| {
+                ui.label(note);
+                if ui.small_button("ok").clicked() {
+                    self.notice = None;
+                }
+            });
+        }
         if let Some(e) = self.error.clone() {
             ui.horizontal(|ui| {
                 ui.colored_label(Color32::LIGHT_RED, format!("error: {e}"));

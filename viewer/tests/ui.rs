@@ -467,3 +467,20 @@ fn ranks_are_groups_in_rank_order_and_a_collective_links_across_them() {
     assert_eq!(linked_ranks, [1, 2, 3]);
     harness.get_by_label("same collective on each rank");
 }
+
+/// The report menu shares the CLI's renderers: the Markdown it copies is `report --format md`.
+#[test]
+fn the_report_menu_copies_the_cli_markdown_report() {
+    let mut harness = harness(app(TORCH_SYNC), 1200.0, 700.0);
+    harness.get_by_label("Report").click();
+    harness.run_steps(2);
+    harness.get_by_label("Copy as Markdown").click();
+    harness.run_steps(2);
+    let session = harness.state().session().unwrap();
+    let markdown = session.report_markdown();
+    let mut cli = Vec::new();
+    steplens_output::text::markdown(&mut cli, &session.data.report, 20).unwrap();
+    assert_eq!(markdown.as_bytes(), cli.as_slice());
+    assert!(markdown.contains("sync_point"), "{markdown}");
+    harness.get_by_label("report copied as Markdown");
+}

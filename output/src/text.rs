@@ -1,19 +1,18 @@
-//! Rendering reports for people: aligned terminal tables (with color when asked) and Markdown.
+//! The report for people: a terminal report (with color when asked) and Markdown, from the
+//! report's tables.
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use serde_json::json;
 use steplens_analysis::ops::OpStats;
 use steplens_analysis::steps::StepStats;
 use steplens_analysis::{Report, Severity};
-use steplens_ingest::Timeline;
-use steplens_ingest::model::TrackKind;
 
-pub(crate) use steplens_analysis::units::{human_bytes, human_ns};
+pub use crate::table::{Style, Table, truncate};
+pub use steplens_analysis::units::{human_bytes, human_ns};
 
 /// An integer with thousands separators.
-pub(crate) fn thousands(n: u64) -> String {
+pub fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
@@ -30,124 +29,6 @@ fn pct(part: i64, whole: i64) -> String {
         return "-".into();
     }
     format!("{:.0}%", part as f64 * 100.0 / whole as f64)
-}
-
-/// ANSI styling that turns into nothing when color is off.
-#[derive(Clone, Copy)]
-pub(crate) struct Style {
-    /// Whether ANSI codes are written.
-    pub(crate) color: bool,
-}
-
-impl Style {
-    pub(crate) fn paint(self, code: &str, text: &str) -> String {
-        if self.color {
-            format!("\x1b[{code}m{text}\x1b[0m")
-        } else {
-            text.to_owned()
-        }
-    }
-    pub(crate) fn bold(self, text: &str) -> String {
-        self.paint("1", text)
-    }
-    pub(crate) fn dim(self, text: &str) -> String {
-        self.paint("2", text)
-    }
-    pub(crate) fn yellow(self, text: &str) -> String {
-        self.paint("33", text)
-    }
-    pub(crate) fn cyan(self, text: &str) -> String {
-        self.paint("36", text)
-    }
-}
-
-/// A table of strings; numeric columns are right-aligned.
-pub(crate) struct Table {
-    header: Vec<String>,
-    right: Vec<bool>,
-    rows: Vec<Vec<String>>,
-}
-
-impl Table {
-    pub(crate) fn new(columns: &[(&str, bool)]) -> Self {
-        Self {
-            header: columns.iter().map(|(h, _)| (*h).to_owned()).collect(),
-            right: columns.iter().map(|(_, r)| *r).collect(),
-            rows: Vec::new(),
-        }
-    }
-
-    pub(crate) fn row(&mut self, cells: Vec<String>) {
-        self.rows.push(cells);
-    }
-
-    pub(crate) fn text(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
-        let widths: Vec<usize> = (0..self.header.len())
-            .map(|c| {
-                self.rows
-                    .iter()
-                    .map(|r| r.get(c).map_or(0, |s| s.chars().count()))
-                    .chain([self.header[c].chars().count()])
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
-        let line = |cells: &[String]| {
-            let mut s = String::from("  ");
-            for (c, w) in widths.iter().enumerate() {
-                let cell = cells.get(c).map_or("", String::as_str);
-                let pad = w.saturating_sub(cell.chars().count());
-                if c > 0 {
-                    s.push_str("  ");
-                }
-                if self.right[c] {
-                    s.push_str(&" ".repeat(pad));
-                    s.push_str(cell);
-                } else {
-                    s.push_str(cell);
-                    if c + 1 < widths.len() {
-                        s.push_str(&" ".repeat(pad));
-                    }
-                }
-            }
-            s.trim_end().to_owned()
-        };
-        writeln!(out, "{}", style.dim(&line(&self.header)))?;
-        for row in &self.rows {
-            writeln!(out, "{}", line(row))?;
-        }
-        Ok(())
-    }
-
-    pub(crate) fn markdown(&self, out: &mut dyn Write) -> io::Result<()> {
-        let escape = |s: &str| s.replace('|', "\\|");
-        writeln!(
-            out,
-            "| {} |",
-            self.header
-                .iter()
-                .map(|h| escape(h))
-                .collect::<Vec<_>>()
-                .join(" | ")
-        )?;
-        let rule: Vec<&str> = self
-            .right
-            .iter()
-            .map(|&r| if r { "---:" } else { "---" })
-            .collect();
-        writeln!(out, "| {} |", rule.join(" | "))?;
-        for row in &self.rows {
-            writeln!(
-                out,
-                "| {} |",
-                row.iter()
-                    .map(|c| escape(c))
-                    .collect::<Vec<_>>()
-                    .join(" | ")
-            )?;
-        }
-        Ok(())
-    }
 }
 
 fn engine_names(steps: &[StepStats]) -> Vec<String> {
@@ -280,7 +161,8 @@ impl From<&StepStats> for StepLike {
     }
 }
 
-pub(crate) fn ranks_table(ranks: &steplens_analysis::ranks::RanksReport) -> Table {
+/// The rank table of a multi-rank report.
+pub fn ranks_table(ranks: &steplens_analysis::ranks::RanksReport) -> Table {
     let opt = |v: Option<i64>| v.map_or_else(|| "-".to_owned(), human_ns);
     let mut table = Table::new(&[
         ("rank", true),
@@ -312,7 +194,8 @@ pub(crate) fn ranks_table(ranks: &steplens_analysis::ranks::RanksReport) -> Tabl
     table
 }
 
-pub(crate) fn collectives_table(ranks: &steplens_analysis::ranks::RanksReport) -> Table {
+/// The collectives matched across ranks.
+pub fn collectives_table(ranks: &steplens_analysis::ranks::RanksReport) -> Table {
     let mut table = Table::new(&[
         ("collective", false),
         ("count", true),
@@ -476,16 +359,6 @@ fn idle_table(report: &Report) -> Table {
     table
 }
 
-/// `s` cut to `max` characters, the last one an ellipsis when cut.
-pub(crate) fn truncate(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_owned();
-    }
-    let mut t: String = s.chars().take(max - 1).collect();
-    t.push('…');
-    t
-}
-
 fn device_line(report: &Report) -> String {
     let d = &report.device;
     match (&d.name, d.kind.as_str()) {
@@ -588,12 +461,7 @@ fn severity_mark(style: Style, severity: Severity) -> String {
 }
 
 /// The report for a terminal.
-pub(crate) fn text(
-    out: &mut dyn Write,
-    report: &Report,
-    top: usize,
-    color: bool,
-) -> io::Result<()> {
+pub fn text(out: &mut dyn Write, report: &Report, top: usize, color: bool) -> io::Result<()> {
     let style = Style { color };
     for source in &report.sources {
         writeln!(
@@ -705,7 +573,7 @@ pub(crate) fn text(
 }
 
 /// The report as Markdown.
-pub(crate) fn markdown(out: &mut dyn Write, report: &Report, top: usize) -> io::Result<()> {
+pub fn markdown(out: &mut dyn Write, report: &Report, top: usize) -> io::Result<()> {
     writeln!(out, "# steplens report\n")?;
     for source in &report.sources {
         writeln!(
@@ -780,217 +648,6 @@ pub(crate) fn markdown(out: &mut dyn Write, report: &Report, top: usize) -> io::
     )?;
     op_table(&report.ops, top).markdown(out)?;
     Ok(())
-}
-
-struct TrackCounts {
-    host: usize,
-    device: usize,
-    counter: usize,
-    other: usize,
-}
-
-fn track_counts(timeline: &Timeline) -> TrackCounts {
-    let mut c = TrackCounts {
-        host: 0,
-        device: 0,
-        counter: 0,
-        other: 0,
-    };
-    for t in &timeline.tracks {
-        match t.kind {
-            TrackKind::HostThread => c.host += 1,
-            TrackKind::DeviceEngine { .. } => c.device += 1,
-            TrackKind::Counter => c.counter += 1,
-            TrackKind::Async => c.other += 1,
-        }
-    }
-    c
-}
-
-/// `steplens info` as text.
-pub(crate) fn info_text(out: &mut dyn Write, timeline: &Timeline, color: bool) -> io::Result<()> {
-    let style = Style { color };
-    for source in &timeline.sources {
-        writeln!(out, "{}", style.bold(&source.path))?;
-        let stored = if source.compressed {
-            format!(
-                "gzip, {} stored, {} inflated",
-                human_bytes(source.stored_bytes),
-                human_bytes(source.bytes)
-            )
-        } else {
-            human_bytes(source.bytes)
-        };
-        writeln!(out, "  format     {} ({stored})", source.format)?;
-        let phases: Vec<String> = source
-            .events_by_phase
-            .iter()
-            .map(|(ph, n)| format!("{ph} {}", thousands(*n)))
-            .collect();
-        if phases.is_empty() {
-            writeln!(out, "  events     {}", thousands(source.events))?;
-        } else {
-            writeln!(
-                out,
-                "  events     {}  ({})",
-                thousands(source.events),
-                phases.join(", ")
-            )?;
-        }
-        if let Some(rank) = source.rank {
-            let world = source
-                .world_size
-                .map_or_else(String::new, |w| format!(" of {w}"));
-            writeln!(out, "  rank       {rank}{world}")?;
-        }
-    }
-    let d = &timeline.device;
-    let device = match &d.name {
-        Some(name) => format!("{} ({name}), {} active", d.kind.as_str(), d.count),
-        None => format!("{}, {} active", d.kind.as_str(), d.count),
-    };
-    writeln!(out, "  device     {device}")?;
-    let (engines, _) = steplens_analysis::engines::engine_utilization(timeline);
-    if !engines.is_empty() {
-        let list: Vec<String> = engines
-            .iter()
-            .map(|e| format!("{} {} ({:.1}% busy)", e.class, e.engines, e.busy_pct))
-            .collect();
-        writeln!(out, "  engines    {}", list.join(", "))?;
-    }
-    if !timeline.metrics.is_empty() {
-        let mut names: Vec<&str> = timeline.metrics.iter().map(|m| m.metric.as_str()).collect();
-        names.sort_unstable();
-        names.dedup();
-        writeln!(
-            out,
-            "  metrics    {} dumps ({})",
-            timeline.metrics.len(),
-            names.join(", ")
-        )?;
-    }
-    let c = track_counts(timeline);
-    writeln!(
-        out,
-        "  tracks     {} (host {}, device {}, counter {}, other {})",
-        timeline.tracks.len(),
-        c.host,
-        c.device,
-        c.counter,
-        c.other
-    )?;
-    writeln!(
-        out,
-        "  slices     {}  flows {}  instants {}  counter samples {}",
-        thousands(timeline.slices.len() as u64),
-        thousands(timeline.flows.len() as u64),
-        thousands(timeline.instants.len() as u64),
-        thousands(timeline.counters.len() as u64)
-    )?;
-    let steps = match (timeline.steps.first(), timeline.steps.last()) {
-        (Some(first), Some(last)) if timeline.steps.len() > 1 => {
-            format!("{} ({} … {})", timeline.steps.len(), first.name, last.name)
-        }
-        (Some(first), _) => format!("1 ({})", first.name),
-        _ => "0 (no ProfilerStep#N annotations)".into(),
-    };
-    writeln!(out, "  steps      {steps}")?;
-    if let Some((a, b)) = timeline.time_range() {
-        writeln!(out, "  time span  {}", human_ns(b - a))?;
-    }
-    for source in &timeline.sources {
-        for w in &source.warnings {
-            writeln!(out, "  {} {}", style.yellow("warning:"), w.message)?;
-        }
-    }
-    Ok(())
-}
-
-fn track_rows(timeline: &Timeline) -> Vec<[String; 6]> {
-    timeline
-        .tracks
-        .iter()
-        .map(|t| {
-            let (kind, class) = match &t.kind {
-                TrackKind::DeviceEngine { class, device } => (
-                    "device".to_owned(),
-                    match device {
-                        Some(d) => format!("{class} (device {d})"),
-                        None => class.to_string(),
-                    },
-                ),
-                other => (other.label().to_owned(), String::new()),
-            };
-            [
-                kind,
-                class,
-                t.process_name.clone(),
-                t.name.clone(),
-                thousands(u64::from(t.slices.end - t.slices.start)),
-                t.max_depth.to_string(),
-            ]
-        })
-        .collect()
-}
-
-/// `steplens info --tracks`: one line per track.
-pub(crate) fn tracks_text(out: &mut dyn Write, timeline: &Timeline) -> io::Result<()> {
-    writeln!(out)?;
-    let mut table = Table::new(&[
-        ("kind", false),
-        ("engine", false),
-        ("process", false),
-        ("track", false),
-        ("slices", true),
-        ("depth", true),
-    ]);
-    for row in track_rows(timeline) {
-        table.row(row.to_vec());
-    }
-    table.text(out, Style { color: false })
-}
-
-/// `steplens info --json`.
-pub(crate) fn info_json(timeline: &Timeline, with_tracks: bool) -> serde_json::Value {
-    let c = track_counts(timeline);
-    let tracks: Vec<serde_json::Value> = if with_tracks {
-        track_rows(timeline)
-            .into_iter()
-            .zip(&timeline.tracks)
-            .map(|(row, t)| {
-                json!({ "kind": row[0], "engine": row[1], "process": row[2], "name": row[3],
-                        "slices": t.slices.end - t.slices.start, "max_depth": t.max_depth })
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
-    json!({
-        "track_list": tracks,
-        "sources": timeline.sources.iter().map(|s| json!({
-            "path": s.path,
-            "format": s.format,
-            "compressed": s.compressed,
-            "stored_bytes": s.stored_bytes,
-            "bytes": s.bytes,
-            "events": s.events,
-            "events_by_phase": s.events_by_phase.iter()
-                .map(|(ph, n)| (ph.to_string(), json!(n)))
-                .collect::<serde_json::Map<_, _>>(),
-            "rank": s.rank,
-            "world_size": s.world_size,
-            "warnings": s.warnings,
-        })).collect::<Vec<_>>(),
-        "device": timeline.device,
-        "tracks": { "total": timeline.tracks.len(), "host": c.host, "device": c.device,
-                    "counter": c.counter, "other": c.other },
-        "slices": timeline.slices.len(),
-        "flows": timeline.flows.len(),
-        "instants": timeline.instants.len(),
-        "counter_samples": timeline.counters.len(),
-        "steps": timeline.steps.iter().map(|s| &s.name).collect::<Vec<_>>(),
-        "time_span_ns": timeline.time_range().map(|(a, b)| b - a),
-    })
 }
 
 #[cfg(test)]

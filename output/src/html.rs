@@ -23,7 +23,7 @@ const PALETTE: [&str; 8] = [
 ];
 
 /// Escapes text for HTML content and attribute values.
-pub(crate) fn esc(text: &str) -> String {
+pub fn esc(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -78,7 +78,7 @@ if(kinds){kinds.addEventListener('change',function(){
 "#;
 
 /// The whole page.
-pub(crate) fn report_page(report: &Report, timeline: &Timeline) -> String {
+pub fn report_page(report: &Report, timeline: &Timeline) -> String {
     let mut h = String::new();
     h.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
     h.push_str("<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">");
@@ -968,7 +968,7 @@ fn tables(h: &mut String, report: &Report) {
 
 /// `steplens diff -f html`: the two runs' figures, lost time by kind before and after, the
 /// findings that appeared or went, and every op change (sortable, filterable).
-pub(crate) fn diff_page(d: &steplens_analysis::diff::Diff) -> String {
+pub fn diff_page(d: &steplens_analysis::diff::Diff) -> String {
     let mut h = open_page(
         &format!("steplens diff — {} vs {}", d.a_label, d.b_label),
         "steplens diff",
@@ -1068,7 +1068,7 @@ pub(crate) fn diff_page(d: &steplens_analysis::diff::Diff) -> String {
 
 /// `steplens check --html FILE`: the verdict, every rule with its interval, and lost time per
 /// step by kind, baseline beside current.
-pub(crate) fn check_page(
+pub fn check_page(
     outcome: &steplens_analysis::check::CheckOutcome,
     baseline: &str,
     current: &str,
