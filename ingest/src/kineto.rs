@@ -1,5 +1,9 @@
 //! `kineto-json`: the PyTorch profiler's Chrome trace (and any Trace Event Format JSON).
 //!
+//! Longer than 800 lines on purpose: it is one streaming reader whose event loop and per-phase
+//! handlers share the cursor, the builder and the counters; split apart they would pass that
+//! state through every call on the hottest path of a load.
+//!
 //! One pass over the bytes with [`crate::json::Cursor`]: each element of `traceEvents` is read
 //! field by field and written straight into the [`TimelineBuilder`]; args are kept as a byte
 //! range. Handles a bare top-level array, keys after `traceEvents`, string or integer pid/tid,

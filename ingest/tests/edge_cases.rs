@@ -3,6 +3,9 @@
 //! counters, metadata, flows, steps, device detection, lazy args, gzip and errors.
 //!
 //! Every loaded Timeline is also run through the structural invariant checker.
+//!
+//! Long on purpose: one short test per edge case, in the order of the format notes, with the
+//! helpers they share at the top.
 
 // Helpers outside `#[test]` functions panic on failure too, by design.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

@@ -1,5 +1,9 @@
 //! The application: loading (path field, drag and drop, background thread with progress), and
 //! the panels around the timeline — findings, details, range aggregate, tables and search.
+//!
+//! About 850 lines: each panel is one method on the [`Session`] it reads; they share its view
+//! state, so they stay together (the widgets with their own state live in `timeline/` and
+//! `tables.rs`).
 
 use std::path::PathBuf;
 use std::sync::Arc;

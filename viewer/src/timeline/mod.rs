@@ -1,6 +1,10 @@
 //! The timeline widget: the ruler, the track gutter, slices, counters, steps, findings, flows and
 //! selections, and the mouse and keyboard navigation.
 //!
+//! Over 800 lines on purpose: input handling and painting read and write the same per-frame
+//! state (visible range, hover, drag, selection); the layout and the level-of-detail paint list
+//! are their own modules.
+//!
 //! The widget owns no data. Per frame it asks [`layout::Layout::rows_in`] for the visible rows,
 //! [`lod::build_frame`] for the paint list, and paints that list as one mesh plus the labels
 //! that fit; everything else drawn is bounded by the screen (ruler ticks, step lines inside the

@@ -1,13 +1,5 @@
-//! `steplens report -f html`: one self-contained page (inline CSS, JS and SVG; no network) with
-//! the overview, the charts, the ranked findings with a small evidence timeline each, and
-//! sortable, filterable tables.
-//!
-//! Built by hand rather than with a template engine: the page is a handful of fixed sections,
-//! and every string from a trace goes through [`esc`] (one function, tested with a kernel named
-//! `<script>`), so a template engine would add a build-time dependency to the CLI and nothing
-//! the escaping does not already give. Charts are SVG written here for the same reason; hovering
-//! shows values through SVG `<title>` tooltips, which every browser renders natively. Colours
-//! are the Okabe–Ito palette (colour-blind safe).
+//! The report page's sections: overview, step and utilization charts, lost time and ops charts,
+//! findings with their evidence timelines, rank and memory tables, and the report's tables.
 
 use std::fmt::Write as _;
 
@@ -17,65 +9,10 @@ use steplens_analysis::units::human_ns;
 use steplens_analysis::{Evidence, FindingKind, Report};
 use steplens_ingest::Timeline;
 
-/// Okabe–Ito: orange, sky blue, bluish green, yellow, blue, vermillion, reddish purple, grey.
-const PALETTE: [&str; 8] = [
-    "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#999999",
-];
-
-/// Escapes text for HTML content and attribute values.
-pub fn esc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-const STYLE: &str = r#"
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1200px;padding:16px 24px;color:#222}
-h1{font-size:22px;margin:8px 0}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd}
-.headline{font-size:17px;background:#f4f7fb;border-left:4px solid #0072B2;padding:8px 12px}
-.muted{color:#666}.warn{color:#a05a00}
-table{border-collapse:collapse;font-size:13px;margin:6px 0}th,td{padding:3px 8px;border-bottom:1px solid #eee;text-align:left;vertical-align:top}
-td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}th{cursor:pointer;background:#fafafa;position:sticky;top:0}
-.finding{border:1px solid #ddd;border-radius:6px;padding:8px 12px;margin:10px 0}
-.sev-critical{border-left:5px solid #D55E00}.sev-warning{border-left:5px solid #E69F00}.sev-info{border-left:5px solid #56B4E9}
-.kind{font-weight:600}.advice{margin:4px 0 0;color:#333}
-.legend span{display:inline-block;margin-right:14px}.legend i{display:inline-block;width:11px;height:11px;margin-right:4px;vertical-align:-1px}
-input.filter{margin:4px 0;padding:3px 6px;width:280px}
-svg text{font:11px system-ui,sans-serif;fill:#333}
-@media print{th{position:static}.noprint{display:none}}
-"#;
-
-const SCRIPT: &str = r#"
-document.querySelectorAll('table.sortable').forEach(function(t){
-  t.querySelectorAll('th').forEach(function(th,col){
-    th.addEventListener('click',function(){
-      var body=t.tBodies[0],rows=Array.prototype.slice.call(body.rows);
-      var asc=th.dataset.dir!=='asc';th.dataset.dir=asc?'asc':'desc';
-      rows.sort(function(a,b){
-        var x=a.cells[col].dataset.v,y=b.cells[col].dataset.v;
-        if(x!==undefined&&y!==undefined){return asc?x-y:y-x;}
-        x=a.cells[col].textContent;y=b.cells[col].textContent;
-        return asc?x.localeCompare(y):y.localeCompare(x);});
-      rows.forEach(function(r){body.appendChild(r);});});});});
-document.querySelectorAll('input.filter').forEach(function(inp){
-  inp.addEventListener('input',function(){
-    var q=inp.value.toLowerCase(),t=document.getElementById(inp.dataset.table);
-    Array.prototype.forEach.call(t.tBodies[0].rows,function(r){
-      r.style.display=r.textContent.toLowerCase().indexOf(q)>=0?'':'none';});});});
-var kinds=document.getElementById('kind-filter');
-if(kinds){kinds.addEventListener('change',function(){
-  document.querySelectorAll('.finding').forEach(function(f){
-    f.style.display=(!kinds.value||f.dataset.kind===kinds.value)?'':'none';});});}
-"#;
+use super::{
+    PALETTE, STYLE, axis_y, bytes_cell, close_page, esc, hbars, legend, ns_cell, opt_ns_cell, pct,
+    table, text_cell,
+};
 
 /// The whole page.
 pub fn report_page(report: &Report, timeline: &Timeline) -> String {
@@ -102,24 +39,6 @@ pub fn report_page(report: &Report, timeline: &Timeline) -> String {
     h
 }
 
-/// The page's head, its styles and its first heading.
-fn open_page(title: &str, heading: &str) -> String {
-    let mut h = String::from("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
-    h.push_str("<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">");
-    let _ = write!(
-        h,
-        "<title>{}</title><style>{STYLE}</style></head><body><h1>{}</h1>",
-        esc(title),
-        esc(heading)
-    );
-    h
-}
-
-/// The page's script (sorting, filtering) and its end.
-fn close_page(h: &mut String) {
-    let _ = writeln!(h, "<script>{SCRIPT}</script></body></html>");
-}
-
 fn sources_label(report: &Report) -> String {
     report
         .sources
@@ -127,14 +46,6 @@ fn sources_label(report: &Report) -> String {
         .map(|s| s.path.as_str())
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-fn pct(part: i64, whole: i64) -> f64 {
-    if whole > 0 {
-        part as f64 * 100.0 / whole as f64
-    } else {
-        0.0
-    }
 }
 
 /// `median step 31.5 ms; 38 % lost: 21 % host_bound_gap, 12 % sync_point …`.
@@ -231,18 +142,6 @@ fn top_findings(h: &mut String, report: &Report) {
         h.push_str("</li>");
     }
     h.push_str("</ol>");
-}
-
-fn legend(h: &mut String, items: &[(&str, &str)]) {
-    h.push_str("<div class=\"legend\">");
-    for (name, colour) in items {
-        let _ = write!(
-            h,
-            "<span><i style=\"background:{colour}\"></i>{}</span>",
-            esc(name)
-        );
-    }
-    h.push_str("</div>");
 }
 
 /// Stacked bar per step: device busy, then the step's idle time split into compile, sync,
@@ -359,26 +258,6 @@ fn step_chart(h: &mut String, report: &Report) {
     h.push_str("</svg>");
 }
 
-/// A y axis with ticks in human time units.
-fn axis_y(h: &mut String, left: f64, base: f64, max: f64) {
-    let _ = write!(
-        h,
-        "<line x1=\"{left}\" x2=\"{left}\" y1=\"10\" y2=\"{base}\" stroke=\"#999\"/>"
-    );
-    for k in 0..=4 {
-        let v = max * f64::from(k) / 4.0;
-        let y = base - (base - 10.0) * f64::from(k) / 4.0;
-        let _ = write!(
-            h,
-            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text><line x1=\"{left}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#eee\"/>",
-            left - 4.0,
-            y + 4.0,
-            human_ns(v as i64),
-            left + 1040.0
-        );
-    }
-}
-
 /// Busy share per engine class in 120 bins over the trace, with step boundaries.
 fn utilization_chart(h: &mut String, timeline: &Timeline) {
     let channels = steplens_analysis::steps::channels(timeline);
@@ -457,33 +336,6 @@ fn utilization_chart(h: &mut String, timeline: &Timeline) {
         ht - 6.0,
         human_ns(to - from)
     );
-}
-
-/// Horizontal bars with a label, a value shown as text and a tooltip.
-fn hbars(h: &mut String, rows: &[(String, i64, &str)]) {
-    let max = rows.iter().map(|r| r.1).max().unwrap_or(1).max(1) as f64;
-    let (w, left, row_h) = (1100.0, 360.0, 20.0);
-    let ht = rows.len() as f64 * row_h + 10.0;
-    let _ = write!(h, "<svg width=\"{w}\" height=\"{ht}\" role=\"img\">");
-    for (i, (label, v, colour)) in rows.iter().enumerate() {
-        let y = i as f64 * row_h + 4.0;
-        let bw = *v as f64 / max * (w - left - 90.0);
-        let short: String = label.chars().take(55).collect();
-        let _ = write!(
-            h,
-            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text><rect x=\"{left}\" y=\"{y:.1}\" width=\"{bw:.1}\" height=\"{:.1}\" fill=\"{colour}\"><title>{}: {}</title></rect><text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
-            left - 6.0,
-            y + 12.0,
-            esc(&short),
-            row_h - 5.0,
-            esc(label),
-            human_ns(*v),
-            left + bw + 4.0,
-            y + 12.0,
-            human_ns(*v)
-        );
-    }
-    h.push_str("</svg>");
 }
 
 /// One colour per finding kind, the same as the step chart's where the kind is there.
@@ -638,54 +490,6 @@ fn evidence_timeline(h: &mut String, report: &Report, f: &steplens_analysis::rep
         h,
         "<line x1=\"{w}\" x2=\"{w}\" y1=\"4\" y2=\"30\" stroke=\"#333\"/></svg>"
     );
-}
-
-/// A sortable, filterable table: `cells` are (shown text, sort value for numbers).
-fn table(h: &mut String, id: &str, heads: &[(&str, bool)], rows: &[Vec<(String, Option<f64>)>]) {
-    let _ = write!(
-        h,
-        "<input class=\"filter noprint\" data-table=\"{id}\" placeholder=\"filter rows…\"><table class=\"sortable\" id=\"{id}\"><thead><tr>"
-    );
-    for (name, numeric) in heads {
-        let _ = write!(
-            h,
-            "<th{}>{}</th>",
-            if *numeric { " class=\"n\"" } else { "" },
-            esc(name)
-        );
-    }
-    h.push_str("</tr></thead><tbody>");
-    for row in rows {
-        h.push_str("<tr>");
-        for (text, value) in row {
-            match value {
-                Some(v) => {
-                    let _ = write!(h, "<td class=\"n\" data-v=\"{v}\">{}</td>", esc(text));
-                }
-                None => {
-                    let _ = write!(h, "<td>{}</td>", esc(text));
-                }
-            }
-        }
-        h.push_str("</tr>");
-    }
-    h.push_str("</tbody></table>");
-}
-
-fn ns_cell(ns: i64) -> (String, Option<f64>) {
-    (human_ns(ns), Some(ns as f64))
-}
-
-fn text_cell(s: &str) -> (String, Option<f64>) {
-    (s.to_owned(), None)
-}
-
-fn opt_ns_cell(v: Option<i64>) -> (String, Option<f64>) {
-    v.map_or_else(|| text_cell("-"), ns_cell)
-}
-
-fn bytes_cell(b: i64) -> (String, Option<f64>) {
-    (human_bytes(b), Some(b as f64))
 }
 
 /// The ranks of a multi-rank run and the memory per device, when the report has them.
@@ -964,218 +768,4 @@ fn tables(h: &mut String, report: &Report) {
         ],
         &rows,
     );
-}
-
-/// `steplens diff -f html`: the two runs' figures, lost time by kind before and after, the
-/// findings that appeared or went, and every op change (sortable, filterable).
-pub fn diff_page(d: &steplens_analysis::diff::Diff) -> String {
-    let mut h = open_page(
-        &format!("steplens diff — {} vs {}", d.a_label, d.b_label),
-        "steplens diff",
-    );
-    let median = |f: &steplens_analysis::compare::RunFigures| f.step_p50_ns.unwrap_or(0);
-    let (a, b) = (median(&d.a), median(&d.b));
-    let _ = write!(
-        h,
-        "<p class=\"headline\">median step {} → {} ({:+.1}%): A = {}, B = {}</p>",
-        human_ns(a),
-        human_ns(b),
-        if a > 0 {
-            (b - a) as f64 * 100.0 / a as f64
-        } else {
-            0.0
-        },
-        esc(&d.a_label),
-        esc(&d.b_label)
-    );
-    let kinds: std::collections::BTreeSet<&FindingKind> =
-        d.a.lost_ns_per_step
-            .keys()
-            .chain(d.b.lost_ns_per_step.keys())
-            .collect();
-    if !kinds.is_empty() {
-        h.push_str("<h2>Lost time per step by finding kind, A then B</h2>");
-        legend(
-            &mut h,
-            &[("A (before)", PALETTE[7]), ("B (after)", PALETTE[5])],
-        );
-        let mut rows = Vec::new();
-        for k in kinds {
-            rows.push((
-                format!("{k} (A)"),
-                d.a.lost_ns_per_step.get(k).copied().unwrap_or(0),
-                PALETTE[7],
-            ));
-            rows.push((
-                format!("{k} (B)"),
-                d.b.lost_ns_per_step.get(k).copied().unwrap_or(0),
-                PALETTE[5],
-            ));
-        }
-        hbars(&mut h, &rows);
-    }
-    h.push_str("<h2>Findings</h2><ul>");
-    for (what, list) in [
-        ("appeared", &d.appeared),
-        ("gone", &d.gone),
-        ("persisting", &d.persisting),
-    ] {
-        for f in list.iter() {
-            let title =
-                f.b.as_ref()
-                    .or(f.a.as_ref())
-                    .map_or("", |g| g.title.as_str());
-            let _ = write!(
-                h,
-                "<li><b>{what}</b> {} — {}</li>",
-                esc(&f.key.to_string()),
-                esc(title)
-            );
-        }
-    }
-    h.push_str("</ul><h2>Op changes (per step)</h2>");
-    let rows: Vec<Vec<(String, Option<f64>)>> = d
-        .ops
-        .iter()
-        .map(|o| {
-            vec![
-                text_cell(&o.name),
-                text_cell(&format!("{:?}", o.status).to_lowercase()),
-                ns_cell(o.a_ns_per_step),
-                ns_cell(o.b_ns_per_step),
-                (
-                    steplens_analysis::units::signed_ns(o.delta_ns_per_step),
-                    Some(o.delta_ns_per_step as f64),
-                ),
-            ]
-        })
-        .collect();
-    table(
-        &mut h,
-        "ops",
-        &[
-            ("op", false),
-            ("status", false),
-            ("A", true),
-            ("B", true),
-            ("change", true),
-        ],
-        &rows,
-    );
-    close_page(&mut h);
-    h
-}
-
-/// `steplens check --html FILE`: the verdict, every rule with its interval, and lost time per
-/// step by kind, baseline beside current.
-pub fn check_page(
-    outcome: &steplens_analysis::check::CheckOutcome,
-    baseline: &str,
-    current: &str,
-) -> String {
-    use steplens_analysis::check::Status;
-    let mut h = open_page("steplens check", "steplens check");
-    let count = |st: Status| outcome.rules.iter().filter(|r| r.status == st).count();
-    let _ = write!(
-        h,
-        "<p class=\"headline\">{}: {} rules, {} failed, {} inconclusive, {} warnings<br><span class=\"muted\">baseline {} · current {}</span></p>",
-        if outcome.passed {
-            "passed"
-        } else {
-            "REGRESSED"
-        },
-        outcome.rules.len(),
-        count(Status::Fail),
-        count(Status::Inconclusive),
-        count(Status::Warn),
-        esc(baseline),
-        esc(current)
-    );
-    let kinds: std::collections::BTreeSet<&FindingKind> = outcome
-        .baseline
-        .lost_ns_per_step
-        .keys()
-        .chain(outcome.current.lost_ns_per_step.keys())
-        .collect();
-    if !kinds.is_empty() {
-        h.push_str("<h2>Lost time per step by finding kind</h2>");
-        legend(&mut h, &[("baseline", PALETTE[7]), ("current", PALETTE[5])]);
-        let mut rows = Vec::new();
-        for k in kinds {
-            let get =
-                |m: &std::collections::BTreeMap<FindingKind, i64>| m.get(k).copied().unwrap_or(0);
-            rows.push((
-                format!("{k} (baseline)"),
-                get(&outcome.baseline.lost_ns_per_step),
-                PALETTE[7],
-            ));
-            rows.push((
-                format!("{k} (current)"),
-                get(&outcome.current.lost_ns_per_step),
-                PALETTE[5],
-            ));
-        }
-        hbars(&mut h, &rows);
-    }
-    h.push_str("<h2>Rules</h2>");
-    let order = |st: Status| -> f64 {
-        match st {
-            Status::Fail => 0.0,
-            Status::Inconclusive => 1.0,
-            Status::Warn => 2.0,
-            Status::Pass => 3.0,
-            Status::Skipped => 4.0,
-        }
-    };
-    let mut rules: Vec<&steplens_analysis::check::RuleResult> = outcome.rules.iter().collect();
-    rules.sort_by(|a, b| order(a.status).total_cmp(&order(b.status)));
-    let rows: Vec<Vec<(String, Option<f64>)>> = rules
-        .iter()
-        .map(|r| {
-            let status = serde_json::to_value(r.status)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default();
-            vec![
-                (status, Some(order(r.status))),
-                text_cell(&r.rule),
-                text_cell(&r.baseline),
-                text_cell(&r.current),
-                text_cell(&r.change),
-                text_cell(&r.interval),
-                text_cell(&r.limit),
-                text_cell(&r.message),
-            ]
-        })
-        .collect();
-    table(
-        &mut h,
-        "rules",
-        &[
-            ("verdict", false),
-            ("rule", false),
-            ("baseline", false),
-            ("current", false),
-            ("change", false),
-            ("interval", false),
-            ("limit", false),
-            ("why", false),
-        ],
-        &rows,
-    );
-    close_page(&mut h);
-    h
-}
-
-#[cfg(test)]
-mod tests {
-    use super::esc;
-
-    #[test]
-    fn trace_text_is_escaped() {
-        assert_eq!(
-            esc("<script>alert('x')</script> & \"q\""),
-            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;"
-        );
-    }
 }

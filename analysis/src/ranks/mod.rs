@@ -1,0 +1,424 @@
+//! Many ranks as one run: which input is which rank, the collectives matched across ranks
+//! (comm latency, each rank's wait, skew, bus bandwidth when the size is known), per-rank compute
+//! and collective time per step, and the `straggler` finding.
+//!
+//! A rank comes from `distributedInfo.rank`, else from the file name (`rank3`, `rank-3`, `_r3`),
+//! else from the input order (said in a note). A collective is recognised by name: NCCL/RCCL
+//! kernels (`ncclKernel_AllReduce…`, `ncclDevKernel_…`), backend ranges (`nccl:all_reduce`,
+//! `gloo:all_reduce`), HCCL calls, `c10d::<op>_` ops and `record_param_comms`; the most specific
+//! kind present in a rank is used (device kernels, then backend ranges, then ops). The same
+//! collective is matched across ranks by process group and sequence number when the trace gives
+//! them (`record_param_comms`' `Seq`), else by its ordinal among collectives of the same name.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use steplens_ingest::model::Timeline;
+
+use crate::compare::median;
+use crate::finding::{Cost, Finding, FindingKind, Severity};
+
+mod collectives;
+mod inputs;
+mod summary;
+
+pub use collectives::{CollectiveLinks, collective_links};
+pub(crate) use collectives::{CollectiveNames, Matched, Occurrence, collect};
+pub(crate) use inputs::assign_ranks;
+pub use inputs::input_ranks;
+pub(crate) use summary::rank_summary_with;
+pub use summary::{RankSummary, SUMMARY_SCHEMA, rank_summary};
+
+/// One rank of the run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RankStats {
+    /// The rank.
+    pub rank: i64,
+    /// Input it came from (index into `sources`).
+    pub source: u16,
+    /// How the rank was known: `distributedInfo`, `file name` or `input order`.
+    pub rank_from: String,
+    /// Steps of this rank.
+    pub steps: usize,
+    /// Median step, ns.
+    pub step_p50_ns: Option<i64>,
+    /// Median per step of the time not lost to communication (step − exposed comm: collective
+    /// time with no compute beside it), ns.
+    pub compute_p50_ns: Option<i64>,
+    /// Median per step of the time in collectives (union), ns.
+    pub collective_p50_ns: Option<i64>,
+    /// Median per step of the collective time not hidden behind compute (exposed comm), ns.
+    #[serde(default)]
+    pub exposed_comm_p50_ns: Option<i64>,
+    /// Collectives matched on every rank.
+    pub collectives: usize,
+    /// How often this rank started a matched collective last.
+    pub last_arrivals: usize,
+    /// Σ over matched collectives of this rank's wait (latest start − its start), ns.
+    pub wait_ns: i64,
+    /// Clock offset applied to this rank to align it with rank 0's clock, ns (0 on one host).
+    pub clock_offset_ns: i64,
+    /// Share of the time in collectives during which compute ran elsewhere on the rank (ops on
+    /// other host threads, non-collective kernels), percent: communication hidden behind compute.
+    pub comm_overlap_pct: Option<f64>,
+}
+
+/// Collectives of one name over the run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CollectiveStats {
+    /// Collective (`all_reduce`, `all_gather`, …).
+    pub name: String,
+    /// Matched occurrences (present on every rank).
+    pub count: usize,
+    /// Median comm latency: the shortest duration across ranks, ns.
+    pub latency_p50_ns: i64,
+    /// Median across occurrences of the mean wait per rank, ns.
+    pub wait_p50_ns: i64,
+    /// Largest start skew (latest − earliest start), ns.
+    pub max_start_skew_ns: i64,
+    /// Largest end skew, ns.
+    pub max_end_skew_ns: i64,
+    /// Message size, bytes, when the trace records it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<i64>,
+    /// Bus bandwidth at the median latency, GB/s, when the size is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bus_gbps: Option<f64>,
+}
+
+/// The run as a set of ranks; absent for a single input.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RanksReport {
+    /// Ranks present.
+    pub world_size: usize,
+    /// Backend from `distributedInfo` (`nccl`, `gloo`, `hccl`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
+    /// How the clocks were aligned.
+    pub clock: String,
+    /// One row per rank, by rank.
+    pub ranks: Vec<RankStats>,
+    /// Per collective name.
+    pub collectives: Vec<CollectiveStats>,
+}
+
+/// The ranks of a multi-input run, with the `straggler` findings; `None` for one input or
+/// inputs without collectives.
+#[must_use]
+pub fn ranks(t: &Timeline) -> Option<(RanksReport, Vec<Finding>)> {
+    if t.sources.len() < 2 {
+        return None;
+    }
+    let children = crate::ops::child_time(t);
+    let names = CollectiveNames::of_timeline(t);
+    let summaries: Vec<RankSummary> = (0..t.sources.len())
+        .map(|source| rank_summary_with(t, source as u16, &children, &names))
+        .collect();
+    ranks_of(&summaries)
+}
+
+/// The rank analysis over rank summaries (one per input, in input order): what [`ranks`] does
+/// from a Timeline, and `report --summaries` from summary files.
+#[must_use]
+pub fn ranks_of(summaries: &[RankSummary]) -> Option<(RanksReport, Vec<Finding>)> {
+    if summaries.len() < 2 {
+        return None;
+    }
+    let rank_of = assign_ranks(
+        summaries
+            .iter()
+            .map(|s| (s.rank, s.rank_written, s.path.as_str())),
+    );
+    let occurrences: Vec<&Vec<Occurrence>> = summaries.iter().map(|s| &s.collectives).collect();
+    if occurrences.iter().any(|o| o.is_empty()) {
+        return None;
+    }
+    // Match across ranks.
+    let mut by_key: BTreeMap<(String, i64), Vec<Option<usize>>> = BTreeMap::new();
+    for (r, occ) in occurrences.iter().enumerate() {
+        for (k, o) in occ.iter().enumerate() {
+            by_key
+                .entry(o.key.clone())
+                .or_insert_with(|| vec![None; occurrences.len()])[r] = Some(k);
+        }
+    }
+    let matched: Vec<Vec<usize>> = by_key
+        .into_values()
+        .filter_map(|slots| slots.into_iter().collect::<Option<Vec<usize>>>())
+        .collect();
+    // Clock offsets: the median over matched collectives of (end on the reference rank − end on
+    // rank r).
+    // The lowest rank is the reference, whatever order the inputs came in.
+    let reference = (0..rank_of.len())
+        .min_by_key(|&i| rank_of[i].0)
+        .unwrap_or(0);
+    let offsets: Vec<i64> = (0..occurrences.len())
+        .map(|r| {
+            median(
+                matched
+                    .iter()
+                    .map(|m| occurrences[reference][m[reference]].end - occurrences[r][m[r]].end)
+                    .collect(),
+            )
+            .unwrap_or(0)
+        })
+        .collect();
+    let same_host = summaries.windows(2).all(|w| w[0].host == w[1].host);
+    let applied: Vec<i64> = if same_host {
+        vec![0; offsets.len()]
+    } else {
+        offsets.clone()
+    };
+    let clock = if same_host {
+        format!(
+            "one host: timestamps agree (collective ends differ by a median of at most {})",
+            crate::units::human_ns(offsets.iter().map(|o| o.abs()).max().unwrap_or(0))
+        )
+    } else {
+        format!(
+            "aligned to rank {} by the median end of {} matched collectives",
+            rank_of[reference].0,
+            matched.len()
+        )
+    };
+    let n = occurrences.len();
+    let mut last_arrivals = vec![0usize; n];
+    let mut wait = vec![0i64; n];
+    let mut caused = vec![0i64; n];
+    let mut per_name: BTreeMap<String, Vec<Matched>> = BTreeMap::new();
+    for m in &matched {
+        let starts: Vec<i64> = (0..n)
+            .map(|r| occurrences[r][m[r]].start + applied[r])
+            .collect();
+        let ends: Vec<i64> = (0..n)
+            .map(|r| occurrences[r][m[r]].end + applied[r])
+            .collect();
+        let latest = starts.iter().copied().max().unwrap_or(0);
+        let earliest = starts.iter().copied().min().unwrap_or(0);
+        let last = starts.iter().position(|&s| s == latest).unwrap_or(0);
+        last_arrivals[last] += 1;
+        let mut waits = 0;
+        for r in 0..n {
+            wait[r] += latest - starts[r];
+            waits += latest - starts[r];
+        }
+        caused[last] += waits;
+        let latency = (0..n).map(|r| ends[r] - starts[r]).min().unwrap_or(0);
+        let end_skew = ends.iter().max().unwrap_or(&0) - ends.iter().min().unwrap_or(&0);
+        let o = &occurrences[0][m[0]];
+        per_name.entry(o.name.clone()).or_default().push(Matched {
+            latency,
+            mean_wait: waits / n as i64,
+            start_skew: latest - earliest,
+            end_skew,
+            bytes: o.bytes,
+        });
+    }
+    let collectives = per_name
+        .into_iter()
+        .map(|(name, rows)| {
+            let p50 = |v: Vec<i64>| median(v).unwrap_or(0);
+            let latency = p50(rows.iter().map(|r| r.latency).collect());
+            let bytes = rows.iter().find_map(|r| r.bytes);
+            let bus_gbps = bytes.filter(|_| latency > 0).map(|b| {
+                let world = n as f64;
+                let factor = match name.as_str() {
+                    "all_reduce" => 2.0 * (world - 1.0) / world,
+                    "all_gather" | "reduce_scatter" | "all_to_all" => (world - 1.0) / world,
+                    _ => 1.0,
+                };
+                (b as f64 * factor / latency as f64 * 100.0).round() / 100.0
+            });
+            CollectiveStats {
+                count: rows.len(),
+                latency_p50_ns: latency,
+                wait_p50_ns: p50(rows.iter().map(|r| r.mean_wait).collect()),
+                max_start_skew_ns: rows.iter().map(|r| r.start_skew).max().unwrap_or(0),
+                max_end_skew_ns: rows.iter().map(|r| r.end_skew).max().unwrap_or(0),
+                bytes,
+                bus_gbps,
+                name,
+            }
+        })
+        .collect();
+    let mut rows: Vec<RankStats> = summaries
+        .iter()
+        .enumerate()
+        .map(|(r, s)| RankStats {
+            rank: rank_of[r].0,
+            source: u16::try_from(r).unwrap_or(u16::MAX),
+            rank_from: rank_of[r].1.to_owned(),
+            steps: s.steps,
+            step_p50_ns: s.step_p50_ns,
+            compute_p50_ns: s.compute_p50_ns,
+            collective_p50_ns: s.collective_p50_ns,
+            exposed_comm_p50_ns: s.exposed_comm_p50_ns,
+            collectives: matched.len(),
+            last_arrivals: last_arrivals[r],
+            wait_ns: wait[r],
+            clock_offset_ns: applied[r],
+            comm_overlap_pct: s.comm_overlap_pct,
+        })
+        .collect();
+    let findings = straggler(summaries, &rows, &caused, matched.len());
+    rows.sort_by_key(|r| r.rank);
+    let backend = summaries.iter().find_map(|s| s.backend.clone());
+    Some((
+        RanksReport {
+            world_size: n,
+            backend,
+            clock,
+            ranks: rows,
+            collectives,
+        },
+        findings,
+    ))
+}
+
+const STRAGGLER_ADVICE: &str = "One rank reaches the collectives late and every other rank \
+    waits for it. Compare its step with the others: uneven data (bucket or pad batches to equal \
+    cost), a slower data loader or host on that rank (more workers, pinned memory), a slower or \
+    throttled device, or extra work only that rank does (logging, checkpointing, evaluation on \
+    rank 0) moved out of the step.";
+
+/// A rank that arrives last at most collectives (≥ 3 and more than its fair share) and computes
+/// longer per step than the others' median.
+fn straggler(
+    summaries: &[RankSummary],
+    rows: &[RankStats],
+    caused: &[i64],
+    matched: usize,
+) -> Vec<Finding> {
+    let n = rows.len();
+    if matched < 3 || n < 2 {
+        return Vec::new();
+    }
+    let Some((worst, row)) = rows
+        .iter()
+        .enumerate()
+        .max_by_key(|(_, r)| (r.last_arrivals, std::cmp::Reverse(r.rank)))
+    else {
+        return Vec::new();
+    };
+    // Arriving last half the time with 2 ranks is chance; ask for clearly more than 1/n and
+    // for a majority.
+    if row.last_arrivals * 2 <= matched || row.last_arrivals * n <= matched * 2 {
+        return Vec::new();
+    }
+    let others = rows
+        .iter()
+        .filter(|r| r.rank != row.rank)
+        .filter_map(|r| r.compute_p50_ns)
+        .collect();
+    let Some(others_p50) = median(others) else {
+        return Vec::new();
+    };
+    let extra = row.compute_p50_ns.unwrap_or(0) - others_p50;
+    let step = row.step_p50_ns.unwrap_or(0).max(1);
+    // Below 5 % of the step the others' wait is noise, not a straggler.
+    if extra * 20 < step {
+        return Vec::new();
+    }
+    let per_step_cost = caused[worst] / (row.steps.max(1) as i64);
+    let grew = grown_ops(summaries, row.source as usize);
+    vec![Finding {
+        kind: FindingKind::Straggler,
+        severity: if extra * 5 >= step {
+            Severity::Critical
+        } else {
+            Severity::Warning
+        },
+        title: format!(
+            "rank {} arrives last at {} of {} collectives and computes {} longer per step than \
+             the others' median{}; the other ranks wait {} per step for it",
+            row.rank,
+            row.last_arrivals,
+            matched,
+            crate::units::human_ns(extra),
+            if grew.is_empty() {
+                String::new()
+            } else {
+                format!(" (grew most: {})", grew.join(", "))
+            },
+            crate::units::human_ns(per_step_cost)
+        ),
+        step: None,
+        start_ns: 0,
+        end_ns: 0,
+        track: None,
+        ops: Vec::new(),
+        call_site: None,
+        count: row.last_arrivals as u64,
+        lost_ns: caused[worst],
+        evidence: Vec::new(),
+        cost: Cost::pattern(row.source, Vec::new()),
+        recommendation: STRAGGLER_ADVICE.into(),
+    }]
+}
+
+/// The ops whose self time per step on input `mine` most exceeds the other ranks' median.
+fn grown_ops(summaries: &[RankSummary], mine: usize) -> Vec<String> {
+    let per_rank: Vec<&BTreeMap<String, i64>> =
+        summaries.iter().map(|s| &s.self_ns_per_step).collect();
+    if mine >= per_rank.len() {
+        return Vec::new();
+    }
+    let mut grown: Vec<(String, i64)> = per_rank[mine]
+        .iter()
+        .map(|(op, &ns)| {
+            let others = per_rank
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| *i != mine)
+                .map(|(_, m)| m.get(op).copied().unwrap_or(0))
+                .collect();
+            (op.clone(), ns - median(others).unwrap_or(0))
+        })
+        .filter(|(_, d)| *d > 0)
+        .collect();
+    grown.sort_by_key(|g| std::cmp::Reverse(g.1));
+    grown
+        .into_iter()
+        .take(3)
+        .map(|(op, d)| format!("{op} +{}", crate::units::human_ns(d)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::collectives::collective_of;
+    use super::inputs::rank_from_name;
+
+    #[test]
+    fn ranks_from_file_names() {
+        assert_eq!(rank_from_name("run/rank3.json"), Some(3));
+        assert_eq!(rank_from_name("trace_rank-12.pt.trace.json"), Some(12));
+        assert_eq!(rank_from_name("job_r7.json.gz"), Some(7));
+        assert_eq!(rank_from_name("ranked.json"), None);
+        assert_eq!(rank_from_name("train.json"), None);
+    }
+
+    #[test]
+    fn collectives_by_name() {
+        assert_eq!(
+            collective_of("gloo:all_reduce"),
+            Some((2, "all_reduce".into()))
+        );
+        assert_eq!(
+            collective_of("c10d::allreduce_"),
+            Some((1, "all_reduce".into()))
+        );
+        assert_eq!(
+            collective_of(
+                "ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
+            ),
+            Some((3, "all_gather".into()))
+        );
+        assert_eq!(
+            collective_of("ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"),
+            Some((3, "all_reduce".into()))
+        );
+        assert_eq!(collective_of("aten::add"), None);
+        assert_eq!(collective_of("c10d::rank"), None);
+    }
+}

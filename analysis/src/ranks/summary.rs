@@ -1,0 +1,232 @@
+//! One rank's summary (`steplens.rank-summary/1`): its collectives, per-step compute and
+//! collective time, and op self time per step; the map side of `summarize`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use steplens_ingest::model::{SliceId, Timeline, TrackKind};
+
+use super::{CollectiveNames, Occurrence, collect};
+use crate::compare::median;
+use crate::intervals::IntervalSet;
+
+/// Schema name of a rank summary.
+pub const SUMMARY_SCHEMA: &str = "steplens.rank-summary/1";
+
+/// What the rank analysis needs from one rank's trace (`steplens summarize` writes it next to
+/// each trace): thousands of ranks then merge without their traces (`report --summaries`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RankSummary {
+    /// [`SUMMARY_SCHEMA`].
+    pub schema: String,
+    /// The trace's path as given.
+    pub path: String,
+    /// Rank, when the trace (`distributedInfo`) or its path (`--rank-regex`) says it.
+    pub rank: Option<i64>,
+    /// Whether the rank is written in the trace (`distributedInfo`).
+    pub rank_written: bool,
+    /// `host_name` of the trace.
+    pub host: Option<String>,
+    /// Backend from `distributedInfo`.
+    pub backend: Option<String>,
+    /// Collectives in time order, at the most specific level the trace records.
+    pub collectives: Vec<Occurrence>,
+    /// Steps of the rank.
+    pub steps: usize,
+    /// Median step, ns.
+    pub step_p50_ns: Option<i64>,
+    /// Median per step of the time not lost to communication (step − exposed comm), ns.
+    pub compute_p50_ns: Option<i64>,
+    /// Median per step of the time in collectives, ns.
+    pub collective_p50_ns: Option<i64>,
+    /// Median per step of the collective time not hidden behind compute, ns.
+    pub exposed_comm_p50_ns: Option<i64>,
+    /// Share of collective time with compute beside it, percent.
+    pub comm_overlap_pct: Option<f64>,
+    /// Self time per step of each host op (collectives left out), ns.
+    pub self_ns_per_step: BTreeMap<String, i64>,
+}
+
+/// One rank's summary from input `source` of `t`; `children` is [`crate::ops::child_time`].
+#[must_use]
+pub fn rank_summary(t: &Timeline, source: u16, children: &[i64]) -> RankSummary {
+    rank_summary_with(t, source, children, &CollectiveNames::of_timeline(t))
+}
+
+/// [`rank_summary`] with the timeline's collective names classified once for every input.
+pub(crate) fn rank_summary_with(
+    t: &Timeline,
+    source: u16,
+    children: &[i64],
+    names: &CollectiveNames,
+) -> RankSummary {
+    let info = &t.sources[source as usize];
+    let top = |key: &str| {
+        info.top_level
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+    };
+    let backend = top("distributedInfo").and_then(|v| {
+        let parsed: serde_json::Value = serde_json::from_str(&v).ok()?;
+        parsed.get("backend")?.as_str().map(str::to_owned)
+    });
+    let collectives = collect(t, source, names);
+    let comm = IntervalSet::from_ranges(collectives.iter().map(|o| (o.start, o.end)).collect());
+    let compute = compute_intervals(t, source, &collectives, names);
+    let split = step_split(t, source, &comm, &compute);
+    RankSummary {
+        schema: SUMMARY_SCHEMA.to_owned(),
+        path: info.path.clone(),
+        rank: info.rank,
+        rank_written: top("distributedInfo").is_some(),
+        host: top("host_name").map(|h| h.trim_matches('"').to_owned()),
+        backend,
+        steps: split.steps,
+        step_p50_ns: split.step,
+        compute_p50_ns: split.compute,
+        collective_p50_ns: split.collective,
+        exposed_comm_p50_ns: split.exposed,
+        comm_overlap_pct: comm_overlap(&comm, &compute),
+        self_ns_per_step: self_time_per_step(t, source, children, names),
+        collectives,
+    }
+}
+
+/// The share of `occ`'s time during which `source` computed elsewhere: outermost host ops on
+/// threads that carry no collective, and device kernels that are not collectives.
+pub(crate) fn comm_overlap(comm: &IntervalSet, compute: &IntervalSet) -> Option<f64> {
+    let total = comm.total();
+    if total == 0 {
+        return None;
+    }
+    let hidden = comm.intersect(compute).total();
+    Some((hidden as f64 * 1000.0 / total as f64).round() / 10.0)
+}
+
+/// Compute on rank `source`: outermost host work on threads that issue no collective, and
+/// device work that is not a collective.
+pub(crate) fn compute_intervals(
+    t: &Timeline,
+    source: u16,
+    occ: &[Occurrence],
+    by_name: &CollectiveNames,
+) -> IntervalSet {
+    let is_collective = |i: SliceId| by_name.slice(t, i).is_some();
+    // On a rank with a device, compute is its device work: the host thread launches and then
+    // blocks (in a synchronize, say) while the device computes, and blocking is not computing.
+    let has_device_work = t.tracks.iter().any(|tr| {
+        tr.source == source
+            && tr.kind.is_device()
+            && tr.slices.clone().any(|i| t.slice_class(i).is_device_work())
+    });
+    let mut compute = Vec::new();
+    for (track_index, track) in t
+        .tracks
+        .iter()
+        .enumerate()
+        .filter(|(_, tr)| tr.source == source)
+    {
+        let carries_comm = has_device_work || occ.iter().any(|o| o.track == track_index);
+        for i in track.slices.clone() {
+            let class = t.slice_class(i);
+            let idx = i as usize;
+            let outermost = t.slices.parent[idx] == steplens_ingest::model::NO_PARENT
+                || !t.slice_class(t.slices.parent[idx]).is_host_work();
+            let counts = match track.kind {
+                TrackKind::HostThread => !carries_comm && class.is_host_work() && outermost,
+                TrackKind::DeviceEngine { .. } => class.is_device_work() && !is_collective(i),
+                _ => false,
+            };
+            if counts {
+                compute.push((t.slices.start[idx], t.slices.end(i)));
+            }
+        }
+    }
+    IntervalSet::from_ranges(compute)
+}
+
+/// Medians over the steps of one rank.
+pub(crate) struct StepSplit {
+    pub(crate) step: Option<i64>,
+    pub(crate) compute: Option<i64>,
+    pub(crate) collective: Option<i64>,
+    /// Collective time not hidden behind compute.
+    pub(crate) exposed: Option<i64>,
+    pub(crate) steps: usize,
+}
+
+/// Per step of `source`: median step, time outside and inside collectives, exposed comm.
+pub(crate) fn step_split(
+    t: &Timeline,
+    source: u16,
+    comm: &IntervalSet,
+    compute: &IntervalSet,
+) -> StepSplit {
+    let exposed_set = comm.minus(compute);
+    let steps: Vec<_> = t.steps.iter().filter(|s| s.source == source).collect();
+    let mut durs = Vec::new();
+    let mut computes = Vec::new();
+    let mut colls = Vec::new();
+    let mut exposed = Vec::new();
+    for s in &steps {
+        let c = comm.covered(s.start, s.end());
+        let e = exposed_set.covered(s.start, s.end());
+        durs.push(s.dur);
+        colls.push(c);
+        // Collective time hidden behind compute is not time the rank lost to communication.
+        computes.push(s.dur - e);
+        exposed.push(e);
+    }
+    StepSplit {
+        step: median(durs),
+        compute: median(computes),
+        collective: median(colls),
+        exposed: median(exposed),
+        steps: steps.len(),
+    }
+}
+
+/// Self time per step of every host op and device kernel of one input (collectives and
+/// annotations left out; kernels as `name [device]`).
+pub(crate) fn self_time_per_step(
+    t: &Timeline,
+    source: u16,
+    children: &[i64],
+    by_name: &CollectiveNames,
+) -> BTreeMap<String, i64> {
+    let is_collective = |i: SliceId| by_name.slice(t, i).is_some();
+    let steps = t.steps.iter().filter(|s| s.source == source).count().max(1) as i64;
+    let mut out: BTreeMap<String, i64> = BTreeMap::new();
+    for track in t.tracks.iter().filter(|tr| tr.source == source) {
+        // Device work too, so a slower GPU names the kernels that grew (as `check` names them).
+        let device = match track.kind {
+            TrackKind::HostThread => false,
+            TrackKind::DeviceEngine { .. } => true,
+            _ => continue,
+        };
+        for i in track.slices.clone() {
+            let class = t.slice_class(i);
+            let work = if device {
+                class.is_device_work()
+            } else {
+                class.is_host_work()
+            };
+            if !work || is_collective(i) {
+                continue;
+            }
+            let below = children.get(i as usize).copied().unwrap_or(0);
+            let own = (t.slices.dur[i as usize] - below).max(0);
+            let name = t.slice_name(i);
+            if device {
+                *out.entry(crate::ops::op_label(name, "device")).or_insert(0) += own;
+            } else if let Some(v) = out.get_mut(name) {
+                *v += own;
+            } else {
+                out.insert(name.to_owned(), own);
+            }
+        }
+    }
+    out.values_mut().for_each(|v| *v /= steps);
+    out
+}

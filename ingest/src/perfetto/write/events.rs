@@ -1,0 +1,450 @@
+//! Track events: BEGIN/END pairs with their args as debug annotations, instants, counter
+//! samples, and the overlay tracks of findings.
+
+use std::io;
+
+use prost::Message;
+
+use super::wire;
+use super::{Annotation, OVERLAY_FLOW_CAT, Overlay, SEQ_NEEDS, SEQUENCE, Writer, layers};
+use crate::json::Cursor;
+use crate::model::SliceId;
+use crate::perfetto::FLOW_CAT_SHIFT;
+use crate::perfetto::proto::{
+    self as pb, debug_annotation, trace_packet, track_descriptor, track_event,
+};
+
+impl Writer<'_, '_> {
+    /// BEGIN/END pairs of the slices of one layer.
+    pub(super) fn slices(
+        &mut self,
+        uuid: u64,
+        range: std::ops::Range<usize>,
+        layer_of: &[u32],
+        layer: u32,
+    ) -> io::Result<()> {
+        let t = self.t;
+        let mut stack: Vec<i64> = Vec::new();
+        for (k, i) in range.enumerate() {
+            if layer_of[k] != layer {
+                continue;
+            }
+            let start = t.slices.start[i];
+            let end = start + t.slices.dur[i];
+            while let Some(&top) = stack.last()
+                && top <= start
+            {
+                stack.pop();
+                self.end(uuid, top)?;
+            }
+            self.begin(uuid, i as SliceId)?;
+            stack.push(end);
+        }
+        while let Some(top) = stack.pop() {
+            self.end(uuid, top)?;
+        }
+        Ok(())
+    }
+
+    /// The BEGIN packet of slice `i`, encoded by hand: this is the bulk of a file, and
+    /// building prost messages (and parsing args into JSON values) for it costs 3x the time.
+    pub(super) fn begin(&mut self, uuid: u64, i: SliceId) -> io::Result<()> {
+        let t = self.t;
+        let idx = i as usize;
+        let name = self.name_iid(t.slices.name[idx]);
+        let cat = self.cat_iid(t.slices.cat[idx]);
+        let mut ev = std::mem::take(&mut self.ev);
+        ev.clear();
+        wire::uint(&mut ev, 9, track_event::Type::SliceBegin as u64);
+        wire::uint(&mut ev, 11, uuid);
+        wire::uint(&mut ev, 10, name);
+        wire::uint(&mut ev, 3, cat);
+        if let Some(raw) = t.args_raw(i) {
+            let mark = ev.len();
+            // Args that are not a well-formed JSON object are left out, as `Timeline::args`
+            // would not decode them either.
+            if self.json_annotations(raw, &mut ev).is_none() {
+                ev.truncate(mark);
+            }
+        }
+        for list in [0, 1] {
+            let (ends, field) = if list == 0 {
+                (&self.outgoing, 47)
+            } else {
+                (&self.incoming, 48)
+            };
+            let from = ends.partition_point(|&(s, _)| s < i);
+            for &(_, id) in ends[from..].iter().take_while(|&&(s, _)| s == i) {
+                wire::fixed64(&mut ev, field, id);
+                if list == 0 {
+                    self.stats.flows += 1;
+                }
+            }
+        }
+        self.stats.slices += 1;
+        let ts = self.ts(t.slices.start[idx]);
+        let result = self.event_packet(ts, &ev);
+        self.ev = ev;
+        result
+    }
+
+    /// Frames a TrackEvent (already encoded) in a packet on the sequence, with any pending
+    /// interned data, and writes it.
+    pub(super) fn event_packet(&mut self, ts: u64, event: &[u8]) -> io::Result<()> {
+        let mut pkt = std::mem::take(&mut self.pkt);
+        pkt.clear();
+        wire::uint(&mut pkt, 8, ts);
+        wire::uint(&mut pkt, 10, u64::from(SEQUENCE));
+        wire::uint(&mut pkt, 13, u64::from(SEQ_NEEDS));
+        if self.has_pending {
+            let interned = std::mem::take(&mut self.pending).encode_to_vec();
+            self.has_pending = false;
+            wire::bytes(&mut pkt, 12, &interned);
+        }
+        wire::bytes(&mut pkt, 11, event);
+        self.buf.clear();
+        wire::bytes(&mut self.buf, 1, &pkt);
+        self.pkt = pkt;
+        self.stats.packets += 1;
+        self.out.write_all(&self.buf)
+    }
+
+    /// Appends the members of the JSON object `raw` to `ev` as `debug_annotations`; `None`
+    /// when `raw` is not a well-formed object.
+    pub(super) fn json_annotations(&mut self, raw: &[u8], ev: &mut Vec<u8>) -> Option<()> {
+        let mut cur = Cursor::new(raw);
+        cur.expect(b'{', "{").ok()?;
+        if cur.peek() == Some(b'}') {
+            return Some(());
+        }
+        loop {
+            let key = cur.string().ok()?;
+            cur.expect(b':', ":").ok()?;
+            let mut entry = self.pool.pop().unwrap_or_default();
+            entry.clear();
+            wire::uint(&mut entry, 1, self.annotation_name_iid(&key));
+            let ok = self.json_value(&mut cur, &mut entry, 0);
+            if ok.is_some() {
+                wire::bytes(ev, 4, &entry);
+            }
+            self.pool.push(entry);
+            ok?;
+            if !cur.next_member(b'}', ", or }").ok()? {
+                return Some(());
+            }
+        }
+    }
+
+    /// Writes one JSON value as the value fields of a DebugAnnotation.
+    pub(super) fn json_value(
+        &mut self,
+        cur: &mut Cursor<'_>,
+        out: &mut Vec<u8>,
+        depth: u32,
+    ) -> Option<()> {
+        if depth > 64 {
+            return None;
+        }
+        match cur.peek()? {
+            b'"' => {
+                let s = cur.string().ok()?;
+                wire::bytes(out, 6, s.as_bytes());
+            }
+            b'{' => {
+                cur.expect(b'{', "{").ok()?;
+                if cur.peek() == Some(b'}') {
+                    cur.expect(b'}', "}").ok()?;
+                    // Empty containers have no entries to tell them apart: sent as JSON text.
+                    wire::bytes(out, 9, b"{}");
+                    return Some(());
+                }
+                loop {
+                    let key = cur.string().ok()?;
+                    cur.expect(b':', ":").ok()?;
+                    let mut entry = self.pool.pop().unwrap_or_default();
+                    entry.clear();
+                    wire::uint(&mut entry, 1, self.annotation_name_iid(&key));
+                    let ok = self.json_value(cur, &mut entry, depth + 1);
+                    wire::bytes(out, 11, &entry);
+                    self.pool.push(entry);
+                    ok?;
+                    if !cur.next_member(b'}', ", or }").ok()? {
+                        break;
+                    }
+                }
+            }
+            b'[' => {
+                cur.expect(b'[', "[").ok()?;
+                if cur.peek() == Some(b']') {
+                    cur.expect(b']', "]").ok()?;
+                    wire::bytes(out, 9, b"[]");
+                    return Some(());
+                }
+                loop {
+                    let mut entry = self.pool.pop().unwrap_or_default();
+                    entry.clear();
+                    let ok = self.json_value(cur, &mut entry, depth + 1);
+                    wire::bytes(out, 12, &entry);
+                    self.pool.push(entry);
+                    ok?;
+                    if !cur.next_member(b']', ", or ]").ok()? {
+                        break;
+                    }
+                }
+            }
+            _ => {
+                let text = cur.scalar_text().ok()?;
+                match text {
+                    b"true" => wire::uint(out, 2, 1),
+                    b"false" => wire::uint(out, 2, 0),
+                    b"null" => wire::bytes(out, 9, b"null"),
+                    _ => number(text, out)?,
+                }
+            }
+        }
+        Some(())
+    }
+
+    pub(super) fn end(&mut self, uuid: u64, at: i64) -> io::Result<()> {
+        let mut ev = std::mem::take(&mut self.ev);
+        ev.clear();
+        wire::uint(&mut ev, 9, track_event::Type::SliceEnd as u64);
+        wire::uint(&mut ev, 11, uuid);
+        let result = self.event_packet(self.ts(at), &ev);
+        self.ev = ev;
+        result
+    }
+
+    pub(super) fn instants(&mut self, track: u32, uuid: u64) -> io::Result<()> {
+        let t = self.t;
+        let list = &t.instants.track;
+        let from = list.partition_point(|&x| x < track);
+        let to = list.partition_point(|&x| x <= track);
+        for i in from..to {
+            let name = self.name_iid(t.instants.name[i]);
+            let cat = self.cat_iid(t.instants.cat[i]);
+            let debug_annotations = match t
+                .resolve_args(t.tracks[track as usize].source, t.instants.args[i])
+                .and_then(|raw| serde_json::from_slice(raw).ok())
+            {
+                Some(map) => self.annotations(&map),
+                None => Vec::new(),
+            };
+            self.stats.instants += 1;
+            let event = pb::TrackEvent {
+                r#type: Some(track_event::Type::Instant as i32),
+                track_uuid: Some(uuid),
+                name_field: Some(track_event::NameField::NameIid(name)),
+                category_iids: vec![cat],
+                debug_annotations,
+                ..Default::default()
+            };
+            self.emit(pb::TracePacket {
+                timestamp: Some(self.ts(t.instants.ts[i])),
+                data: Some(trace_packet::Data::TrackEvent(event)),
+                ..Default::default()
+            })?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn counters(&mut self, track: u32, uuid: u64) -> io::Result<()> {
+        let t = self.t;
+        let list = &t.counters.track;
+        let from = list.partition_point(|&x| x < track);
+        let to = list.partition_point(|&x| x <= track);
+        for i in from..to {
+            self.stats.counter_samples += 1;
+            let event = pb::TrackEvent {
+                r#type: Some(track_event::Type::Counter as i32),
+                track_uuid: Some(uuid),
+                counter_value_field: Some(track_event::CounterValueField::DoubleCounterValue(
+                    t.counters.value[i],
+                )),
+                ..Default::default()
+            };
+            self.emit(pb::TracePacket {
+                timestamp: Some(self.ts(t.counters.ts[i])),
+                data: Some(trace_packet::Data::TrackEvent(event)),
+                ..Default::default()
+            })?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn annotations(
+        &mut self,
+        map: &serde_json::Map<String, serde_json::Value>,
+    ) -> Vec<pb::DebugAnnotation> {
+        map.iter()
+            .map(|(k, v)| {
+                let mut a = self.annotation(v);
+                a.name_field = Some(debug_annotation::NameField::NameIid(
+                    self.annotation_name_iid(k),
+                ));
+                a
+            })
+            .collect()
+    }
+
+    pub(super) fn annotation(&mut self, v: &serde_json::Value) -> pb::DebugAnnotation {
+        use serde_json::Value;
+        let mut a = pb::DebugAnnotation::default();
+        let legacy = |text: &str| Some(debug_annotation::Value::LegacyJsonValue(text.to_owned()));
+        match v {
+            Value::Null => a.value = legacy("null"),
+            Value::Bool(b) => a.value = Some(debug_annotation::Value::BoolValue(*b)),
+            Value::Number(n) => {
+                a.value = if let Some(i) = n.as_i64() {
+                    Some(debug_annotation::Value::IntValue(i))
+                } else if let Some(u) = n.as_u64() {
+                    Some(debug_annotation::Value::UintValue(u))
+                } else {
+                    Some(debug_annotation::Value::DoubleValue(
+                        n.as_f64().unwrap_or(0.0),
+                    ))
+                };
+            }
+            Value::String(s) => a.value = Some(debug_annotation::Value::StringValue(s.clone())),
+            // Empty containers have no entries to tell them apart: sent as JSON text.
+            Value::Array(items) if items.is_empty() => a.value = legacy("[]"),
+            Value::Object(map) if map.is_empty() => a.value = legacy("{}"),
+            Value::Array(items) => {
+                a.array_values = items.iter().map(|item| self.annotation(item)).collect();
+            }
+            Value::Object(map) => a.dict_entries = self.annotations(map),
+        }
+        a
+    }
+
+    pub(super) fn overlay_annotation(
+        &mut self,
+        name: &str,
+        value: &Annotation,
+    ) -> pb::DebugAnnotation {
+        pb::DebugAnnotation {
+            name_field: Some(debug_annotation::NameField::NameIid(
+                self.annotation_name_iid(name),
+            )),
+            value: Some(match value {
+                Annotation::Str(s) => debug_annotation::Value::StringValue(s.clone()),
+                Annotation::Int(i) => debug_annotation::Value::IntValue(*i),
+                Annotation::Double(d) => debug_annotation::Value::DoubleValue(*d),
+                Annotation::Bool(b) => debug_annotation::Value::BoolValue(*b),
+            }),
+            ..Default::default()
+        }
+    }
+
+    /// The overlay tracks, under one `steplens analysis` group at the top.
+    pub(super) fn overlay(&mut self, overlay: &Overlay) -> io::Result<()> {
+        if overlay.tracks.is_empty() {
+            return Ok(());
+        }
+        let group = self.uuid();
+        let rank = self.rank_under(0);
+        self.describe(pb::TrackDescriptor {
+            uuid: Some(group),
+            static_or_dynamic_name: Self::named("steplens analysis"),
+            child_ordering: Some(track_descriptor::ChildTracksOrdering::Explicit as i32),
+            sibling_order_rank: Some(rank),
+            ..Default::default()
+        })?;
+        let mut flow = 0u64;
+        for track in &overlay.tracks {
+            let mut order: Vec<usize> = (0..track.slices.len()).collect();
+            order.sort_by_key(|&i| (track.slices[i].start, -track.slices[i].dur.max(0), i));
+            let starts: Vec<i64> = order.iter().map(|&i| track.slices[i].start).collect();
+            let durs: Vec<i64> = order.iter().map(|&i| track.slices[i].dur.max(0)).collect();
+            let (layer_of, layers) = layers(&starts, &durs);
+            // Flow ids follow the order `flow_ends` numbered them: slices in their given order.
+            let mut flows_before = Vec::with_capacity(track.slices.len());
+            let mut running = flow;
+            for s in &track.slices {
+                flows_before.push(running);
+                running += s.flows_to.len() as u64;
+            }
+            for layer in 0..layers.max(1) {
+                let uuid = self.uuid();
+                let rank = self.rank_under(group);
+                let name = if layer == 0 {
+                    track.name.clone()
+                } else {
+                    format!("{} (overlap {layer})", track.name)
+                };
+                self.describe(pb::TrackDescriptor {
+                    uuid: Some(uuid),
+                    parent_uuid: Some(group),
+                    static_or_dynamic_name: Self::named(&name),
+                    sibling_order_rank: Some(rank),
+                    ..Default::default()
+                })?;
+                let mut stack: Vec<i64> = Vec::new();
+                for (k, &i) in order.iter().enumerate() {
+                    if layer_of[k] != layer {
+                        continue;
+                    }
+                    let s = &track.slices[i];
+                    while let Some(&top) = stack.last()
+                        && top <= starts[k]
+                    {
+                        stack.pop();
+                        self.end(uuid, top)?;
+                    }
+                    let flow_ids: Vec<u64> = (0..s.flows_to.len() as u64)
+                        .map(|j| (OVERLAY_FLOW_CAT << FLOW_CAT_SHIFT) | (flows_before[i] + j + 1))
+                        .collect();
+                    self.stats.flows += flow_ids.len() as u64;
+                    self.stats.overlay_slices += 1;
+                    let name = self.extra_name_iid(&s.name);
+                    let debug_annotations = s
+                        .annotations
+                        .iter()
+                        .map(|(k, v)| self.overlay_annotation(k, v))
+                        .collect();
+                    let event = pb::TrackEvent {
+                        r#type: Some(track_event::Type::SliceBegin as i32),
+                        track_uuid: Some(uuid),
+                        name_field: Some(track_event::NameField::NameIid(name)),
+                        categories: vec![crate::perfetto::OVERLAY_CATEGORY.to_owned()],
+                        debug_annotations,
+                        flow_ids,
+                        ..Default::default()
+                    };
+                    self.emit(pb::TracePacket {
+                        timestamp: Some(self.ts(s.start)),
+                        data: Some(trace_packet::Data::TrackEvent(event)),
+                        ..Default::default()
+                    })?;
+                    stack.push(s.start + s.dur.max(0));
+                }
+                while let Some(top) = stack.pop() {
+                    self.end(uuid, top)?;
+                }
+            }
+            flow = running;
+        }
+        Ok(())
+    }
+}
+
+/// A JSON number as `int_value`, `uint_value` or `double_value`, as serde_json reads it.
+pub(super) fn number(text: &[u8], out: &mut Vec<u8>) -> Option<()> {
+    let integral = !text.iter().any(|b| matches!(b, b'.' | b'e' | b'E'));
+    let s = std::str::from_utf8(text).ok()?;
+    if integral {
+        if let Ok(v) = s.parse::<i64>() {
+            // int64 is a varint of the two's complement.
+            wire::uint(out, 4, v as u64);
+            return Some(());
+        }
+        if let Ok(v) = s.parse::<u64>() {
+            wire::uint(out, 3, v);
+            return Some(());
+        }
+    }
+    // serde_json's own float parser, so values read back equal what `Timeline::args` gives.
+    let v: f64 = serde_json::from_slice(text).ok()?;
+    wire::fixed64(out, 5, v.to_bits());
+    Some(())
+}

@@ -1,0 +1,445 @@
+//! Writing a [`Timeline`] as a Perfetto TrackEvent trace (`.pftrace`) that ui.perfetto.dev
+//! opens, with optional [`Overlay`] tracks (analysis annotations) drawn above it.
+//!
+//! Layout: host threads are thread tracks under their process; device engines are named
+//! tracks under one group per device, in Timeline order (`child_ordering = EXPLICIT` and
+//! `sibling_order_rank`); counters are counter tracks; other lanes are named tracks under a
+//! group. Slices are BEGIN/END pairs. A Perfetto track must nest strictly, so a lane whose
+//! slices overlap without nesting (overlapping kernels) is split over extra tracks
+//! (`NAME (overlap N)`), which the reader merges back. Names, categories and annotation
+//! names are interned on one packet sequence. Every track carries a `steplens track {…}` note
+//! in its description so that reading the file back rebuilds the Timeline exactly.
+//!
+//! Packets are encoded one at a time into a reused buffer: memory does not grow with the file.
+
+use std::io::{self, Write};
+
+use prost::Message;
+use rustc_hash::FxHashMap;
+
+use super::proto::{self as pb, trace_packet, track_descriptor};
+use super::{FLOW_CAT_SHIFT, META_NOTE, META_TRACK, NOTE_VERSION, TraceNote};
+use crate::model::{CatId, LaneId, SliceId, StrId, Timeline};
+
+mod events;
+mod tracks;
+
+/// Extra tracks written above the Timeline's own (findings, steps).
+#[derive(Debug, Clone, Default)]
+pub struct Overlay {
+    /// The tracks, in display order.
+    pub tracks: Vec<OverlayTrack>,
+}
+
+/// One annotation track.
+#[derive(Debug, Clone, Default)]
+pub struct OverlayTrack {
+    /// Track name.
+    pub name: String,
+    /// Its slices (any order; overlapping slices are spread over extra tracks).
+    pub slices: Vec<OverlaySlice>,
+}
+
+/// One annotation slice.
+#[derive(Debug, Clone, Default)]
+pub struct OverlaySlice {
+    /// Start, ns (Timeline clock).
+    pub start: i64,
+    /// Duration, ns.
+    pub dur: i64,
+    /// Name shown on the slice.
+    pub name: String,
+    /// Shown as the slice's args.
+    pub annotations: Vec<(String, Annotation)>,
+    /// Timeline slices this slice points at (drawn as flow arrows).
+    pub flows_to: Vec<SliceId>,
+}
+
+/// An annotation value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Annotation {
+    /// Text.
+    Str(String),
+    /// Integer.
+    Int(i64),
+    /// Float.
+    Double(f64),
+    /// Boolean.
+    Bool(bool),
+}
+
+/// What [`write_timeline`] wrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WriteStats {
+    /// Bytes written.
+    pub bytes: u64,
+    /// Trace packets written.
+    pub packets: u64,
+    /// Perfetto tracks described (groups and overlap layers included).
+    pub tracks: u64,
+    /// Timeline slices written.
+    pub slices: u64,
+    /// Overlay slices written.
+    pub overlay_slices: u64,
+    /// Flow arrows written (Timeline flows and overlay flows).
+    pub flows: u64,
+    /// Instants written.
+    pub instants: u64,
+    /// Counter samples written.
+    pub counter_samples: u64,
+}
+
+/// The one packet sequence of the file.
+const SEQUENCE: u32 = 1;
+const SEQ_CLEARED: u32 = trace_packet::SequenceFlags::SeqIncrementalStateCleared as u32;
+const SEQ_NEEDS: u32 = trace_packet::SequenceFlags::SeqNeedsIncrementalState as u32;
+/// Flow category index of overlay flows (no Timeline category).
+const OVERLAY_FLOW_CAT: u64 = 0xFFFF;
+
+/// Writes `timeline` (and `overlay`, when given) to `out` as a Perfetto trace.
+///
+/// # Errors
+/// When writing to `out` fails.
+pub fn write_timeline(
+    timeline: &Timeline,
+    overlay: Option<&Overlay>,
+    out: &mut dyn Write,
+) -> io::Result<WriteStats> {
+    let mut w = Writer::new(timeline, out);
+    w.meta()?;
+    let incoming = w.flow_ends(overlay);
+    w.incoming = incoming;
+    if let Some(overlay) = overlay {
+        w.overlay(overlay)?;
+    }
+    for id in 0..timeline.tracks.len() {
+        w.track(id)?;
+    }
+    w.out.flush()?;
+    w.stats.bytes = w.out.written;
+    Ok(w.stats)
+}
+
+struct Counting<'o> {
+    inner: &'o mut dyn Write,
+    written: u64,
+}
+
+impl Counting<'_> {
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.written += buf.len() as u64;
+        self.inner.write_all(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+struct Writer<'t, 'o> {
+    t: &'t Timeline,
+    out: Counting<'o>,
+    buf: Vec<u8>,
+    /// Scratch buffers of the hand-encoded slice packets: the TrackEvent, the packet, and
+    /// one per nesting level of annotations.
+    ev: Vec<u8>,
+    pkt: Vec<u8>,
+    pool: Vec<Vec<u8>>,
+    stats: WriteStats,
+    next_uuid: u64,
+    names_sent: Vec<bool>,
+    cats_sent: Vec<bool>,
+    /// Overlay names and annotation names: text → iid.
+    extra_names: FxHashMap<String, u64>,
+    annotation_names: FxHashMap<String, u64>,
+    /// Interned data waiting for the next packet.
+    pending: pb::InternedData,
+    has_pending: bool,
+    /// Flow ids leaving each slice: (slice, id), sorted.
+    outgoing: Vec<(SliceId, u64)>,
+    /// Flow ids arriving at each slice: (slice, id), sorted.
+    incoming: Vec<(SliceId, u64)>,
+    /// Process track uuids by (source, pid).
+    processes: FxHashMap<(u16, LaneId), (u64, i32)>,
+    /// Group track uuids by (source, kind group, process name).
+    groups: FxHashMap<(u16, u8, String), u64>,
+    /// Next `sibling_order_rank` under each parent.
+    ranks: FxHashMap<u64, i32>,
+    /// Thread ids already used per pid (Perfetto merges tracks of the same thread).
+    threads: rustc_hash::FxHashSet<(i32, i64)>,
+    next_pid: i32,
+    next_tid: i64,
+    flow_cat_index: FxHashMap<CatId, u64>,
+    time_offset: i64,
+}
+
+impl<'t, 'o> Writer<'t, 'o> {
+    fn new(t: &'t Timeline, out: &'o mut dyn Write) -> Self {
+        let min_time = t
+            .slices
+            .start
+            .iter()
+            .chain(&t.instants.ts)
+            .chain(&t.counters.ts)
+            .copied()
+            .min()
+            .unwrap_or(0);
+        Self {
+            t,
+            out: Counting {
+                inner: out,
+                written: 0,
+            },
+            buf: Vec::with_capacity(256),
+            ev: Vec::with_capacity(256),
+            pkt: Vec::with_capacity(256),
+            pool: Vec::new(),
+            stats: WriteStats::default(),
+            next_uuid: 1,
+            names_sent: vec![false; t.strings.len()],
+            cats_sent: vec![false; t.categories.len()],
+            extra_names: FxHashMap::default(),
+            annotation_names: FxHashMap::default(),
+            pending: pb::InternedData::default(),
+            has_pending: false,
+            outgoing: Vec::new(),
+            incoming: Vec::new(),
+            processes: FxHashMap::default(),
+            groups: FxHashMap::default(),
+            ranks: FxHashMap::default(),
+            threads: rustc_hash::FxHashSet::default(),
+            next_pid: 0x4000_0000,
+            next_tid: 0x4000_0000,
+            flow_cat_index: FxHashMap::default(),
+            // Perfetto timestamps are unsigned: a Timeline reaching below 0 is shifted.
+            time_offset: (-min_time).max(0),
+        }
+    }
+
+    fn uuid(&mut self) -> u64 {
+        let id = self.next_uuid;
+        self.next_uuid += 1;
+        id
+    }
+
+    fn rank_under(&mut self, parent: u64) -> i32 {
+        let slot = self.ranks.entry(parent).or_insert(0);
+        *slot += 1;
+        *slot
+    }
+
+    fn emit(&mut self, mut packet: pb::TracePacket) -> io::Result<()> {
+        packet.optional_trusted_packet_sequence_id =
+            Some(trace_packet::OptionalTrustedPacketSequenceId::TrustedPacketSequenceId(SEQUENCE));
+        if self.has_pending {
+            packet.interned_data = Some(std::mem::take(&mut self.pending));
+            self.has_pending = false;
+        }
+        if packet.sequence_flags.is_none() {
+            packet.sequence_flags = Some(SEQ_NEEDS);
+        }
+        self.buf.clear();
+        self.buf.push(0x0A);
+        prost::encoding::encode_varint(packet.encoded_len() as u64, &mut self.buf);
+        // Encoding into a Vec only fails for lack of capacity, which a Vec grows.
+        packet
+            .encode(&mut self.buf)
+            .map_err(|e| io::Error::other(e.to_string()))?;
+        self.stats.packets += 1;
+        self.out.write_all(&self.buf)
+    }
+
+    fn ts(&self, ns: i64) -> u64 {
+        u64::try_from(ns.saturating_add(self.time_offset)).unwrap_or(0)
+    }
+
+    /// First packet: clears the sequence's state and describes the trace (flow categories,
+    /// device) for steplens' reader.
+    fn meta(&mut self) -> io::Result<()> {
+        let mut categories: Vec<CatId> = self.t.flows.iter().map(|f| f.cat).collect();
+        categories.sort_unstable();
+        categories.dedup();
+        for (i, &c) in categories.iter().enumerate() {
+            self.flow_cat_index.insert(c, i as u64);
+        }
+        let note = TraceNote {
+            version: NOTE_VERSION,
+            flow_categories: categories
+                .iter()
+                .map(|&c| self.t.categories.name(c).to_owned())
+                .collect(),
+            device_kind: self.t.device.kind.as_str().to_owned(),
+            device_name: self.t.device.name.clone(),
+            device_memory_bytes: self.t.device.memory_bytes,
+            device_compute_capability: self.t.device.compute_capability.clone(),
+            time_offset_ns: self.time_offset,
+        };
+        let uuid = self.uuid();
+        let descriptor = pb::TrackDescriptor {
+            uuid: Some(uuid),
+            static_or_dynamic_name: Some(track_descriptor::StaticOrDynamicName::Name(
+                META_TRACK.to_owned(),
+            )),
+            description: Some(format!(
+                "{META_NOTE}{}",
+                serde_json::to_string(&note).unwrap_or_default()
+            )),
+            ..Default::default()
+        };
+        self.stats.tracks += 1;
+        self.emit(pb::TracePacket {
+            sequence_flags: Some(SEQ_CLEARED | SEQ_NEEDS),
+            // An empty interned table marks the start of the sequence's state.
+            interned_data: Some(pb::InternedData::default()),
+            trace_packet_defaults: Some(pb::TracePacketDefaults::default()),
+            data: Some(trace_packet::Data::TrackDescriptor(descriptor)),
+            ..Default::default()
+        })
+    }
+
+    /// Assigns flow ids; returns the arriving ends (Timeline and overlay flows).
+    fn flow_ends(&mut self, overlay: Option<&Overlay>) -> Vec<(SliceId, u64)> {
+        let mut incoming = Vec::with_capacity(self.t.flows.len());
+        self.outgoing.reserve(self.t.flows.len());
+        for (k, f) in self.t.flows.iter().enumerate() {
+            let cat = self.flow_cat_index.get(&f.cat).copied().unwrap_or(0);
+            let id = (cat << FLOW_CAT_SHIFT) | (k as u64 + 1);
+            self.outgoing.push((f.from, id));
+            incoming.push((f.to, id));
+        }
+        let mut k = 0u64;
+        for track in overlay.map(|o| o.tracks.as_slice()).unwrap_or(&[]) {
+            for slice in &track.slices {
+                for &to in &slice.flows_to {
+                    k += 1;
+                    incoming.push((to, (OVERLAY_FLOW_CAT << FLOW_CAT_SHIFT) | k));
+                }
+            }
+        }
+        self.outgoing.sort_unstable();
+        incoming.sort_unstable();
+        incoming
+    }
+
+    fn name_iid(&mut self, id: StrId) -> u64 {
+        if let Some(sent) = self.names_sent.get_mut(id as usize)
+            && !*sent
+        {
+            *sent = true;
+            self.pending.event_names.push(pb::EventName {
+                iid: Some(u64::from(id) + 1),
+                name: Some(self.t.strings.get(id).to_owned()),
+            });
+            self.has_pending = true;
+        }
+        u64::from(id) + 1
+    }
+
+    fn extra_name_iid(&mut self, name: &str) -> u64 {
+        if let Some(&iid) = self.extra_names.get(name) {
+            return iid;
+        }
+        let iid = self.t.strings.len() as u64 + 1 + self.extra_names.len() as u64;
+        self.extra_names.insert(name.to_owned(), iid);
+        self.pending.event_names.push(pb::EventName {
+            iid: Some(iid),
+            name: Some(name.to_owned()),
+        });
+        self.has_pending = true;
+        iid
+    }
+
+    fn cat_iid(&mut self, id: CatId) -> u64 {
+        if let Some(sent) = self.cats_sent.get_mut(id as usize)
+            && !*sent
+        {
+            *sent = true;
+            self.pending.event_categories.push(pb::EventCategory {
+                iid: Some(u64::from(id) + 1),
+                name: Some(self.t.categories.name(id).to_owned()),
+            });
+            self.has_pending = true;
+        }
+        u64::from(id) + 1
+    }
+
+    fn annotation_name_iid(&mut self, name: &str) -> u64 {
+        if let Some(&iid) = self.annotation_names.get(name) {
+            return iid;
+        }
+        let iid = self.annotation_names.len() as u64 + 1;
+        self.annotation_names.insert(name.to_owned(), iid);
+        self.pending
+            .debug_annotation_names
+            .push(pb::DebugAnnotationName {
+                iid: Some(iid),
+                name: Some(name.to_owned()),
+            });
+        self.has_pending = true;
+        iid
+    }
+}
+
+/// Protobuf wire encoding of the few field kinds the hand-encoded packets use.
+mod wire {
+    pub(super) fn uint(buf: &mut Vec<u8>, field: u32, v: u64) {
+        prost::encoding::encode_varint(u64::from(field) << 3, buf);
+        prost::encoding::encode_varint(v, buf);
+    }
+
+    pub(super) fn fixed64(buf: &mut Vec<u8>, field: u32, v: u64) {
+        prost::encoding::encode_varint((u64::from(field) << 3) | 1, buf);
+        buf.extend_from_slice(&v.to_le_bytes());
+    }
+
+    pub(super) fn bytes(buf: &mut Vec<u8>, field: u32, data: &[u8]) {
+        prost::encoding::encode_varint((u64::from(field) << 3) | 2, buf);
+        prost::encoding::encode_varint(data.len() as u64, buf);
+        buf.extend_from_slice(data);
+    }
+}
+
+/// Spreads slices (sorted by start, longer first) over layers in which they nest strictly:
+/// returns each slice's layer and the number of layers.
+fn layers(starts: &[i64], durs: &[i64]) -> (Vec<u32>, u32) {
+    let mut stacks: Vec<Vec<i64>> = Vec::new();
+    let mut out = Vec::with_capacity(starts.len());
+    for (&start, &dur) in starts.iter().zip(durs) {
+        let end = start + dur;
+        let mut placed = None;
+        for (layer, stack) in stacks.iter_mut().enumerate() {
+            while stack.last().is_some_and(|&top| top <= start) {
+                stack.pop();
+            }
+            if stack.last().is_none_or(|&top| end <= top) {
+                stack.push(end);
+                placed = Some(layer as u32);
+                break;
+            }
+        }
+        let layer = match placed {
+            Some(l) => l,
+            None => {
+                stacks.push(vec![end]);
+                (stacks.len() - 1) as u32
+            }
+        };
+        out.push(layer);
+    }
+    let count = stacks.len().max(1) as u32;
+    (out, count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::layers;
+
+    #[test]
+    fn overlapping_slices_get_their_own_layer() {
+        // [0,10] holds [2,4]; [5,15] overlaps [0,10] and moves to layer 1; [6,7] still fits
+        // inside [0,10]; [9,12] crosses the end of [0,10] and nests in [5,15].
+        let (of, n) = layers(&[0, 2, 5, 6, 9, 20], &[10, 2, 10, 1, 3, 1]);
+        assert_eq!(of, [0, 0, 1, 0, 1, 0]);
+        assert_eq!(n, 2);
+    }
+}

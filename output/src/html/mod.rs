@@ -1,0 +1,229 @@
+//! HTML pages: `steplens report -f html` ([`report_page`]: one self-contained page, inline
+//! CSS, JS and SVG, no network, with the overview, the charts, the ranked findings with a small
+//! evidence timeline each, and sortable, filterable tables), and the diff and check pages
+//! ([`diff_page`], [`check_page`]). This module holds what the pages share: escaping, the page
+//! frame, legends, bar charts and tables.
+//!
+//! Built by hand rather than with a template engine: the page is a handful of fixed sections,
+//! and every string from a trace goes through [`esc`] (one function, tested with a kernel named
+//! `<script>`), so a template engine would add a build-time dependency to the CLI and nothing
+//! the escaping does not already give. Charts are SVG written here for the same reason; hovering
+//! shows values through SVG `<title>` tooltips, which every browser renders natively. Colours
+//! are the Okabe–Ito palette (colour-blind safe).
+
+use std::fmt::Write as _;
+
+use steplens_analysis::memory::human_bytes;
+use steplens_analysis::units::human_ns;
+
+mod compare;
+mod report;
+
+pub use compare::{check_page, diff_page};
+pub use report::report_page;
+
+/// Okabe–Ito: orange, sky blue, bluish green, yellow, blue, vermillion, reddish purple, grey.
+const PALETTE: [&str; 8] = [
+    "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#999999",
+];
+
+/// Escapes text for HTML content and attribute values.
+pub fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+const STYLE: &str = r#"
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1200px;padding:16px 24px;color:#222}
+h1{font-size:22px;margin:8px 0}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd}
+.headline{font-size:17px;background:#f4f7fb;border-left:4px solid #0072B2;padding:8px 12px}
+.muted{color:#666}.warn{color:#a05a00}
+table{border-collapse:collapse;font-size:13px;margin:6px 0}th,td{padding:3px 8px;border-bottom:1px solid #eee;text-align:left;vertical-align:top}
+td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}th{cursor:pointer;background:#fafafa;position:sticky;top:0}
+.finding{border:1px solid #ddd;border-radius:6px;padding:8px 12px;margin:10px 0}
+.sev-critical{border-left:5px solid #D55E00}.sev-warning{border-left:5px solid #E69F00}.sev-info{border-left:5px solid #56B4E9}
+.kind{font-weight:600}.advice{margin:4px 0 0;color:#333}
+.legend span{display:inline-block;margin-right:14px}.legend i{display:inline-block;width:11px;height:11px;margin-right:4px;vertical-align:-1px}
+input.filter{margin:4px 0;padding:3px 6px;width:280px}
+svg text{font:11px system-ui,sans-serif;fill:#333}
+@media print{th{position:static}.noprint{display:none}}
+"#;
+
+const SCRIPT: &str = r#"
+document.querySelectorAll('table.sortable').forEach(function(t){
+  t.querySelectorAll('th').forEach(function(th,col){
+    th.addEventListener('click',function(){
+      var body=t.tBodies[0],rows=Array.prototype.slice.call(body.rows);
+      var asc=th.dataset.dir!=='asc';th.dataset.dir=asc?'asc':'desc';
+      rows.sort(function(a,b){
+        var x=a.cells[col].dataset.v,y=b.cells[col].dataset.v;
+        if(x!==undefined&&y!==undefined){return asc?x-y:y-x;}
+        x=a.cells[col].textContent;y=b.cells[col].textContent;
+        return asc?x.localeCompare(y):y.localeCompare(x);});
+      rows.forEach(function(r){body.appendChild(r);});});});});
+document.querySelectorAll('input.filter').forEach(function(inp){
+  inp.addEventListener('input',function(){
+    var q=inp.value.toLowerCase(),t=document.getElementById(inp.dataset.table);
+    Array.prototype.forEach.call(t.tBodies[0].rows,function(r){
+      r.style.display=r.textContent.toLowerCase().indexOf(q)>=0?'':'none';});});});
+var kinds=document.getElementById('kind-filter');
+if(kinds){kinds.addEventListener('change',function(){
+  document.querySelectorAll('.finding').forEach(function(f){
+    f.style.display=(!kinds.value||f.dataset.kind===kinds.value)?'':'none';});});}
+"#;
+
+/// The page's head, its styles and its first heading.
+fn open_page(title: &str, heading: &str) -> String {
+    let mut h = String::from("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
+    h.push_str("<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">");
+    let _ = write!(
+        h,
+        "<title>{}</title><style>{STYLE}</style></head><body><h1>{}</h1>",
+        esc(title),
+        esc(heading)
+    );
+    h
+}
+
+/// The page's script (sorting, filtering) and its end.
+fn close_page(h: &mut String) {
+    let _ = writeln!(h, "<script>{SCRIPT}</script></body></html>");
+}
+
+fn pct(part: i64, whole: i64) -> f64 {
+    if whole > 0 {
+        part as f64 * 100.0 / whole as f64
+    } else {
+        0.0
+    }
+}
+
+fn legend(h: &mut String, items: &[(&str, &str)]) {
+    h.push_str("<div class=\"legend\">");
+    for (name, colour) in items {
+        let _ = write!(
+            h,
+            "<span><i style=\"background:{colour}\"></i>{}</span>",
+            esc(name)
+        );
+    }
+    h.push_str("</div>");
+}
+
+/// A y axis with ticks in human time units.
+fn axis_y(h: &mut String, left: f64, base: f64, max: f64) {
+    let _ = write!(
+        h,
+        "<line x1=\"{left}\" x2=\"{left}\" y1=\"10\" y2=\"{base}\" stroke=\"#999\"/>"
+    );
+    for k in 0..=4 {
+        let v = max * f64::from(k) / 4.0;
+        let y = base - (base - 10.0) * f64::from(k) / 4.0;
+        let _ = write!(
+            h,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text><line x1=\"{left}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#eee\"/>",
+            left - 4.0,
+            y + 4.0,
+            human_ns(v as i64),
+            left + 1040.0
+        );
+    }
+}
+
+/// Horizontal bars with a label, a value shown as text and a tooltip.
+fn hbars(h: &mut String, rows: &[(String, i64, &str)]) {
+    let max = rows.iter().map(|r| r.1).max().unwrap_or(1).max(1) as f64;
+    let (w, left, row_h) = (1100.0, 360.0, 20.0);
+    let ht = rows.len() as f64 * row_h + 10.0;
+    let _ = write!(h, "<svg width=\"{w}\" height=\"{ht}\" role=\"img\">");
+    for (i, (label, v, colour)) in rows.iter().enumerate() {
+        let y = i as f64 * row_h + 4.0;
+        let bw = *v as f64 / max * (w - left - 90.0);
+        let short: String = label.chars().take(55).collect();
+        let _ = write!(
+            h,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text><rect x=\"{left}\" y=\"{y:.1}\" width=\"{bw:.1}\" height=\"{:.1}\" fill=\"{colour}\"><title>{}: {}</title></rect><text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
+            left - 6.0,
+            y + 12.0,
+            esc(&short),
+            row_h - 5.0,
+            esc(label),
+            human_ns(*v),
+            left + bw + 4.0,
+            y + 12.0,
+            human_ns(*v)
+        );
+    }
+    h.push_str("</svg>");
+}
+
+/// A sortable, filterable table: `cells` are (shown text, sort value for numbers).
+fn table(h: &mut String, id: &str, heads: &[(&str, bool)], rows: &[Vec<(String, Option<f64>)>]) {
+    let _ = write!(
+        h,
+        "<input class=\"filter noprint\" data-table=\"{id}\" placeholder=\"filter rows…\"><table class=\"sortable\" id=\"{id}\"><thead><tr>"
+    );
+    for (name, numeric) in heads {
+        let _ = write!(
+            h,
+            "<th{}>{}</th>",
+            if *numeric { " class=\"n\"" } else { "" },
+            esc(name)
+        );
+    }
+    h.push_str("</tr></thead><tbody>");
+    for row in rows {
+        h.push_str("<tr>");
+        for (text, value) in row {
+            match value {
+                Some(v) => {
+                    let _ = write!(h, "<td class=\"n\" data-v=\"{v}\">{}</td>", esc(text));
+                }
+                None => {
+                    let _ = write!(h, "<td>{}</td>", esc(text));
+                }
+            }
+        }
+        h.push_str("</tr>");
+    }
+    h.push_str("</tbody></table>");
+}
+
+fn ns_cell(ns: i64) -> (String, Option<f64>) {
+    (human_ns(ns), Some(ns as f64))
+}
+
+fn text_cell(s: &str) -> (String, Option<f64>) {
+    (s.to_owned(), None)
+}
+
+fn opt_ns_cell(v: Option<i64>) -> (String, Option<f64>) {
+    v.map_or_else(|| text_cell("-"), ns_cell)
+}
+
+fn bytes_cell(b: i64) -> (String, Option<f64>) {
+    (human_bytes(b), Some(b as f64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::esc;
+
+    #[test]
+    fn trace_text_is_escaped() {
+        assert_eq!(
+            esc("<script>alert('x')</script> & \"q\""),
+            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;"
+        );
+    }
+}
