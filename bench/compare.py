@@ -4,6 +4,8 @@
 Usage:
     python3 bench/compare.py TRACE [--steplens PATH] [--skip-hta] [--json OUT]
 
+(PATH: the steplens-bench binary, `cargo build --release -p steplens-tools`.)
+
 TRACE is a PyTorch profiler (Kineto) Chrome-trace JSON file, plain or .gz.
 Every tool runs in its own fresh subprocess, so each peak-memory figure
 belongs to one tool. Peak RSS comes from GNU time (/usr/bin/time -f %M) when
@@ -35,7 +37,7 @@ MIB = 1024 * 1024
 MARK = "@@compare@@ "  # prefix of the result lines the Python children print
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_BINARY = os.path.join("target", "release", "steplens")
+DEFAULT_BINARY = os.path.join("target", "release", "steplens-bench")
 STEPLENS_KEYS = (
     "file_bytes",
     "events",
@@ -343,7 +345,7 @@ def run_steplens(binary, trace, runs, timeout):
     results = []
     maxrss = 0
     for i in range(runs):
-        r = run_child([binary, "bench", trace, "--format", "json"], timeout)
+        r = run_child([binary, trace, "--format", "json"], timeout)
         if r["rc"] != 0 or r["timed_out"]:
             reason = child_failure(r, timeout)
             return [failed_row("steplens report", reason), failed_row("steplens ingest", reason)], {
@@ -363,7 +365,7 @@ def run_steplens(binary, trace, runs, timeout):
 
     missing = [k for k in STEPLENS_KEYS if k not in results[0]]
     if missing:
-        print("warning: steplens bench output lacks keys: %s" % ", ".join(missing), file=sys.stderr)
+        print("warning: steplens-bench output lacks keys: %s" % ", ".join(missing), file=sys.stderr)
 
     def key(o):
         v = o.get("report_s")
@@ -381,14 +383,14 @@ def run_steplens(binary, trace, runs, timeout):
     rows = [
         {
             "tool": "steplens report",
-            "what": "steplens bench: ingest + full report (report_s)",
+            "what": "steplens-bench: ingest + full report (report_s)",
             "wall_s": report_s,
             "peak_rss_bytes": peak,
             "status": "ok" if report_s is not None else "failed: no report_s in output",
         },
         {
             "tool": "steplens ingest",
-            "what": "steplens bench: ingest only (ingest_s); memory is the whole run's peak",
+            "what": "steplens-bench: ingest only (ingest_s); memory is the whole run's peak",
             "wall_s": ingest_s,
             "peak_rss_bytes": peak,
             "status": "ok" if ingest_s is not None else "failed: no ingest_s in output",

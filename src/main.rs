@@ -5,7 +5,6 @@
 //! input or usage.
 
 mod baseline_cmd;
-mod bench;
 mod check_cmd;
 mod diff_cmd;
 mod export_cmd;
@@ -46,8 +45,13 @@ enum Command {
     Baseline(baseline_cmd::BaselineCommand),
     /// Write tables (Parquet/CSV) or a Perfetto trace with the findings drawn on it.
     Export(export_cmd::ExportArgs),
-    /// Measure ingest and report speed and memory on a (generated) large trace.
-    Bench(bench::BenchArgs),
+    /// Moved to the developer tools: `cargo run --release -p steplens-tools --bin steplens-bench`.
+    #[command(hide = true)]
+    Bench {
+        /// Whatever was given.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Summarize one rank's trace for `report --summaries` (run it next to each rank's trace).
     Summarize(summaries_cmd::SummarizeArgs),
     /// Open the desktop timeline viewer (traces load in the background; none opens an empty window).
@@ -170,7 +174,7 @@ fn main() -> ExitCode {
         Command::Check(args) => args.json_output(),
         Command::Diff(args) => args.json_output(),
         Command::Export(_)
-        | Command::Bench(_)
+        | Command::Bench { .. }
         | Command::Baseline(_)
         | Command::Summarize(_)
         | Command::View { .. } => false,
@@ -182,7 +186,10 @@ fn main() -> ExitCode {
         Command::Diff(args) => diff_cmd::run(&args).map(|()| true),
         Command::Baseline(command) => baseline_cmd::run(&command).map(|()| true),
         Command::Export(args) => export_cmd::run(&args).map(|()| true),
-        Command::Bench(args) => bench::run(&args).map(|()| true),
+        Command::Bench { args } => Err(anyhow::anyhow!(
+            "the benchmark is not part of the installed binary: run `cargo run --release -p steplens-tools --bin steplens-bench -- {}`",
+            args.join(" ")
+        )),
         Command::Summarize(args) => summaries_cmd::summarize(&args).map(|()| true),
         Command::View { traces } => view(traces).map(|()| true),
     };

@@ -4,8 +4,8 @@
 //! paint list into one mesh. No window and no GPU: rasterizing the mesh is egui's work.
 //!
 //! ```text
-//! cargo run --release -p steplens-viewer --example frame_bench [-- SLICES_MILLIONS [FRAMES]]
-//! cargo run --release -p steplens-viewer --example frame_bench -- --trace FILE [FRAMES]
+//! cargo run --release -p steplens-tools --bin frame-bench [-- SLICES_MILLIONS [FRAMES]]
+//! cargo run --release -p steplens-tools --bin frame-bench -- --trace FILE [FRAMES]
 //! ```
 //!
 //! With `--trace`, the frames are built on a real trace loaded the way the viewer loads it
@@ -16,87 +16,13 @@
 use std::time::Instant;
 
 use eframe::egui::{Color32, Mesh, Pos2, Rect};
-use steplens_ingest::TimelineBuilder;
-use steplens_ingest::model::{ArgsRef, LaneId, Timeline};
+use steplens_tools::workload::synthesize;
 use steplens_viewer::timeline::layout::Layout;
 use steplens_viewer::timeline::lod::{Frame, LaneIndex, build_frame};
 use steplens_viewer::timeline::{name_color, viewport};
 
-const HOST_TRACKS: i64 = 8;
-const DEVICE_TRACKS: i64 = 8;
 const WIDTH_PX: f32 = 1920.0;
 const HEIGHT_PX: f32 = 1000.0;
-
-/// 60 % of the slices on host threads (3 levels: op, two children, evenly packed over 1 s),
-/// 40 % as kernels on device streams (in bursts, gaps at every scale), one counter with 100 k
-/// samples.
-fn synthesize(total: i64) -> Timeline {
-    let mut b = TimelineBuilder::with_capacity(total as usize);
-    let names: Vec<u32> = (0..64)
-        .map(|i| b.intern(&format!("aten::op_{i}")))
-        .collect();
-    let cpu = b.intern_cat("cpu_op");
-    let kernel = b.intern_cat("kernel");
-    let ops_per_host = total * 6 / 10 / 3 / HOST_TRACKS;
-    let kernels_per_device = total * 4 / 10 / DEVICE_TRACKS;
-    let span: i64 = 1_000_000_000;
-    for h in 0..HOST_TRACKS {
-        let track = b.track(0, LaneId::Int(1), LaneId::Int(100 + h));
-        let period = span / ops_per_host;
-        for k in 0..ops_per_host {
-            let t = k * period;
-            let n = names[(k % 64) as usize];
-            b.push_slice(track, t, period * 9 / 10, n, cpu, ArgsRef::NONE);
-            b.push_slice(
-                track,
-                t + 1,
-                period * 4 / 10,
-                names[((k + 1) % 64) as usize],
-                cpu,
-                ArgsRef::NONE,
-            );
-            b.push_slice(
-                track,
-                t + period / 2,
-                period * 3 / 10,
-                names[((k + 2) % 64) as usize],
-                cpu,
-                ArgsRef::NONE,
-            );
-        }
-    }
-    for d in 0..DEVICE_TRACKS {
-        let track = b.track(0, LaneId::Int(2), LaneId::Int(d));
-        let period = span / kernels_per_device;
-        // Kernels in bursts: the gap after kernel k grows with the trailing zeros of k, so there
-        // are gaps at every scale and density runs break at every zoom (the hard case for the
-        // level of detail, unlike the evenly packed host threads).
-        let mut t = 0;
-        for k in 0..kernels_per_device {
-            let dur = period * 3 / 4;
-            b.push_slice(
-                track,
-                t,
-                dur,
-                names[(k % 64) as usize],
-                kernel,
-                ArgsRef::NONE,
-            );
-            let gap = (period / 8) << i64::from(k.trailing_zeros().min(16));
-            t += dur + gap;
-        }
-    }
-    for k in 0..100_000i64 {
-        b.push_counter(
-            0,
-            LaneId::Int(2),
-            "memory",
-            k * 10_000,
-            ((k * 7919) % 1000) as f64,
-        );
-    }
-    b.finish()
-}
 
 fn percentile(sorted: &[f64], q: f64) -> f64 {
     let i = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1;

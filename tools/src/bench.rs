@@ -1,0 +1,403 @@
+//! `steplens-bench`: generate a large realistic Kineto trace ([`crate::workload`]) and measure ingest
+//! speed, the full report's time and memory. Figures come from this command, never from timed
+//! tests.
+//!
+//! Memory is read from `/proc/self/status`: `VmHWM` (peak resident set, which counts the
+//! mapped trace's page-cache pages) and `RssAnon` (private memory: the model and the heap),
+//! sampled every few milliseconds for its peak.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+use steplens_ingest::LoadOptions;
+use steplens_ingest::model::Slices;
+
+use steplens_output::text::{human_bytes, thousands};
+
+/// What to measure, and how.
+#[derive(Debug, clap::Parser)]
+#[command(
+    name = "steplens-bench",
+    version,
+    about = "Measure steplens ingest and report speed and memory on a (generated) large trace"
+)]
+pub struct BenchArgs {
+    /// Trace to measure (generated first with --generate).
+    trace: Option<PathBuf>,
+    /// Write a generated Kineto trace to this path, then measure it.
+    #[arg(long, value_name = "OUT")]
+    generate: Option<PathBuf>,
+    /// Size of the generated trace, MB (10^6 bytes).
+    #[arg(long, default_value_t = 520)]
+    size_mb: u64,
+    /// Timed runs; the best and the median are reported.
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// `text` or `json`.
+    #[arg(long, default_value = "text", value_parser = ["text", "json"])]
+    format: String,
+    /// Also export the loaded trace as a Perfetto `.pftrace` next to it (`TRACE.pftrace`) and
+    /// measure the export and the decode of that file.
+    #[arg(long)]
+    perfetto: bool,
+}
+
+/// Figures of `--perfetto`: writing the Timeline as `.pftrace` and reading that file back.
+#[derive(Debug, Serialize)]
+struct PerfettoFigures {
+    file: String,
+    pftrace_bytes: u64,
+    slices: usize,
+    export_s: f64,
+    export_mb_s: f64,
+    decode_s: f64,
+    decode_median_s: f64,
+    decode_mb_s: f64,
+    decode_private_bytes: u64,
+    decode_peak_private_bytes: u64,
+    round_trip_slices_equal: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct Figures {
+    trace: String,
+    file_bytes: u64,
+    json_bytes: u64,
+    events: u64,
+    slices: usize,
+    runs: usize,
+    ingest_s: f64,
+    ingest_median_s: f64,
+    ingest_mb_s: f64,
+    events_per_s: f64,
+    analysis_s: f64,
+    detectors_s: f64,
+    detectors_pct_of_ingest: f64,
+    report_s: f64,
+    report_median_s: f64,
+    peak_rss_bytes: u64,
+    private_bytes: u64,
+    peak_private_bytes: u64,
+    private_ratio: f64,
+    model_heap_bytes: usize,
+    bytes_per_slice: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    perfetto: Option<PerfettoFigures>,
+}
+
+/// Generates the trace when asked, measures it and prints the figures.
+///
+/// # Errors
+/// When the trace cannot be written or read.
+pub fn run(args: &BenchArgs) -> Result<()> {
+    let trace = match (&args.generate, &args.trace) {
+        (Some(out), _) => {
+            let started = Instant::now();
+            let written = crate::workload::generate(out, args.size_mb * 1_000_000)
+                .with_context(|| format!("cannot write {}", out.display()))?;
+            let mut err = io::stderr().lock();
+            writeln!(
+                err,
+                "generated {} ({}) in {:.1} s",
+                out.display(),
+                human_bytes(written),
+                started.elapsed().as_secs_f64()
+            )?;
+            out.clone()
+        }
+        (None, Some(trace)) => trace.clone(),
+        (None, None) => bail!("give a TRACE to measure, or --generate OUT to make one"),
+    };
+    let mut figures = measure(&trace, args.runs.max(1))?;
+    if args.perfetto {
+        figures.perfetto = Some(measure_perfetto(&trace, args.runs.max(1))?);
+    }
+    let mut out = io::stdout().lock();
+    if args.format == "json" {
+        serde_json::to_writer_pretty(&mut out, &figures)?;
+        writeln!(out)?;
+    } else {
+        print_figures(&mut out, &figures)?;
+    }
+    Ok(())
+}
+
+fn status_field(field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Samples `RssAnon` in the background and keeps the peak.
+struct PrivatePeak {
+    stop: Arc<AtomicBool>,
+    peak: Arc<AtomicU64>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl PrivatePeak {
+    fn start() -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let peak = Arc::new(AtomicU64::new(0));
+        let (s, p) = (Arc::clone(&stop), Arc::clone(&peak));
+        let handle = std::thread::Builder::new()
+            .name("rss-sampler".into())
+            .spawn(move || {
+                while !s.load(Ordering::Relaxed) {
+                    if let Some(v) = status_field("RssAnon:") {
+                        p.fetch_max(v, Ordering::Relaxed);
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            })
+            .ok();
+        Self { stop, peak, handle }
+    }
+
+    fn finish(mut self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+        self.peak.load(Ordering::Relaxed)
+    }
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(0.0)
+}
+
+fn measure(trace: &Path, runs: usize) -> Result<Figures> {
+    // Warm the page cache so every run (and every peer tool) reads from memory.
+    let mut file = File::open(trace).with_context(|| format!("cannot read {}", trace.display()))?;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut file_bytes = 0u64;
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        file_bytes += n as u64;
+    }
+    drop(buf);
+    // The input may have just been generated: map it anyway, as a settled file would be.
+    let options = LoadOptions {
+        map_fresh_files: true,
+        ..LoadOptions::default()
+    };
+    let sampler = PrivatePeak::start();
+    let mut ingest = Vec::new();
+    let mut total = Vec::new();
+    let mut analysis = Vec::new();
+    let mut detectors = Vec::new();
+    let mut last = None;
+    let mut private_after_load = 0;
+    for _ in 0..runs {
+        drop(last.take());
+        let t0 = Instant::now();
+        let timeline = steplens_ingest::load(trace, &options, None)?;
+        let t1 = Instant::now();
+        private_after_load = status_field("RssAnon:").unwrap_or(0);
+        let report = steplens_analysis::build_report(&timeline);
+        serde_json::to_writer(io::sink(), &report)?;
+        let t2 = Instant::now();
+        // The detectors alone (they also ran inside the report), against the 10% budget.
+        let t3 = Instant::now();
+        let channels = steplens_analysis::steps::channels(&timeline);
+        let thresholds = steplens_analysis::Thresholds::default();
+        let findings = steplens_analysis::detect::run_all(&steplens_analysis::detect::Context {
+            timeline: &timeline,
+            thresholds: &thresholds,
+            channels: &channels,
+        });
+        detectors.push(t3.elapsed().as_secs_f64());
+        drop(findings);
+        ingest.push((t1 - t0).as_secs_f64());
+        analysis.push((t2 - t1).as_secs_f64());
+        total.push((t2 - t0).as_secs_f64());
+        last = Some(timeline);
+    }
+    let peak_private = sampler.finish();
+    let Some(timeline) = last else {
+        bail!("no run completed");
+    };
+    let json_bytes = timeline.sources.iter().map(|s| s.bytes).sum::<u64>();
+    let events = timeline.event_count();
+    let best_ingest = ingest.iter().copied().fold(f64::INFINITY, f64::min);
+    let best_total = total.iter().copied().fold(f64::INFINITY, f64::min);
+    let best_analysis = analysis.iter().copied().fold(f64::INFINITY, f64::min);
+    let best_detectors = detectors.iter().copied().fold(f64::INFINITY, f64::min);
+    Ok(Figures {
+        trace: trace.display().to_string(),
+        file_bytes,
+        json_bytes,
+        events,
+        slices: timeline.slices.len(),
+        runs,
+        ingest_s: best_ingest,
+        ingest_median_s: median(&mut ingest),
+        ingest_mb_s: json_bytes as f64 / 1e6 / best_ingest,
+        events_per_s: events as f64 / best_ingest,
+        analysis_s: best_analysis,
+        detectors_s: best_detectors,
+        detectors_pct_of_ingest: best_detectors * 100.0 / best_ingest,
+        report_s: best_total,
+        report_median_s: median(&mut total),
+        peak_rss_bytes: status_field("VmHWM:").unwrap_or(0),
+        private_bytes: private_after_load,
+        peak_private_bytes: peak_private.max(private_after_load),
+        private_ratio: peak_private.max(private_after_load) as f64 / json_bytes.max(1) as f64,
+        model_heap_bytes: timeline.model_heap_bytes(),
+        bytes_per_slice: Slices::BYTES_PER_SLICE,
+        perfetto: None,
+    })
+}
+
+/// Exports `trace` as `TRACE.pftrace` (best of `runs`), then loads that file `runs` times.
+fn measure_perfetto(trace: &Path, runs: usize) -> Result<PerfettoFigures> {
+    let options = LoadOptions::default();
+    let timeline = steplens_ingest::load(trace, &options, None)?;
+    let mut name = trace.file_name().unwrap_or_default().to_os_string();
+    name.push(".pftrace");
+    let out = trace.with_file_name(name);
+    let mut export = Vec::new();
+    let mut written = 0;
+    for _ in 0..runs {
+        let t0 = Instant::now();
+        let file = File::create(&out).with_context(|| format!("cannot write {}", out.display()))?;
+        let mut w = BufWriter::with_capacity(1 << 20, file);
+        let stats = steplens_ingest::perfetto::write::write_timeline(&timeline, None, &mut w)?;
+        w.flush()?;
+        export.push(t0.elapsed().as_secs_f64());
+        written = stats.bytes;
+    }
+    let slices = timeline.slices.len();
+    let starts = timeline.slices.start.clone();
+    drop(timeline);
+    let sampler = PrivatePeak::start();
+    let mut decode = Vec::new();
+    let mut last = None;
+    let mut private_after_load = 0;
+    for _ in 0..runs {
+        drop(last.take());
+        let t0 = Instant::now();
+        let back = steplens_ingest::load(&out, &options, None)?;
+        decode.push(t0.elapsed().as_secs_f64());
+        private_after_load = status_field("RssAnon:").unwrap_or(0);
+        last = Some(back);
+    }
+    let peak = sampler.finish();
+    let round_trip_slices_equal = last.as_ref().is_some_and(|b| b.slices.start == starts);
+    let best_export = export.iter().copied().fold(f64::INFINITY, f64::min);
+    let best_decode = decode.iter().copied().fold(f64::INFINITY, f64::min);
+    Ok(PerfettoFigures {
+        file: out.display().to_string(),
+        pftrace_bytes: written,
+        slices,
+        export_s: best_export,
+        export_mb_s: written as f64 / 1e6 / best_export,
+        decode_s: best_decode,
+        decode_median_s: median(&mut decode),
+        decode_mb_s: written as f64 / 1e6 / best_decode,
+        decode_private_bytes: private_after_load,
+        decode_peak_private_bytes: peak.max(private_after_load),
+        round_trip_slices_equal,
+    })
+}
+
+fn print_figures(out: &mut dyn Write, f: &Figures) -> io::Result<()> {
+    writeln!(
+        out,
+        "trace            {} ({} JSON)",
+        f.trace,
+        human_bytes(f.json_bytes)
+    )?;
+    writeln!(
+        out,
+        "events           {} ({} slices)",
+        thousands(f.events),
+        thousands(f.slices as u64)
+    )?;
+    writeln!(
+        out,
+        "ingest           {:.3} s best, {:.3} s median of {}  ->  {:.0} MB/s, {:.2} M events/s",
+        f.ingest_s,
+        f.ingest_median_s,
+        f.runs,
+        f.ingest_mb_s,
+        f.events_per_s / 1e6
+    )?;
+    writeln!(
+        out,
+        "analysis         {:.3} s (steps, op summary, findings, JSON)",
+        f.analysis_s
+    )?;
+    writeln!(
+        out,
+        "detectors        {:.3} s ({:.1}% of ingest; budget 10%)",
+        f.detectors_s, f.detectors_pct_of_ingest
+    )?;
+    writeln!(
+        out,
+        "full report      {:.3} s best, {:.3} s median (ingest + analysis)",
+        f.report_s, f.report_median_s
+    )?;
+    writeln!(
+        out,
+        "private memory   {} after load, {} peak ({:.2} x the JSON size)",
+        human_bytes(f.private_bytes),
+        human_bytes(f.peak_private_bytes),
+        f.private_ratio
+    )?;
+    writeln!(
+        out,
+        "peak RSS         {} (includes the mapped trace's page-cache pages)",
+        human_bytes(f.peak_rss_bytes)
+    )?;
+    writeln!(
+        out,
+        "model            {} heap, {} bytes per slice",
+        human_bytes(f.model_heap_bytes as u64),
+        f.bytes_per_slice
+    )?;
+    if let Some(p) = &f.perfetto {
+        writeln!(
+            out,
+            "perfetto file    {} ({}, {} slices; round trip {})",
+            p.file,
+            human_bytes(p.pftrace_bytes),
+            thousands(p.slices as u64),
+            if p.round_trip_slices_equal {
+                "equal"
+            } else {
+                "DIFFERS"
+            }
+        )?;
+        writeln!(
+            out,
+            "perfetto export  {:.3} s best  ->  {:.0} MB/s of .pftrace written",
+            p.export_s, p.export_mb_s
+        )?;
+        writeln!(
+            out,
+            "perfetto decode  {:.3} s best, {:.3} s median  ->  {:.0} MB/s of .pftrace",
+            p.decode_s, p.decode_median_s, p.decode_mb_s
+        )?;
+        writeln!(
+            out,
+            "decode memory    {} private after load, {} peak ({:.2} x the .pftrace)",
+            human_bytes(p.decode_private_bytes),
+            human_bytes(p.decode_peak_private_bytes),
+            p.decode_peak_private_bytes as f64 / p.pftrace_bytes.max(1) as f64
+        )?;
+    }
+    Ok(())
+}
