@@ -40,6 +40,22 @@ pub struct Loaded {
     pub index: LaneIndex,
     /// The same collective on each rank, for the links drawn between them.
     pub collectives: CollectiveLinks,
+    /// How long each part of the load took.
+    pub timings: LoadTimings,
+}
+
+/// Wall time of each part of a load, seconds. The report is built beside the lane index and
+/// the collective links, so `analysis_s` is the longer of the two, not their sum.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LoadTimings {
+    /// Reading and building the Timeline.
+    pub ingest_s: f64,
+    /// The report (steps, findings, tables).
+    pub report_s: f64,
+    /// The lane index and the collective links (what the timeline needs to draw).
+    pub index_s: f64,
+    /// Everything after ingest, wall time.
+    pub analysis_s: f64,
 }
 
 /// Loads, analyses and indexes `paths` on the calling thread; `progress` gets
@@ -55,16 +71,39 @@ pub fn load_now(
         return Err(LoadError::NoInput);
     }
     let refs: Vec<&std::path::Path> = paths.iter().map(PathBuf::as_path).collect();
+    let started = std::time::Instant::now();
     let timeline = steplens_ingest::load_many(&refs, &LoadOptions::default(), progress)?;
-    let report = build_report(&timeline);
-    let index = LaneIndex::new(&timeline);
-    let collectives = collective_links(&timeline);
+    let ingest_s = started.elapsed().as_secs_f64();
+    // The report uses both cores for part of its run; the lane index and the collective links
+    // need nothing from it, so they are built meanwhile instead of after it.
+    let after_ingest = std::time::Instant::now();
+    let ((report, report_s), (index, collectives, index_s)) = std::thread::scope(|scope| {
+        let report = scope.spawn(|| {
+            let t = std::time::Instant::now();
+            let report = build_report(&timeline);
+            (report, t.elapsed().as_secs_f64())
+        });
+        let t = std::time::Instant::now();
+        let index = LaneIndex::new(&timeline);
+        let collectives = collective_links(&timeline);
+        let drawn = (index, collectives, t.elapsed().as_secs_f64());
+        let report = report
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (report, drawn)
+    });
     Ok(Loaded {
         paths: paths.to_vec(),
         timeline,
         report,
         index,
         collectives,
+        timings: LoadTimings {
+            ingest_s,
+            report_s,
+            index_s,
+            analysis_s: after_ingest.elapsed().as_secs_f64(),
+        },
     })
 }
 

@@ -45,12 +45,17 @@ fn main() {
                 return;
             }
         };
+        let tm = loaded.timings;
         println!(
-            "loaded {path}: {} slices on {} tracks, {} findings, in {:.2} s (ingest + report + lane index)",
+            "loaded {path}: {} slices on {} tracks, {} findings, in {:.2} s (ingest {:.2} s, then report {:.2} s beside lane index + links {:.2} s: {:.2} s)",
             loaded.timeline.slices.len(),
             loaded.timeline.tracks.len(),
             loaded.report.findings.len(),
-            t.elapsed().as_secs_f64()
+            t.elapsed().as_secs_f64(),
+            tm.ingest_s,
+            tm.report_s,
+            tm.index_s,
+            tm.analysis_s
         );
         (loaded.timeline, loaded.index, frames)
     } else {
