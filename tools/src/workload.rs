@@ -1,25 +1,245 @@
-//! The synthetic workloads both benchmarks run on: a Kineto-shaped CUDA training trace written
-//! as JSON of a given size ([`generate`], for `steplens-bench` and `bench/compare.py`), and the
-//! same host-op / kernel shape pushed straight into a Timeline of a given slice count
-//! ([`synthesize`], for `frame-bench`, whose 10 M slices would be gigabytes of JSON).
+//! The synthetic workload both benchmarks run on: one generator of Kineto-shaped CUDA training
+//! steps (DataLoader and ProfilerStep annotations, nested aten ops with shapes, runtime launches
+//! with `ac2g` flows to kernels on two streams, a backward thread with `fwdbwd` flows, copies, a
+//! `loss.item()` sync), written through a [`Sink`]: as pretty-printed Kineto JSON of a given
+//! size ([`generate`], for `steplens-bench` and `bench/compare.py`), or straight into a
+//! Timeline of a given slice count ([`synthesize`], for `frame-bench`, whose 10 M slices would
+//! be gigabytes of JSON).
 
-use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
+use rustc_hash::FxHashMap;
 use steplens_ingest::TimelineBuilder;
-use steplens_ingest::model::{ArgsRef, LaneId, Timeline};
+use steplens_ingest::model::{ArgsRef, CatId, LaneId, StrId, Timeline, TrackId};
 
-/// Host threads of [`synthesize`].
-pub const HOST_TRACKS: i64 = 8;
-/// Device streams of [`synthesize`].
-pub const DEVICE_TRACKS: i64 = 8;
+/// A process id and thread (or stream) id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Lane {
+    /// Process id (0: the GPU).
+    pub pid: u64,
+    /// Thread id, or stream.
+    pub tid: u64,
+}
 
-/// Writes a Kineto-shaped CUDA training trace of at least `target` bytes: pretty-printed like
-/// Kineto, ProfilerStep and DataLoader annotations, nested aten ops with shapes, runtime
-/// launches with `ac2g` flows to kernels on two streams, a backward thread with `fwdbwd` flows,
-/// copies, a `loss.item()` sync, and process/thread metadata.
+/// A metadata event's one arg.
+#[derive(Debug, Clone, Copy)]
+pub enum Meta<'a> {
+    /// A string arg (`name`, `labels`).
+    Str(&'a str, &'a str),
+    /// An integer arg (`sort_index`).
+    Int(&'a str, i64),
+}
+
+/// Which end of a flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlowEnd {
+    /// `s`: where it leaves.
+    Start,
+    /// `f` with `bp: "e"`: the slice it arrives in.
+    Finish,
+}
+
+/// Where the generator's events go. Times are ns.
+pub trait Sink {
+    /// A metadata event (`process_name`, `thread_name`, …).
+    ///
+    /// # Errors
+    /// When the sink cannot be written.
+    fn meta(&mut self, lane: Lane, name: &str, value: Meta<'_>, ts: u64) -> io::Result<()>;
+
+    /// A complete slice; `args` is the inside of its `args` object, as JSON text.
+    ///
+    /// # Errors
+    /// When the sink cannot be written.
+    #[allow(clippy::too_many_arguments)]
+    fn slice(
+        &mut self,
+        lane: Lane,
+        cat: &str,
+        name: &str,
+        start: u64,
+        dur: u64,
+        args: &str,
+    ) -> io::Result<()>;
+
+    /// One end of a flow.
+    ///
+    /// # Errors
+    /// When the sink cannot be written.
+    fn flow(&mut self, end: FlowEnd, cat: &str, id: u64, lane: Lane, ts: u64) -> io::Result<()>;
+
+    /// Whether the workload is big enough: the generator stops after the step in progress.
+    fn full(&self) -> bool;
+}
+
+/// Pretty-printed Kineto JSON, as the PyTorch profiler writes it.
+struct JsonSink<W: Write> {
+    out: W,
+    written: u64,
+    target: u64,
+    line: String,
+}
+
+impl<W: Write> JsonSink<W> {
+    fn raw(&mut self, s: &str) -> io::Result<()> {
+        self.written += s.len() as u64;
+        self.out.write_all(s.as_bytes())
+    }
+
+    fn flush_line(&mut self) -> io::Result<()> {
+        let line = std::mem::take(&mut self.line);
+        self.raw(&line)?;
+        self.line = line;
+        self.line.clear();
+        Ok(())
+    }
+}
+
+impl<W: Write> Sink for JsonSink<W> {
+    fn meta(&mut self, lane: Lane, name: &str, value: Meta<'_>, ts: u64) -> io::Result<()> {
+        let args = match value {
+            Meta::Str(key, v) => format!("\"{key}\": \"{v}\""),
+            Meta::Int(key, v) => format!("\"{key}\": {v}"),
+        };
+        self.line = format!(
+            "  {{\n    \"name\": \"{name}\", \"ph\": \"M\", \"ts\": {}, \"pid\": {}, \"tid\": {},\n    \"args\": {{\n      {args}\n    }}\n  }},\n",
+            fmt_us(ts),
+            lane.pid,
+            lane.tid
+        );
+        self.flush_line()
+    }
+
+    fn slice(
+        &mut self,
+        lane: Lane,
+        cat: &str,
+        name: &str,
+        start: u64,
+        dur: u64,
+        args: &str,
+    ) -> io::Result<()> {
+        self.line = format!(
+            "  {{\n    \"ph\": \"X\", \"cat\": \"{cat}\", \"name\": \"{name}\", \"pid\": {}, \"tid\": {},\n    \"ts\": {}, \"dur\": {},\n    \"args\": {{\n      {args}\n    }}\n  }},\n",
+            lane.pid,
+            lane.tid,
+            fmt_us(start),
+            fmt_us(dur)
+        );
+        self.flush_line()
+    }
+
+    fn flow(&mut self, end: FlowEnd, cat: &str, id: u64, lane: Lane, ts: u64) -> io::Result<()> {
+        let (ph, bind) = match end {
+            FlowEnd::Start => ("s", ""),
+            FlowEnd::Finish => ("f", ", \"bp\": \"e\""),
+        };
+        self.line = format!(
+            "  {{\n    \"ph\": \"{ph}\", \"id\": {id}, \"pid\": {}, \"tid\": {}, \"ts\": {}, \"cat\": \"{cat}\", \"name\": \"{cat}\"{bind}\n  }},\n",
+            lane.pid,
+            lane.tid,
+            fmt_us(ts)
+        );
+        self.flush_line()
+    }
+
+    fn full(&self) -> bool {
+        self.written >= self.target
+    }
+}
+
+/// Slices pushed straight into a [`TimelineBuilder`] (one input, no args). Flows are left out:
+/// what reads this Timeline (the frame benchmark) draws none.
+struct BuilderSink {
+    builder: TimelineBuilder,
+    target_slices: usize,
+    tracks: FxHashMap<Lane, TrackId>,
+    names: FxHashMap<String, StrId>,
+    cats: FxHashMap<String, CatId>,
+}
+
+impl BuilderSink {
+    fn track(&mut self, lane: Lane) -> TrackId {
+        let builder = &mut self.builder;
+        *self
+            .tracks
+            .entry(lane)
+            .or_insert_with(|| builder.track(0, lane_id(lane.pid), lane_id(lane.tid)))
+    }
+}
+
+fn lane_id(id: u64) -> LaneId {
+    LaneId::Int(i64::try_from(id).unwrap_or(i64::MAX))
+}
+
+impl Sink for BuilderSink {
+    fn meta(&mut self, lane: Lane, name: &str, value: Meta<'_>, _ts: u64) -> io::Result<()> {
+        let (pid, tid) = (lane_id(lane.pid), lane_id(lane.tid));
+        match (name, value) {
+            ("process_name", Meta::Str(_, v)) => {
+                self.builder
+                    .process_meta(0, pid, Some(v.to_owned()), None, None);
+            }
+            ("process_labels", Meta::Str(_, v)) => {
+                self.builder
+                    .process_meta(0, pid, None, Some(v.to_owned()), None);
+            }
+            ("process_sort_index", Meta::Int(_, v)) => {
+                self.builder.process_meta(0, pid, None, None, Some(v));
+            }
+            ("thread_name", Meta::Str(_, v)) => {
+                self.builder
+                    .thread_meta(0, pid, tid, Some(v.to_owned()), None);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn slice(
+        &mut self,
+        lane: Lane,
+        cat: &str,
+        name: &str,
+        start: u64,
+        dur: u64,
+        _args: &str,
+    ) -> io::Result<()> {
+        let track = self.track(lane);
+        let builder = &mut self.builder;
+        let name = match self.names.get(name) {
+            Some(&id) => id,
+            None => {
+                let id = builder.intern(name);
+                self.names.insert(name.to_owned(), id);
+                id
+            }
+        };
+        let cat = match self.cats.get(cat) {
+            Some(&id) => id,
+            None => {
+                let id = builder.intern_cat(cat);
+                self.cats.insert(cat.to_owned(), id);
+                id
+            }
+        };
+        let ns = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        builder.push_slice(track, ns(start), ns(dur), name, cat, ArgsRef::NONE);
+        Ok(())
+    }
+
+    fn flow(&mut self, _: FlowEnd, _: &str, _: u64, _: Lane, _: u64) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn full(&self) -> bool {
+        self.builder.slice_count() >= self.target_slices
+    }
+}
+
+/// Writes the training trace as Kineto JSON of at least `target` bytes.
 ///
 /// # Errors
 /// When the file cannot be written.
@@ -27,27 +247,46 @@ pub fn generate(path: &Path, target: u64) -> io::Result<u64> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }
-    let mut w = Gen::new(BufWriter::with_capacity(1 << 20, File::create(path)?));
-    w.raw(
+    let mut sink = JsonSink {
+        out: BufWriter::with_capacity(1 << 20, File::create(path)?),
+        written: 0,
+        target,
+        line: String::with_capacity(4096),
+    };
+    sink.raw(
         "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [\n    {\n      \"id\": 0, \"name\": \"NVIDIA A100-SXM4-80GB\", \"totalGlobalMem\": 85097971712,\n      \"computeMajor\": 8, \"computeMinor\": 0,\n      \"maxThreadsPerBlock\": 1024, \"numSms\": 108\n    }\n  ],\n  \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 0, \"world_size\": 1},\n  \"record_shapes\": 1,\n  \"displayTimeUnit\": \"ms\",\n  \"traceEvents\": [\n",
     )?;
-    w.metadata()?;
-    let mut step = 0u64;
-    while w.written < target {
-        w.step(step)?;
-        step += 1;
-    }
-    w.raw(
+    let mut w = Gen::new(sink);
+    w.run()?;
+    let end = w.host_ts + 10_000;
+    let mut sink = w.sink;
+    sink.raw(
         "  {\n    \"name\": \"Record Window End\", \"ph\": \"i\", \"s\": \"g\",\n    \"pid\": \"\", \"tid\": \"\",\n    \"ts\": ",
     )?;
-    let end = w.host_ts + 10_000;
-    w.raw(&format!(
+    sink.raw(&format!(
         "{}\n  }}\n],\n  \"traceName\": \"{}\"\n}}\n",
         fmt_us(end),
         path.display()
     ))?;
-    w.out.flush()?;
-    Ok(w.written)
+    sink.out.flush()?;
+    Ok(sink.written)
+}
+
+/// The same training steps as [`generate`], pushed straight into a Timeline of at least
+/// `slices` slices (no args, no flows).
+#[must_use]
+pub fn synthesize(slices: usize) -> Timeline {
+    let sink = BuilderSink {
+        builder: TimelineBuilder::with_capacity(slices),
+        target_slices: slices,
+        tracks: FxHashMap::default(),
+        names: FxHashMap::default(),
+        cats: FxHashMap::default(),
+    };
+    let mut w = Gen::new(sink);
+    // Pushing into memory cannot fail.
+    let _ = w.run();
+    w.sink.builder.finish()
 }
 
 const PID: u64 = 2_847_291;
@@ -61,110 +300,72 @@ fn fmt_us(ns: u64) -> String {
     format!("{}.{:03}", ns / 1000, ns % 1000)
 }
 
-struct Gen<W: Write> {
-    out: W,
-    written: u64,
+/// The training-step schedule: what runs when, on which lane. It knows nothing of how events
+/// are stored; its [`Sink`] does.
+struct Gen<S: Sink> {
+    sink: S,
     host_ts: u64,
     gpu_ts: u64,
     external_id: u64,
     correlation: u64,
     flow_id: u64,
     ev_idx: u64,
-    line: String,
 }
 
-impl<W: Write> Gen<W> {
-    fn new(out: W) -> Self {
+impl<S: Sink> Gen<S> {
+    fn new(sink: S) -> Self {
         Self {
-            out,
-            written: 0,
+            sink,
             host_ts: 4_203_669_603_069_091,
             gpu_ts: 4_203_669_603_069_091,
             external_id: 1,
             correlation: 1,
             flow_id: 1,
             ev_idx: 0,
-            line: String::with_capacity(4096),
         }
     }
 
-    fn raw(&mut self, s: &str) -> io::Result<()> {
-        self.written += s.len() as u64;
-        self.out.write_all(s.as_bytes())
-    }
-
-    fn flush_line(&mut self) -> io::Result<()> {
-        let line = std::mem::take(&mut self.line);
-        self.raw(&line)?;
-        self.line = line;
-        self.line.clear();
+    /// Steps until the sink has enough.
+    fn run(&mut self) -> io::Result<()> {
+        self.metadata()?;
+        let mut step = 0u64;
+        while !self.sink.full() {
+            self.step(step)?;
+            step += 1;
+        }
         Ok(())
     }
 
     fn metadata(&mut self) -> io::Result<()> {
+        let ts = self.host_ts;
         let meta = [
+            (PID, 0, "process_name", Meta::Str("name", "python3")),
+            (PID, 0, "process_labels", Meta::Str("labels", "CPU")),
+            (0, 0, "process_name", Meta::Str("name", "python3")),
+            (0, 0, "process_labels", Meta::Str("labels", "GPU 0")),
             (
-                PID.to_string(),
-                "0".to_owned(),
-                "process_name",
-                "\"name\": \"python3\"",
-            ),
-            (
-                PID.to_string(),
-                "0".to_owned(),
-                "process_labels",
-                "\"labels\": \"CPU\"",
-            ),
-            (
-                "0".to_owned(),
-                "0".to_owned(),
-                "process_name",
-                "\"name\": \"python3\"",
-            ),
-            (
-                "0".to_owned(),
-                "0".to_owned(),
-                "process_labels",
-                "\"labels\": \"GPU 0\"",
-            ),
-            (
-                "0".to_owned(),
-                "0".to_owned(),
+                0,
+                0,
                 "process_sort_index",
-                "\"sort_index\": 16777216",
+                Meta::Int("sort_index", 16_777_216),
             ),
             (
-                PID.to_string(),
-                PID.to_string(),
+                PID,
+                PID,
                 "thread_name",
-                "\"name\": \"thread 2847291 (python3)\"",
+                Meta::Str("name", "thread 2847291 (python3)"),
             ),
             (
-                PID.to_string(),
-                BWD_TID.to_string(),
+                PID,
+                BWD_TID,
                 "thread_name",
-                "\"name\": \"thread 2847512 (pt_autograd_0)\"",
+                Meta::Str("name", "thread 2847512 (pt_autograd_0)"),
             ),
-            (
-                "0".to_owned(),
-                "7".to_owned(),
-                "thread_name",
-                "\"name\": \"stream 7 \"",
-            ),
-            (
-                "0".to_owned(),
-                "20".to_owned(),
-                "thread_name",
-                "\"name\": \"stream 20 \"",
-            ),
+            (0, 7, "thread_name", Meta::Str("name", "stream 7 ")),
+            (0, 20, "thread_name", Meta::Str("name", "stream 20 ")),
         ];
-        for (pid, tid, name, args) in meta {
-            let ts = fmt_us(self.host_ts);
-            let _ = write!(
-                self.line,
-                "  {{\n    \"name\": \"{name}\", \"ph\": \"M\", \"ts\": {ts}, \"pid\": {pid}, \"tid\": {tid},\n    \"args\": {{\n      {args}\n    }}\n  }},\n"
-            );
-            self.flush_line()?;
+        for (pid, tid, name, value) in meta {
+            self.sink.meta(Lane { pid, tid }, name, value, ts)?;
         }
         Ok(())
     }
@@ -182,14 +383,12 @@ impl<W: Write> Gen<W> {
         let ext = self.external_id;
         self.external_id += 1;
         self.ev_idx += 1;
-        let _ = write!(
-            self.line,
-            "  {{\n    \"ph\": \"X\", \"cat\": \"{cat}\", \"name\": \"{name}\", \"pid\": {PID}, \"tid\": {tid},\n    \"ts\": {}, \"dur\": {},\n    \"args\": {{\n      \"External id\": {ext},\"Record function id\": 0, \"Ev Idx\": {}{shapes}\n    }}\n  }},\n",
-            fmt_us(start),
-            fmt_us(dur),
+        let args = format!(
+            "\"External id\": {ext},\"Record function id\": 0, \"Ev Idx\": {}{shapes}",
             self.ev_idx
         );
-        self.flush_line()?;
+        self.sink
+            .slice(Lane { pid: PID, tid }, cat, name, start, dur, &args)?;
         Ok(ext)
     }
 
@@ -209,12 +408,19 @@ impl<W: Write> Gen<W> {
         let corr = self.correlation;
         self.correlation += 1;
         let dur = 4_000 + (corr % 7) * 350;
-        let _ = write!(
-            self.line,
-            "  {{\n    \"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"{runtime}\", \"pid\": {PID}, \"tid\": {tid},\n    \"ts\": {}, \"dur\": {},\n    \"args\": {{\n      \"External id\": {ext}, \"cbid\": 211, \"correlation\": {corr}\n    }}\n  }},\n",
-            fmt_us(start),
-            fmt_us(dur)
-        );
+        let host = Lane { pid: PID, tid };
+        let device = Lane {
+            pid: 0,
+            tid: stream,
+        };
+        self.sink.slice(
+            host,
+            "cuda_runtime",
+            runtime,
+            start,
+            dur,
+            &format!("\"External id\": {ext}, \"cbid\": 211, \"correlation\": {corr}"),
+        )?;
         let gpu_start = self.gpu_ts.max(start + dur + 2_000);
         self.gpu_ts = gpu_start + gpu_dur + 1_500;
         let extra = if cat == "kernel" {
@@ -222,19 +428,19 @@ impl<W: Write> Gen<W> {
         } else {
             ", \"bytes\": 3211264, \"memory bandwidth (GB/s)\": 412.518"
         };
-        let _ = write!(
-            self.line,
-            "  {{\n    \"ph\": \"X\", \"cat\": \"{cat}\", \"name\": \"{kernel}\", \"pid\": 0, \"tid\": {stream},\n    \"ts\": {}, \"dur\": {},\n    \"args\": {{\n      \"External id\": {ext}, \"queued\": 0, \"device\": 0, \"context\": 1, \"stream\": {stream}, \"correlation\": {corr}{extra}\n    }}\n  }},\n",
-            fmt_us(gpu_start),
-            fmt_us(gpu_dur)
-        );
-        let _ = write!(
-            self.line,
-            "  {{\n    \"ph\": \"s\", \"id\": {corr}, \"pid\": {PID}, \"tid\": {tid}, \"ts\": {}, \"cat\": \"ac2g\", \"name\": \"ac2g\"\n  }},\n  {{\n    \"ph\": \"f\", \"id\": {corr}, \"pid\": 0, \"tid\": {stream}, \"ts\": {}, \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"\n  }},\n",
-            fmt_us(start),
-            fmt_us(gpu_start)
-        );
-        self.flush_line()
+        self.sink.slice(
+            device,
+            cat,
+            kernel,
+            gpu_start,
+            gpu_dur,
+            &format!(
+                "\"External id\": {ext}, \"queued\": 0, \"device\": 0, \"context\": 1, \"stream\": {stream}, \"correlation\": {corr}{extra}"
+            ),
+        )?;
+        self.sink.flow(FlowEnd::Start, "ac2g", corr, host, start)?;
+        self.sink
+            .flow(FlowEnd::Finish, "ac2g", corr, device, gpu_start)
     }
 
     /// One op: outer aten op > inner op > launch of one kernel. Returns the time it ends.
@@ -323,13 +529,13 @@ impl<W: Write> Gen<W> {
             let fwd_at = t;
             t = self.op(tid, t, outer, inner, kernel, k)?;
             // fwd -> bwd flow from this op; its backward node runs later on the autograd thread.
-            let _ = write!(
-                self.line,
-                "  {{\n    \"ph\": \"s\", \"id\": {}, \"pid\": {PID}, \"tid\": {tid}, \"ts\": {}, \"cat\": \"fwdbwd\", \"name\": \"fwdbwd\"\n  }},\n",
+            self.sink.flow(
+                FlowEnd::Start,
+                "fwdbwd",
                 self.flow_id + k,
-                fmt_us(fwd_at)
-            );
-            self.flush_line()?;
+                Lane { pid: PID, tid },
+                fwd_at,
+            )?;
         }
         // Backward on the autograd thread.
         let mut b = t + 5_000;
@@ -343,13 +549,16 @@ impl<W: Write> Gen<W> {
                 dur,
                 "",
             )?;
-            let _ = write!(
-                self.line,
-                "  {{\n    \"ph\": \"f\", \"id\": {}, \"pid\": {PID}, \"tid\": {BWD_TID}, \"ts\": {}, \"cat\": \"fwdbwd\", \"name\": \"fwdbwd\", \"bp\": \"e\"\n  }},\n",
+            self.sink.flow(
+                FlowEnd::Finish,
+                "fwdbwd",
                 self.flow_id + k,
-                fmt_us(b)
-            );
-            self.flush_line()?;
+                Lane {
+                    pid: PID,
+                    tid: BWD_TID,
+                },
+                b,
+            )?;
             self.op(
                 BWD_TID,
                 b + 1_000,
@@ -407,76 +616,4 @@ impl<W: Write> Gen<W> {
         self.host_ts = end + 1_000;
         Ok(())
     }
-}
-
-/// 60 % of the slices on host threads (3 levels: op, two children, evenly packed over 1 s),
-/// 40 % as kernels on device streams (in bursts, gaps at every scale), one counter with 100 k
-/// samples.
-#[must_use]
-pub fn synthesize(total: i64) -> Timeline {
-    let mut b = TimelineBuilder::with_capacity(total as usize);
-    let names: Vec<u32> = (0..64)
-        .map(|i| b.intern(&format!("aten::op_{i}")))
-        .collect();
-    let cpu = b.intern_cat("cpu_op");
-    let kernel = b.intern_cat("kernel");
-    let ops_per_host = total * 6 / 10 / 3 / HOST_TRACKS;
-    let kernels_per_device = total * 4 / 10 / DEVICE_TRACKS;
-    let span: i64 = 1_000_000_000;
-    for h in 0..HOST_TRACKS {
-        let track = b.track(0, LaneId::Int(1), LaneId::Int(100 + h));
-        let period = span / ops_per_host;
-        for k in 0..ops_per_host {
-            let t = k * period;
-            let n = names[(k % 64) as usize];
-            b.push_slice(track, t, period * 9 / 10, n, cpu, ArgsRef::NONE);
-            b.push_slice(
-                track,
-                t + 1,
-                period * 4 / 10,
-                names[((k + 1) % 64) as usize],
-                cpu,
-                ArgsRef::NONE,
-            );
-            b.push_slice(
-                track,
-                t + period / 2,
-                period * 3 / 10,
-                names[((k + 2) % 64) as usize],
-                cpu,
-                ArgsRef::NONE,
-            );
-        }
-    }
-    for d in 0..DEVICE_TRACKS {
-        let track = b.track(0, LaneId::Int(2), LaneId::Int(d));
-        let period = span / kernels_per_device;
-        // Kernels in bursts: the gap after kernel k grows with the trailing zeros of k, so there
-        // are gaps at every scale and density runs break at every zoom (the hard case for the
-        // level of detail, unlike the evenly packed host threads).
-        let mut t = 0;
-        for k in 0..kernels_per_device {
-            let dur = period * 3 / 4;
-            b.push_slice(
-                track,
-                t,
-                dur,
-                names[(k % 64) as usize],
-                kernel,
-                ArgsRef::NONE,
-            );
-            let gap = (period / 8) << i64::from(k.trailing_zeros().min(16));
-            t += dur + gap;
-        }
-    }
-    for k in 0..100_000i64 {
-        b.push_counter(
-            0,
-            LaneId::Int(2),
-            "memory",
-            k * 10_000,
-            ((k * 7919) % 1000) as f64,
-        );
-    }
-    b.finish()
 }

@@ -1,5 +1,6 @@
 //! Frame-build benchmark of the timeline: synthesizes a Timeline with millions of slices
-//! (default 10 M) through `TimelineBuilder`, then times, at several zoom levels, the part of a
+//! (default 10 M) from the same training-step generator `steplens-bench` writes as JSON
+//! (`steplens_tools::workload::synthesize`), then times, at several zoom levels, the part of a
 //! frame the viewer controls: culling and level of detail (`lod::build_frame`) and turning the
 //! paint list into one mesh. No window and no GPU: rasterizing the mesh is egui's work.
 //!
@@ -62,7 +63,7 @@ fn main() {
         let millions: f64 = args.first().and_then(|a| a.parse().ok()).unwrap_or(10.0);
         let frames = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(200);
         let t = Instant::now();
-        let timeline = synthesize((millions * 1e6) as i64);
+        let timeline = synthesize((millions * 1e6) as usize);
         println!(
             "synthesized {} slices on {} tracks in {:.2} s",
             timeline.slices.len(),
