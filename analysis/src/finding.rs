@@ -368,6 +368,9 @@ pub enum Evidence {
         /// Metric name.
         metric: String,
     },
+    /// Evidence of a shape this version does not know (a report saved by a newer steplens),
+    /// kept as it was read so the report still loads and writes back unchanged.
+    Other(serde_json::Map<String, serde_json::Value>),
 }
 
 impl Evidence {
@@ -443,5 +446,9 @@ mod tests {
             }
         ));
         assert_eq!(gap.slice(), None);
+        let newer = r#"{"queue_depth":3,"stream":"7"}"#;
+        let other: Evidence = serde_json::from_str(newer).unwrap();
+        assert!(matches!(other, Evidence::Other(_)));
+        assert_eq!(serde_json::to_string(&other).unwrap(), newer);
     }
 }
