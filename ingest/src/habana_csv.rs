@@ -122,7 +122,7 @@ pub(crate) fn read_hw_csv(
     let mut records = Records::new(bytes);
     let header = records.header(path)?;
     let cols = Columns::from_header(&header, path)?;
-    builder.device.saw_hpu = true;
+    builder.device_hints(source).saw_hpu = true;
     let kernel = builder.intern_cat("Kernel");
     let hw_event = builder.intern_cat("hw_event");
 

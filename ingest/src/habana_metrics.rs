@@ -37,7 +37,7 @@ pub(crate) fn read_metrics(
     builder: &mut TimelineBuilder,
     source: u16,
 ) -> Result<ReadSummary, IngestError> {
-    builder.device.saw_hpu = true;
+    builder.device_hints(source).saw_hpu = true;
     let mut cur = Cursor::new(bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes));
     let mut warnings = Vec::new();
     let mut events = 0u64;

@@ -197,7 +197,7 @@ pub(crate) fn read_analyzed_nodes(
     source: u16,
 ) -> Result<ReadSummary, IngestError> {
     // Only the Gaudi profiler writes this table.
-    builder.device.saw_hpu = true;
+    builder.device_hints(source).saw_hpu = true;
     let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     if body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') {
         return read_json(body, path, builder, source);

@@ -32,6 +32,27 @@ const IGNORED_KEYS: &[&str] = &[
 /// Top-level values longer than this are not kept as metadata text.
 const MAX_TOP_LEVEL_VALUE: usize = 1 << 20;
 
+/// A pid or tid as written: a number (or a string of digits), or a name the builder interns
+/// when the event is dispatched (parsing needs no builder, so it can run on another thread).
+enum RawLane<'a> {
+    Int(i64),
+    Str(Cow<'a, str>),
+}
+
+/// One element of the event array, parsed but not yet given to the builder.
+enum Parsed<'a> {
+    Event(RawEvent<'a>),
+    /// A value that is not an object (a stray number or null).
+    NonObject,
+}
+
+/// Inputs at least this large parse on one thread while the builder is fed on another.
+const PIPELINE_MIN_BYTES: usize = 4 << 20;
+/// Events parsed per batch handed from the parsing thread to the building one.
+const PIPELINE_BATCH: usize = 4096;
+/// Batches in flight between the two threads: bounds the memory the pipeline adds.
+const PIPELINE_DEPTH: usize = 8;
+
 #[derive(Default)]
 struct RawEvent<'a> {
     ph: u8,
@@ -39,8 +60,8 @@ struct RawEvent<'a> {
     cat: Option<Cow<'a, str>>,
     ts: Option<i64>,
     dur: Option<i64>,
-    pid: Option<LaneId>,
-    tid: Option<LaneId>,
+    pid: Option<RawLane<'a>>,
+    tid: Option<RawLane<'a>>,
     id: Option<u64>,
     bind_enclosing: bool,
     /// Flow v2: the flow id a slice binds to, and which ends it is.
@@ -74,6 +95,10 @@ pub(crate) struct KinetoReader<'a, 'b, 'p> {
     flow_v2_in: Vec<(u64, usize)>,
     /// Events seen with each of [`IGNORED_KEYS`].
     ignored_keys: [u64; IGNORED_KEYS.len()],
+    /// Event arrays at least this long parse on a second thread ([`PIPELINE_MIN_BYTES`]).
+    pipeline_min_bytes: usize,
+    /// Events a parsed batch holds ([`PIPELINE_BATCH`]).
+    pipeline_batch: usize,
 }
 
 /// Which producer wrote the Trace Event Format JSON, from its content.
@@ -123,6 +148,8 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
             flow_v2_out: rustc_hash::FxHashMap::default(),
             flow_v2_in: Vec::new(),
             ignored_keys: [0; IGNORED_KEYS.len()],
+            pipeline_min_bytes: PIPELINE_MIN_BYTES,
+            pipeline_batch: PIPELINE_BATCH,
         }
     }
 
@@ -133,14 +160,11 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
         }
     }
 
-    /// Reads the whole document. Its flavour comes from what this document shows: the HPU
-    /// hint of an input read before it (a Gaudi metrics file beside a CUDA trace) does not
-    /// make it a bridge trace.
+    /// Reads the whole document. Its flavour comes from what this document shows: device
+    /// hints are per input, so the HPU hint of an input read before it (a Gaudi metrics file
+    /// beside a CUDA trace) does not make it a bridge trace.
     pub(crate) fn read(mut self) -> Result<ReadSummary, IngestError> {
-        let hpu_before = std::mem::take(&mut self.builder.device.saw_hpu);
-        let result = self.read_document();
-        self.builder.device.saw_hpu |= hpu_before;
-        result
+        self.read_document()
     }
 
     fn read_document(&mut self) -> Result<ReadSummary, IngestError> {
@@ -185,7 +209,7 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
             .filter(|(_, n)| **n > 0)
             .map(|(ph, n)| (char::from(ph as u8), *n))
             .collect();
-        if self.flavor == Flavor::Kineto && self.builder.device.saw_hpu {
+        if self.flavor == Flavor::Kineto && self.builder.device_hints(self.source).saw_hpu {
             // The bridge's Kineto-plugin variant: HPU categories without `/device:HPU` lanes.
             self.flavor = Flavor::HabanaBridge;
         }
@@ -382,7 +406,7 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
         let Ok(serde_json::Value::Array(devices)) = serde_json::from_slice(raw) else {
             return;
         };
-        let hints = &mut self.builder.device;
+        let hints = self.builder.device_hints(self.source);
         hints.property_count = devices.len();
         for device in &devices {
             if hints.memory_bytes.is_none() {
@@ -415,20 +439,21 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
             self.cur.pos += 1;
             return Ok(());
         }
+        let remaining = self.cur.buf.len().saturating_sub(self.cur.pos);
+        if remaining >= self.pipeline_min_bytes
+            && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1)
+        {
+            return self.events_array_pipelined();
+        }
         loop {
             if self.cur.peek() == Some(b'{') {
-                self.event()?;
-                self.events += 1;
-                if self.events.is_multiple_of(PROGRESS_EVERY)
-                    && let Some(progress) = self.progress.as_mut()
-                {
-                    progress(self.cur.pos as u64, self.cur.buf.len() as u64);
-                }
+                let ev = parse_event(&mut self.cur, &mut self.ignored_keys)?;
+                self.dispatch(&ev);
+                self.counted_event();
             } else {
                 // Not an event object (a stray number or null): skip it, it is no event.
                 self.cur.skip_value()?;
-                self.non_objects += 1;
-                self.builder.count_malformed();
+                self.non_object();
             }
             if !self.cur.next_member(b']', "',' or ']' between events")? {
                 return Ok(());
@@ -436,92 +461,105 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
         }
     }
 
-    fn lane_id(&mut self) -> json::Result<LaneId> {
-        if self.cur.peek() == Some(b'"') {
-            let s = self.cur.string()?;
-            if !s.is_empty()
-                && s.bytes().all(|b| b.is_ascii_digit())
-                && let Some(v) = json::lenient_int(s.as_bytes())
-            {
-                return Ok(LaneId::Int(v));
-            }
-            return Ok(LaneId::Str(self.builder.intern(&s)));
-        }
-        let text = self.cur.scalar_text()?;
-        Ok(LaneId::Int(json::lenient_int(text).unwrap_or(0)))
-    }
-
-    /// A number, also accepted when written as a string.
-    fn number_text(&mut self) -> json::Result<&'a [u8]> {
-        if self.cur.peek() == Some(b'"') {
-            Ok(self.cur.raw_string()?.0)
-        } else {
-            self.cur.scalar_text()
-        }
-    }
-
-    fn flow_id(&mut self) -> json::Result<Option<u64>> {
-        if self.cur.peek() == Some(b'"') {
-            let s = self.cur.string()?;
-            let parsed = match s.strip_prefix("0x") {
-                Some(hex) => u64::from_str_radix(hex, 16).ok(),
-                None => s.parse().ok(),
-            };
-            return Ok(Some(parsed.unwrap_or_else(|| {
-                use std::hash::{Hash, Hasher};
-                let mut h = rustc_hash::FxHasher::default();
-                s.hash(&mut h);
-                h.finish()
-            })));
-        }
-        Ok(json::lenient_int(self.cur.scalar_text()?).map(|v| v as u64))
-    }
-
-    fn event(&mut self) -> json::Result<()> {
-        self.cur.pos += 1;
-        let mut ev = RawEvent {
-            scope: b't',
-            ..RawEvent::default()
-        };
-        if self.cur.peek() == Some(b'}') {
-            self.cur.pos += 1;
-        } else {
-            loop {
-                let (key, _) = self.cur.raw_string()?;
-                self.cur.expect(b':', "':' after a key")?;
-                match key {
-                    b"ph" => ev.ph = self.cur.raw_string()?.0.first().copied().unwrap_or(0),
-                    b"name" => ev.name = Some(self.cur.string()?),
-                    b"cat" => ev.cat = Some(self.cur.string()?),
-                    b"ts" => ev.ts = json::micros_to_ns(self.number_text()?),
-                    b"dur" => ev.dur = json::micros_to_ns(self.number_text()?),
-                    b"pid" => ev.pid = Some(self.lane_id()?),
-                    b"tid" => ev.tid = Some(self.lane_id()?),
-                    b"id" => ev.id = self.flow_id()?,
-                    b"bp" => ev.bind_enclosing = self.cur.raw_string()?.0 == b"e",
-                    b"bind_id" => ev.bind_id = self.flow_id()?,
-                    b"flow_in" => ev.flow_in = self.cur.scalar_text()? == b"true",
-                    b"flow_out" => ev.flow_out = self.cur.scalar_text()? == b"true",
-                    b"s" if self.cur.peek() == Some(b'"') => {
-                        ev.scope = self.cur.raw_string()?.0.first().copied().unwrap_or(b't');
+    /// The event array on two threads: one parses events into batches (the JSON scan is most
+    /// of a load), this one gives them to the builder in order. The Timeline is the one the
+    /// single-threaded loop builds, damage included: the parser stops at the first syntax
+    /// error and everything before it is dispatched.
+    fn events_array_pipelined(&mut self) -> json::Result<()> {
+        let (batches_tx, batches_rx) =
+            std::sync::mpsc::sync_channel::<(Vec<Parsed<'a>>, usize)>(PIPELINE_DEPTH);
+        let (spent_tx, spent_rx) = std::sync::mpsc::channel::<Vec<Parsed<'a>>>();
+        let mut cur = self.cur.clone();
+        let batch_len = self.pipeline_batch.max(1);
+        let parse = move || -> (json::Result<()>, Cursor<'a>, [u64; IGNORED_KEYS.len()]) {
+            let mut ignored = [0; IGNORED_KEYS.len()];
+            let mut batch = Vec::with_capacity(batch_len);
+            let result = (|| -> json::Result<()> {
+                loop {
+                    if cur.peek() == Some(b'{') {
+                        batch.push(Parsed::Event(parse_event(&mut cur, &mut ignored)?));
+                    } else {
+                        cur.skip_value()?;
+                        batch.push(Parsed::NonObject);
                     }
-                    b"args" if self.cur.peek() == Some(b'{') => {
-                        ev.args = Some(self.cur.skip_value()?);
-                    }
-                    other => {
-                        if let Some(k) = IGNORED_KEYS.iter().position(|k| k.as_bytes() == other) {
-                            self.ignored_keys[k] += 1;
+                    let more = cur.next_member(b']', "',' or ']' between events")?;
+                    if batch.len() >= batch_len || !more {
+                        let fresh = spent_rx
+                            .try_recv()
+                            .unwrap_or_else(|_| Vec::with_capacity(batch_len));
+                        if batches_tx
+                            .send((std::mem::replace(&mut batch, fresh), cur.pos))
+                            .is_err()
+                        {
+                            // The building side is gone (it panicked): nothing to parse for.
+                            return Ok(());
                         }
-                        self.cur.skip_value()?;
+                    }
+                    if !more {
+                        return Ok(());
                     }
                 }
-                if !self.cur.next_member(b'}', "',' or '}' in an event")? {
-                    break;
-                }
+            })();
+            if !batch.is_empty() {
+                // The events before a syntax error are kept, as the serial loop keeps them.
+                let _ = batches_tx.send((batch, cur.pos));
             }
+            (result, cur, ignored)
+        };
+        std::thread::scope(|scope| {
+            let parser = scope.spawn(parse);
+            for (mut batch, parsed_to) in batches_rx {
+                for item in batch.drain(..) {
+                    match item {
+                        Parsed::Event(ev) => {
+                            self.dispatch(&ev);
+                            self.counted_event_at(parsed_to);
+                        }
+                        Parsed::NonObject => self.non_object(),
+                    }
+                }
+                // The parser may have stopped; a batch it does not take back is just freed.
+                let _ = spent_tx.send(batch);
+            }
+            let (result, cur, ignored) = match parser.join() {
+                Ok(done) => done,
+                Err(panic) => std::panic::resume_unwind(panic),
+            };
+            self.cur.pos = cur.pos;
+            for (total, n) in self.ignored_keys.iter_mut().zip(ignored) {
+                *total += n;
+            }
+            result
+        })
+    }
+
+    fn counted_event(&mut self) {
+        let pos = self.cur.pos;
+        self.counted_event_at(pos);
+    }
+
+    /// Counts one dispatched event and reports progress every [`PROGRESS_EVERY`], as of byte
+    /// `pos`.
+    fn counted_event_at(&mut self, pos: usize) {
+        self.events += 1;
+        if self.events.is_multiple_of(PROGRESS_EVERY)
+            && let Some(progress) = self.progress.as_mut()
+        {
+            progress(pos as u64, self.cur.buf.len() as u64);
         }
-        self.dispatch(&ev);
-        Ok(())
+    }
+
+    fn non_object(&mut self) {
+        self.non_objects += 1;
+        self.builder.count_malformed();
+    }
+
+    /// The builder's id of a pid or tid.
+    fn lane(&mut self, lane: &RawLane<'a>) -> LaneId {
+        match lane {
+            RawLane::Int(v) => LaneId::Int(*v),
+            RawLane::Str(s) => LaneId::Str(self.builder.intern(s)),
+        }
     }
 
     fn dispatch(&mut self, ev: &RawEvent<'a>) {
@@ -529,9 +567,9 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
             *slot += 1;
         }
         let source = self.source;
-        let pid = ev.pid.unwrap_or(LaneId::Int(0));
+        let pid = ev.pid.as_ref().map_or(LaneId::Int(0), |p| self.lane(p));
         // Perfetto puts an event without a tid on the thread whose id is its pid.
-        let tid = ev.tid.unwrap_or(pid);
+        let tid = ev.tid.as_ref().map_or(pid, |t| self.lane(t));
         let args = ev
             .args
             .clone()
@@ -571,7 +609,7 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
                             return;
                         };
                         let name = ev.name.as_deref().unwrap_or("");
-                        note_device_hints(b, b.cat_class(cat), name, ev.cat.as_deref());
+                        note_device_hints(b, source, b.cat_class(cat), name, ev.cat.as_deref());
                         let name = b.intern(name);
                         let index = b.slice_count();
                         b.push_slice(track, ts, dur, name, cat, args);
@@ -729,14 +767,14 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
                 let name = text(b"name");
                 if let Some(n) = name.as_deref() {
                     if n.contains("HPU") {
-                        self.builder.device.saw_hpu = true;
+                        self.builder.device_hints(self.source).saw_hpu = true;
                         self.flavor = self.flavor.max(Flavor::HabanaBridge);
                     }
                     // Synapse names its processes after engine types: `***Host`, `*MME `….
                     if n.starts_with('*') && crate::gaudi::engine_class(n).is_some()
                         || n.trim() == "***Host"
                     {
-                        self.builder.device.saw_hpu = true;
+                        self.builder.device_hints(self.source).saw_hpu = true;
                         self.flavor = Flavor::SynapseTef;
                     }
                     if n.trim() == "***Host" && !self.tef_host_pids.contains(&pid) {
@@ -748,7 +786,7 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
             "process_labels" => {
                 let labels = text(b"labels");
                 if labels.as_deref().is_some_and(|l| l.starts_with("MTIA")) {
-                    self.builder.device.saw_mtia = true;
+                    self.builder.device_hints(self.source).saw_mtia = true;
                 }
                 self.builder.process_meta(source, pid, None, labels, None);
             }
@@ -818,24 +856,122 @@ impl MemorySample {
     }
 }
 
-fn note_device_hints(b: &mut TimelineBuilder, class: CategoryClass, name: &str, cat: Option<&str>) {
+fn parse_lane<'a>(cur: &mut Cursor<'a>) -> json::Result<RawLane<'a>> {
+    if cur.peek() == Some(b'"') {
+        let s = cur.string()?;
+        if !s.is_empty()
+            && s.bytes().all(|b| b.is_ascii_digit())
+            && let Some(v) = json::lenient_int(s.as_bytes())
+        {
+            return Ok(RawLane::Int(v));
+        }
+        return Ok(RawLane::Str(s));
+    }
+    let text = cur.scalar_text()?;
+    Ok(RawLane::Int(json::lenient_int(text).unwrap_or(0)))
+}
+
+/// A number, also accepted when written as a string.
+fn number_text<'a>(cur: &mut Cursor<'a>) -> json::Result<&'a [u8]> {
+    if cur.peek() == Some(b'"') {
+        Ok(cur.raw_string()?.0)
+    } else {
+        cur.scalar_text()
+    }
+}
+
+fn flow_id(cur: &mut Cursor<'_>) -> json::Result<Option<u64>> {
+    if cur.peek() == Some(b'"') {
+        let s = cur.string()?;
+        let parsed = match s.strip_prefix("0x") {
+            Some(hex) => u64::from_str_radix(hex, 16).ok(),
+            None => s.parse().ok(),
+        };
+        return Ok(Some(parsed.unwrap_or_else(|| {
+            use std::hash::{Hash, Hasher};
+            let mut h = rustc_hash::FxHasher::default();
+            s.hash(&mut h);
+            h.finish()
+        })));
+    }
+    Ok(json::lenient_int(cur.scalar_text()?).map(|v| v as u64))
+}
+
+/// Parses the event object at the cursor (which is on its `{`), counting the keys of
+/// [`IGNORED_KEYS`] it reads past. Needs no builder: it may run on another thread.
+fn parse_event<'a>(
+    cur: &mut Cursor<'a>,
+    ignored_keys: &mut [u64; IGNORED_KEYS.len()],
+) -> json::Result<RawEvent<'a>> {
+    cur.pos += 1;
+    let mut ev = RawEvent {
+        scope: b't',
+        ..RawEvent::default()
+    };
+    if cur.peek() == Some(b'}') {
+        cur.pos += 1;
+        return Ok(ev);
+    }
+    loop {
+        let (key, _) = cur.raw_string()?;
+        cur.expect(b':', "':' after a key")?;
+        match key {
+            b"ph" => ev.ph = cur.raw_string()?.0.first().copied().unwrap_or(0),
+            b"name" => ev.name = Some(cur.string()?),
+            b"cat" => ev.cat = Some(cur.string()?),
+            b"ts" => ev.ts = json::micros_to_ns(number_text(cur)?),
+            b"dur" => ev.dur = json::micros_to_ns(number_text(cur)?),
+            b"pid" => ev.pid = Some(parse_lane(cur)?),
+            b"tid" => ev.tid = Some(parse_lane(cur)?),
+            b"id" => ev.id = flow_id(cur)?,
+            b"bp" => ev.bind_enclosing = cur.raw_string()?.0 == b"e",
+            b"bind_id" => ev.bind_id = flow_id(cur)?,
+            b"flow_in" => ev.flow_in = cur.scalar_text()? == b"true",
+            b"flow_out" => ev.flow_out = cur.scalar_text()? == b"true",
+            b"s" if cur.peek() == Some(b'"') => {
+                ev.scope = cur.raw_string()?.0.first().copied().unwrap_or(b't');
+            }
+            b"args" if cur.peek() == Some(b'{') => {
+                ev.args = Some(cur.skip_value()?);
+            }
+            other => {
+                if let Some(k) = IGNORED_KEYS.iter().position(|k| k.as_bytes() == other) {
+                    ignored_keys[k] += 1;
+                }
+                cur.skip_value()?;
+            }
+        }
+        if !cur.next_member(b'}', "',' or '}' in an event")? {
+            return Ok(ev);
+        }
+    }
+}
+
+fn note_device_hints(
+    b: &mut TimelineBuilder,
+    source: u16,
+    class: CategoryClass,
+    name: &str,
+    cat: Option<&str>,
+) {
+    let hints = b.device_hints(source);
     match class {
         CategoryClass::Runtime | CategoryClass::Driver => {
             if name.starts_with("hip") {
-                b.device.saw_hip = true;
+                hints.saw_hip = true;
             } else if name.starts_with("syn") {
-                b.device.saw_hpu = true;
+                hints.saw_hpu = true;
             } else if name.starts_with("cu") {
-                b.device.saw_cuda = true;
+                hints.saw_cuda = true;
             }
             match cat {
-                Some("privateuse1_runtime") => b.device.saw_hpu = true,
-                Some("mtia_runtime") => b.device.saw_mtia = true,
+                Some("privateuse1_runtime") => hints.saw_hpu = true,
+                Some("mtia_runtime") => hints.saw_mtia = true,
                 _ => {}
             }
         }
-        CategoryClass::Kernel if cat == Some("mtia_ccp_events") => b.device.saw_mtia = true,
-        CategoryClass::CpuOp if cat == Some("hpu_op") => b.device.saw_hpu = true,
+        CategoryClass::Kernel if cat == Some("mtia_ccp_events") => hints.saw_mtia = true,
+        CategoryClass::CpuOp if cat == Some("hpu_op") => hints.saw_hpu = true,
         _ => {}
     }
 }
@@ -880,5 +1016,98 @@ impl Reader for TraceEventReader {
             progress,
         } = input;
         KinetoReader::new(data.bytes(), path, builder, source, progress).read()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use super::{KinetoReader, TraceEventReader};
+    use crate::builder::TimelineBuilder;
+    use crate::format::FormatId;
+    use crate::model::SourceInfo;
+    use crate::reader::Reader;
+    use crate::source::{SourceData, finish_input};
+
+    /// The read summary and the finished Timeline of `bytes`, with event arrays of at least
+    /// `pipeline_min_bytes` parsed on a second thread.
+    fn read_with(bytes: &[u8], pipeline_min_bytes: usize) -> String {
+        let mut builder = TimelineBuilder::default();
+        let data = Arc::new(SourceData::Owned(bytes.to_vec()));
+        let info = SourceInfo {
+            path: "t.json".into(),
+            format: FormatId::KinetoJson,
+            bytes: bytes.len() as u64,
+            stored_bytes: bytes.len() as u64,
+            compressed: false,
+            events: 0,
+            events_by_phase: Vec::new(),
+            warnings: Vec::new(),
+            top_level: Vec::new(),
+            rank: None,
+            world_size: None,
+        };
+        let source = builder.add_source(info, Arc::clone(&data));
+        let mut reader = KinetoReader::new(data.bytes(), "t.json", &mut builder, source, None);
+        reader.pipeline_min_bytes = pipeline_min_bytes;
+        // Small batches, so every sample crosses several batch boundaries.
+        reader.pipeline_batch = 3;
+        let summary = reader.read();
+        format!("{summary:?}\n{:?}", builder.finish())
+    }
+
+    fn trace_event_samples(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                trace_event_samples(&path, out);
+            } else if path.to_string_lossy().contains(".json") {
+                out.push(path);
+            }
+        }
+    }
+
+    /// Parsing on a second thread builds exactly what the single-threaded loop builds, on
+    /// every Trace Event sample and on damaged, cut and oddly shaped arrays.
+    #[test]
+    fn pipelined_parse_builds_the_same_timeline() {
+        let mut paths = Vec::new();
+        trace_event_samples(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("../samples"),
+            &mut paths,
+        );
+        let mut inputs: Vec<(String, Vec<u8>)> = Vec::new();
+        for path in &paths {
+            let raw = SourceData::Owned(std::fs::read(path).unwrap());
+            let display = path.display().to_string();
+            let Ok(input) = finish_input(raw, &display, &crate::LoadOptions::default()) else {
+                continue;
+            };
+            let body = input.data.bytes().to_vec();
+            if TraceEventReader.sniff(&body) {
+                inputs.push((display, body));
+            }
+        }
+        assert!(inputs.len() > 20, "only {} samples found", inputs.len());
+        let edge_cases: [&[u8]; 6] = [
+            br#"[{"ph":"X","ts":1,"dur":2,"pid":1,"tid":1,"name":"a"}, 7, {"ph":"X","ts":5,"dur":1,"pid":"p","tid":"t","name":"b"}]"#,
+            br#"{"traceEvents":[{"ph":"B","ts":1,"pid":1,"tid":1,"name":"a"},{"ph":"E","ts":4,"pid":1,"tid":1}],"distributedInfo":{"rank":3}}"#,
+            br#"{"traceEvents":[{"ph":"X","ts":1,"dur":2,"pid":1,"tid":1,"name":"a"},{"ph":"X","ts":"#,
+            br#"[{"ph":"X","ts":1,"dur":2,"pid":1,"tid":1,"name":"a","tts":3},{"ph":"X" "ts":1}]"#,
+            br#"{"traceEvents":[]}"#,
+            br#"[null]"#,
+        ];
+        for (i, case) in edge_cases.iter().enumerate() {
+            inputs.push((format!("edge case {i}"), case.to_vec()));
+        }
+        for (name, body) in &inputs {
+            let serial = read_with(body, usize::MAX);
+            let pipelined = read_with(body, 0);
+            assert!(serial == pipelined, "{name}: pipelined parse differs");
+        }
     }
 }

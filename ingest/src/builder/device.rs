@@ -5,7 +5,25 @@ use crate::model::{DeviceInfo, DeviceKind, Track, TrackKind};
 
 impl TimelineBuilder {
     pub(super) fn find_device(&mut self) {
-        let hints = &self.device;
+        // Every input's hints together: any input that saw a device kind counts, names in input
+        // order, the first memory size and compute capability stated.
+        let hints = self
+            .device_hints
+            .iter()
+            .fold(super::DeviceHints::default(), |mut all, h| {
+                all.saw_hip |= h.saw_hip;
+                all.saw_cuda |= h.saw_cuda;
+                all.saw_mtia |= h.saw_mtia;
+                all.saw_hpu |= h.saw_hpu;
+                all.names.extend(h.names.iter().cloned());
+                all.property_count += h.property_count;
+                all.rocm_properties |= h.rocm_properties;
+                all.memory_bytes = all.memory_bytes.or(h.memory_bytes);
+                if all.compute_capability.is_none() {
+                    all.compute_capability.clone_from(&h.compute_capability);
+                }
+                all
+            });
         let device_tracks: Vec<&Track> = self
             .timeline
             .tracks

@@ -143,7 +143,9 @@ pub struct TimelineBuilder {
     raw_flows: Vec<(CatId, u64, u32, u32)>,
     /// `raw_flows`, bound to sorted slice ids once the slices are sorted.
     raw_flows_bound: Vec<Flow>,
-    pub(crate) device: DeviceHints,
+    /// What each input's reader saw of the device, by input: one input's hints never decide
+    /// another's format, and `finish` merges them for the Timeline's device.
+    device_hints: Vec<DeviceHints>,
 }
 
 impl TimelineBuilder {
@@ -528,6 +530,15 @@ impl TimelineBuilder {
     /// Counts an event missing a field it needs.
     pub(crate) fn count_malformed(&mut self) {
         self.timeline.stats.malformed += 1;
+    }
+
+    /// The device hints of input `source`.
+    pub(crate) fn device_hints(&mut self, source: u16) -> &mut DeviceHints {
+        let i = usize::from(source);
+        if self.device_hints.len() <= i {
+            self.device_hints.resize_with(i + 1, DeviceHints::default);
+        }
+        &mut self.device_hints[i]
     }
 
     /// Number of slices pushed so far.

@@ -55,7 +55,7 @@ impl Reader<'_> {
             .iter()
             .map(|c| self.builder.intern_cat(c))
             .collect();
-        let hints = &mut self.builder.device;
+        let hints = self.builder.device_hints(self.source);
         match note.device_kind.as_str() {
             k if k == DeviceKind::Hpu.as_str() => hints.saw_hpu = true,
             k if k == DeviceKind::Mtia.as_str() => hints.saw_mtia = true,
