@@ -146,6 +146,9 @@ pub struct TimelineBuilder {
     /// What each input's reader saw of the device, by input: one input's hints never decide
     /// another's format, and `finish` merges them for the Timeline's device.
     device_hints: Vec<DeviceHints>,
+    /// Slices from which `finish` sorts and gathers on two threads; `None`: the default
+    /// (tests set it to compare the two-thread stages with the one-thread ones).
+    pub(crate) parallel_min_slices: Option<usize>,
 }
 
 impl TimelineBuilder {

@@ -19,6 +19,10 @@ use crate::json::{self, Cursor, SyntaxError};
 use crate::model::{ArgsRef, CategoryClass, LaneId, Warning, WarningCode};
 use crate::reader::{Progress, ReadInput, ReadSummary, Reader};
 
+mod packed;
+
+use packed::{ParsedRest, parse_rest};
+
 /// How often (in events) progress is reported.
 const PROGRESS_EVERY: u64 = 1 << 16;
 
@@ -39,19 +43,19 @@ enum RawLane<'a> {
     Str(Cow<'a, str>),
 }
 
-/// One element of the event array, parsed but not yet given to the builder.
-enum Parsed<'a> {
-    Event(RawEvent<'a>),
-    /// A value that is not an object (a stray number or null).
-    NonObject,
-}
+/// Event arrays at least this long are parsed by two threads ([`KinetoReader::events_split`]).
+const SPLIT_MIN_BYTES: usize = 8 << 20;
+/// Share of the array the reading thread takes: it also feeds the builder, so the other
+/// thread, which only parses, gets the larger part.
+const SPLIT_FRACTION: f64 = 0.5;
 
-/// Inputs at least this large parse on one thread while the builder is fed on another.
-const PIPELINE_MIN_BYTES: usize = 4 << 20;
-/// Events parsed per batch handed from the parsing thread to the building one.
-const PIPELINE_BATCH: usize = 4096;
-/// Batches in flight between the two threads: bounds the memory the pipeline adds.
-const PIPELINE_DEPTH: usize = 8;
+/// How [`KinetoReader::events_until`] stopped.
+enum Until {
+    /// The array ended (its `]` was read).
+    End,
+    /// The next element starts at this offset, at or past the stop.
+    Reached(usize),
+}
 
 #[derive(Default)]
 struct RawEvent<'a> {
@@ -95,10 +99,10 @@ pub(crate) struct KinetoReader<'a, 'b, 'p> {
     flow_v2_in: Vec<(u64, usize)>,
     /// Events seen with each of [`IGNORED_KEYS`].
     ignored_keys: [u64; IGNORED_KEYS.len()],
-    /// Event arrays at least this long parse on a second thread ([`PIPELINE_MIN_BYTES`]).
-    pipeline_min_bytes: usize,
-    /// Events a parsed batch holds ([`PIPELINE_BATCH`]).
-    pipeline_batch: usize,
+    /// Event arrays at least this long are parsed by two threads ([`SPLIT_MIN_BYTES`]).
+    split_min_bytes: usize,
+    /// Where the second thread starts, as a share of the array ([`SPLIT_FRACTION`]).
+    split_fraction: f64,
 }
 
 /// Which producer wrote the Trace Event Format JSON, from its content.
@@ -148,8 +152,8 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
             flow_v2_out: rustc_hash::FxHashMap::default(),
             flow_v2_in: Vec::new(),
             ignored_keys: [0; IGNORED_KEYS.len()],
-            pipeline_min_bytes: PIPELINE_MIN_BYTES,
-            pipeline_batch: PIPELINE_BATCH,
+            split_min_bytes: SPLIT_MIN_BYTES,
+            split_fraction: SPLIT_FRACTION,
         }
     }
 
@@ -439,14 +443,23 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
             self.cur.pos += 1;
             return Ok(());
         }
-        let remaining = self.cur.buf.len().saturating_sub(self.cur.pos);
-        if remaining >= self.pipeline_min_bytes
-            && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1)
-        {
-            return self.events_array_pipelined();
+        match self.split_point() {
+            Some(split) => self.events_split(split),
+            None => self.events_until(None).map(|_| ()),
         }
+    }
+
+    /// Reads and dispatches events from the cursor until the array ends, or until the next
+    /// element starts at or past `stop`.
+    fn events_until(&mut self, stop: Option<usize>) -> json::Result<Until> {
         loop {
-            if self.cur.peek() == Some(b'{') {
+            let next = self.cur.peek();
+            if let Some(stop) = stop
+                && self.cur.pos >= stop
+            {
+                return Ok(Until::Reached(self.cur.pos));
+            }
+            if next == Some(b'{') {
                 let ev = parse_event(&mut self.cur, &mut self.ignored_keys)?;
                 self.dispatch(&ev);
                 self.counted_event();
@@ -456,81 +469,94 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
                 self.non_object();
             }
             if !self.cur.next_member(b']', "',' or ']' between events")? {
-                return Ok(());
+                return Ok(Until::End);
             }
         }
     }
 
-    /// The event array on two threads: one parses events into batches (the JSON scan is most
-    /// of a load), this one gives them to the builder in order. The Timeline is the one the
-    /// single-threaded loop builds, damage included: the parser stops at the first syntax
-    /// error and everything before it is dispatched.
-    fn events_array_pipelined(&mut self) -> json::Result<()> {
-        let (batches_tx, batches_rx) =
-            std::sync::mpsc::sync_channel::<(Vec<Parsed<'a>>, usize)>(PIPELINE_DEPTH);
-        let (spent_tx, spent_rx) = std::sync::mpsc::channel::<Vec<Parsed<'a>>>();
-        let mut cur = self.cur.clone();
-        let batch_len = self.pipeline_batch.max(1);
-        let parse = move || -> (json::Result<()>, Cursor<'a>, [u64; IGNORED_KEYS.len()]) {
-            let mut ignored = [0; IGNORED_KEYS.len()];
-            let mut batch = Vec::with_capacity(batch_len);
-            let result = (|| -> json::Result<()> {
-                loop {
-                    if cur.peek() == Some(b'{') {
-                        batch.push(Parsed::Event(parse_event(&mut cur, &mut ignored)?));
-                    } else {
-                        cur.skip_value()?;
-                        batch.push(Parsed::NonObject);
-                    }
-                    let more = cur.next_member(b']', "',' or ']' between events")?;
-                    if batch.len() >= batch_len || !more {
-                        let fresh = spent_rx
-                            .try_recv()
-                            .unwrap_or_else(|_| Vec::with_capacity(batch_len));
-                        if batches_tx
-                            .send((std::mem::replace(&mut batch, fresh), cur.pos))
-                            .is_err()
-                        {
-                            // The building side is gone (it panicked): nothing to parse for.
-                            return Ok(());
-                        }
-                    }
-                    if !more {
-                        return Ok(());
-                    }
+    /// Where a second thread may start parsing the rest of a large event array: the first
+    /// `{` past [`SPLIT_FRACTION`] of the array that follows `}` and `,` (whitespace aside).
+    /// Only a guess: a string may hold `}, {`, so [`Self::events_split`] checks it.
+    fn split_point(&self) -> Option<usize> {
+        let start = self.cur.pos;
+        let remaining = self.cur.buf.len().saturating_sub(start);
+        if remaining < self.split_min_bytes
+            || std::thread::available_parallelism().is_ok_and(|n| n.get() < 2)
+        {
+            return None;
+        }
+        let target = start + (remaining as f64 * self.split_fraction) as usize;
+        let buf = self.cur.buf;
+        let before = |mut at: usize| {
+            while at > start {
+                at -= 1;
+                if !buf[at].is_ascii_whitespace() {
+                    return Some((at, buf[at]));
                 }
-            })();
-            if !batch.is_empty() {
-                // The events before a syntax error are kept, as the serial loop keeps them.
-                let _ = batches_tx.send((batch, cur.pos));
             }
-            (result, cur, ignored)
+            None
         };
-        std::thread::scope(|scope| {
-            let parser = scope.spawn(parse);
-            for (mut batch, parsed_to) in batches_rx {
-                for item in batch.drain(..) {
-                    match item {
-                        Parsed::Event(ev) => {
-                            self.dispatch(&ev);
-                            self.counted_event_at(parsed_to);
-                        }
-                        Parsed::NonObject => self.non_object(),
-                    }
-                }
-                // The parser may have stopped; a batch it does not take back is just freed.
-                let _ = spent_tx.send(batch);
+        let mut from = target.max(start);
+        while let Some(found) = buf.get(from..).and_then(|rest| memchr::memchr(b'{', rest)) {
+            let at = from + found;
+            if let Some((comma, b',')) = before(at)
+                && let Some((_, b'}')) = before(comma)
+            {
+                return Some(at);
             }
-            let (result, cur, ignored) = match parser.join() {
-                Ok(done) => done,
+            from = at + 1;
+        }
+        None
+    }
+
+    /// The event array on two threads: this one reads and dispatches events up to `split`
+    /// while another parses the rest into [`PackedEvent`]s; when this thread arrives exactly
+    /// at `split` (the guess was an element boundary), it dispatches the other's events in
+    /// order, else it drops them and reads on alone. Either way the Timeline, the counts and
+    /// the damage reported are the ones the single-threaded loop gives.
+    fn events_split(&mut self, split: usize) -> json::Result<()> {
+        let buf = self.cur.buf;
+        let max_depth = self.cur.max_depth();
+        let cancel = &std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            let rest = scope.spawn(move || parse_rest(buf, split, max_depth, cancel));
+            let mine = self.events_until(Some(split));
+            let aligned = matches!(mine, Ok(Until::Reached(at)) if at == split);
+            if !aligned {
+                cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+            let rest = match rest.join() {
+                Ok(rest) => rest,
                 Err(panic) => std::panic::resume_unwind(panic),
             };
-            self.cur.pos = cur.pos;
-            for (total, n) in self.ignored_keys.iter_mut().zip(ignored) {
-                *total += n;
+            match mine {
+                Ok(Until::Reached(_)) if aligned => self.replay(rest),
+                Ok(Until::Reached(_)) => self.events_until(None).map(|_| ()),
+                Ok(Until::End) => Ok(()),
+                Err(e) => Err(e),
             }
-            result
         })
+    }
+
+    /// Dispatches what [`parse_rest`] parsed, in order, and takes over its end state.
+    fn replay(&mut self, rest: ParsedRest) -> json::Result<()> {
+        let buf = self.cur.buf;
+        for (batch, parsed_to) in &rest.batches {
+            for event in batch {
+                if event.flags & packed::NON_OBJECT != 0 {
+                    self.non_object();
+                } else {
+                    let ev = event.unpack(buf, &rest.owned);
+                    self.dispatch(&ev);
+                    self.counted_event_at(*parsed_to);
+                }
+            }
+        }
+        for (total, n) in self.ignored_keys.iter_mut().zip(rest.ignored_keys) {
+            *total += n;
+        }
+        self.cur.pos = rest.end;
+        rest.result
     }
 
     fn counted_event(&mut self) {
@@ -555,14 +581,14 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
     }
 
     /// The builder's id of a pid or tid.
-    fn lane(&mut self, lane: &RawLane<'a>) -> LaneId {
+    fn lane(&mut self, lane: &RawLane<'_>) -> LaneId {
         match lane {
             RawLane::Int(v) => LaneId::Int(*v),
             RawLane::Str(s) => LaneId::Str(self.builder.intern(s)),
         }
     }
 
-    fn dispatch(&mut self, ev: &RawEvent<'a>) {
+    fn dispatch(&mut self, ev: &RawEvent<'_>) {
         if let Some(slot) = self.by_phase.get_mut(usize::from(ev.ph)) {
             *slot += 1;
         }
@@ -673,7 +699,7 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
 
     /// Nestable async events (`b`/`e`/`n`) of one category and id share an async track of the
     /// process (`<pid> async`), as Perfetto draws them: `b`/`e` pairs become slices, `n` instants.
-    fn async_event(&mut self, ev: &RawEvent<'a>, pid: LaneId, args: ArgsRef) {
+    fn async_event(&mut self, ev: &RawEvent<'_>, pid: LaneId, args: ArgsRef) {
         let (Some(ts), Some(id)) = (ev.ts, ev.id) else {
             self.builder.count_malformed();
             return;
@@ -703,7 +729,7 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
         }
     }
 
-    fn counter(&mut self, ev: &RawEvent<'a>, pid: LaneId) {
+    fn counter(&mut self, ev: &RawEvent<'_>, pid: LaneId) {
         let (Some(ts), Some(range)) = (ev.ts, ev.args.clone()) else {
             self.builder.count_malformed();
             return;
@@ -751,7 +777,7 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
         }
     }
 
-    fn metadata(&mut self, ev: &RawEvent<'a>, pid: LaneId, tid: LaneId) {
+    fn metadata(&mut self, ev: &RawEvent<'_>, pid: LaneId, tid: LaneId) {
         let Some(args) = ev.args.clone().and_then(|r| self.cur.buf.get(r)) else {
             return;
         };
@@ -1020,94 +1046,4 @@ impl Reader for TraceEventReader {
 }
 
 #[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
-
-    use std::path::Path;
-    use std::sync::Arc;
-
-    use super::{KinetoReader, TraceEventReader};
-    use crate::builder::TimelineBuilder;
-    use crate::format::FormatId;
-    use crate::model::SourceInfo;
-    use crate::reader::Reader;
-    use crate::source::{SourceData, finish_input};
-
-    /// The read summary and the finished Timeline of `bytes`, with event arrays of at least
-    /// `pipeline_min_bytes` parsed on a second thread.
-    fn read_with(bytes: &[u8], pipeline_min_bytes: usize) -> String {
-        let mut builder = TimelineBuilder::default();
-        let data = Arc::new(SourceData::Owned(bytes.to_vec()));
-        let info = SourceInfo {
-            path: "t.json".into(),
-            format: FormatId::KinetoJson,
-            bytes: bytes.len() as u64,
-            stored_bytes: bytes.len() as u64,
-            compressed: false,
-            events: 0,
-            events_by_phase: Vec::new(),
-            warnings: Vec::new(),
-            top_level: Vec::new(),
-            rank: None,
-            world_size: None,
-        };
-        let source = builder.add_source(info, Arc::clone(&data));
-        let mut reader = KinetoReader::new(data.bytes(), "t.json", &mut builder, source, None);
-        reader.pipeline_min_bytes = pipeline_min_bytes;
-        // Small batches, so every sample crosses several batch boundaries.
-        reader.pipeline_batch = 3;
-        let summary = reader.read();
-        format!("{summary:?}\n{:?}", builder.finish())
-    }
-
-    fn trace_event_samples(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                trace_event_samples(&path, out);
-            } else if path.to_string_lossy().contains(".json") {
-                out.push(path);
-            }
-        }
-    }
-
-    /// Parsing on a second thread builds exactly what the single-threaded loop builds, on
-    /// every Trace Event sample and on damaged, cut and oddly shaped arrays.
-    #[test]
-    fn pipelined_parse_builds_the_same_timeline() {
-        let mut paths = Vec::new();
-        trace_event_samples(
-            &Path::new(env!("CARGO_MANIFEST_DIR")).join("../samples"),
-            &mut paths,
-        );
-        let mut inputs: Vec<(String, Vec<u8>)> = Vec::new();
-        for path in &paths {
-            let raw = SourceData::Owned(std::fs::read(path).unwrap());
-            let display = path.display().to_string();
-            let Ok(input) = finish_input(raw, &display, &crate::LoadOptions::default()) else {
-                continue;
-            };
-            let body = input.data.bytes().to_vec();
-            if TraceEventReader.sniff(&body) {
-                inputs.push((display, body));
-            }
-        }
-        assert!(inputs.len() > 20, "only {} samples found", inputs.len());
-        let edge_cases: [&[u8]; 6] = [
-            br#"[{"ph":"X","ts":1,"dur":2,"pid":1,"tid":1,"name":"a"}, 7, {"ph":"X","ts":5,"dur":1,"pid":"p","tid":"t","name":"b"}]"#,
-            br#"{"traceEvents":[{"ph":"B","ts":1,"pid":1,"tid":1,"name":"a"},{"ph":"E","ts":4,"pid":1,"tid":1}],"distributedInfo":{"rank":3}}"#,
-            br#"{"traceEvents":[{"ph":"X","ts":1,"dur":2,"pid":1,"tid":1,"name":"a"},{"ph":"X","ts":"#,
-            br#"[{"ph":"X","ts":1,"dur":2,"pid":1,"tid":1,"name":"a","tts":3},{"ph":"X" "ts":1}]"#,
-            br#"{"traceEvents":[]}"#,
-            br#"[null]"#,
-        ];
-        for (i, case) in edge_cases.iter().enumerate() {
-            inputs.push((format!("edge case {i}"), case.to_vec()));
-        }
-        for (name, body) in &inputs {
-            let serial = read_with(body, usize::MAX);
-            let pipelined = read_with(body, 0);
-            assert!(serial == pipelined, "{name}: pipelined parse differs");
-        }
-    }
-}
+mod tests;
