@@ -400,6 +400,16 @@ pub(crate) fn find_key<'a>(object: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
     }
 }
 
+/// `raw` as text, borrowed when it is valid UTF-8 (nearly always: the standard library's check
+/// is several times faster than `String::from_utf8_lossy` on valid input), else decoded lossily.
+#[inline]
+pub(crate) fn utf8_lossy(raw: &[u8]) -> Cow<'_, str> {
+    match std::str::from_utf8(raw) {
+        Ok(s) => Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(raw),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -444,15 +454,5 @@ mod tests {
         assert_eq!(lenient_int(b"18446744073709551615"), Some(-1));
         assert_eq!(lenient_int(b"7.0"), Some(7));
         assert_eq!(lenient_int(b"x"), None);
-    }
-}
-
-/// `raw` as text, borrowed when it is valid UTF-8 (nearly always: the standard library's check
-/// is several times faster than `String::from_utf8_lossy` on valid input), else decoded lossily.
-#[inline]
-pub(crate) fn utf8_lossy(raw: &[u8]) -> Cow<'_, str> {
-    match std::str::from_utf8(raw) {
-        Ok(s) => Cow::Borrowed(s),
-        Err(_) => String::from_utf8_lossy(raw),
     }
 }

@@ -60,7 +60,7 @@ impl TimelineBuilder {
             kind,
             name: names.into_iter().next(),
             memory_bytes: hints.memory_bytes,
-            compute_capability: hints.compute_capability.clone(),
+            compute_capability: hints.compute_capability,
             count: if kind == DeviceKind::Cpu {
                 0
             } else {

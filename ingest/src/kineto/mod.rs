@@ -19,29 +19,18 @@ use crate::json::{self, Cursor, SyntaxError};
 use crate::model::{ArgsRef, CategoryClass, LaneId, Warning, WarningCode};
 use crate::reader::{Progress, ReadInput, ReadSummary, Reader};
 
+mod event;
 mod packed;
+
+use event::{IGNORED_KEYS, RawEvent, RawLane, parse_event};
 
 use packed::{ParsedRest, parse_rest};
 
 /// How often (in events) progress is reported.
 const PROGRESS_EVERY: u64 = 1 << 16;
 
-/// Event keys with a meaning steplens reads past on purpose: thread-clock times, stack frames,
-/// the second id of old async events, display colours. Each is counted in an `ignored_keys`
-/// warning, so nothing a trace says is dropped silently.
-const IGNORED_KEYS: &[&str] = &[
-    "tts", "tdur", "sf", "stack", "esf", "estack", "id2", "cname",
-];
-
 /// Top-level values longer than this are not kept as metadata text.
 const MAX_TOP_LEVEL_VALUE: usize = 1 << 20;
-
-/// A pid or tid as written: a number (or a string of digits), or a name the builder interns
-/// when the event is dispatched (parsing needs no builder, so it can run on another thread).
-enum RawLane<'a> {
-    Int(i64),
-    Str(Cow<'a, str>),
-}
 
 /// Event arrays at least this long are parsed by two threads ([`KinetoReader::events_split`]).
 const SPLIT_MIN_BYTES: usize = 8 << 20;
@@ -55,25 +44,6 @@ enum Until {
     End,
     /// The next element starts at this offset, at or past the stop.
     Reached(usize),
-}
-
-#[derive(Default)]
-struct RawEvent<'a> {
-    ph: u8,
-    name: Option<Cow<'a, str>>,
-    cat: Option<Cow<'a, str>>,
-    ts: Option<i64>,
-    dur: Option<i64>,
-    pid: Option<RawLane<'a>>,
-    tid: Option<RawLane<'a>>,
-    id: Option<u64>,
-    bind_enclosing: bool,
-    /// Flow v2: the flow id a slice binds to, and which ends it is.
-    bind_id: Option<u64>,
-    flow_in: bool,
-    flow_out: bool,
-    scope: u8,
-    args: Option<std::ops::Range<usize>>,
 }
 
 pub(crate) struct KinetoReader<'a, 'b, 'p> {
@@ -530,7 +500,7 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
                 Err(panic) => std::panic::resume_unwind(panic),
             };
             match mine {
-                Ok(Until::Reached(_)) if aligned => self.replay(rest),
+                Ok(Until::Reached(_)) if aligned => self.replay(&rest),
                 Ok(Until::Reached(_)) => self.events_until(None).map(|_| ()),
                 Ok(Until::End) => Ok(()),
                 Err(e) => Err(e),
@@ -539,7 +509,7 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
     }
 
     /// Dispatches what [`parse_rest`] parsed, in order, and takes over its end state.
-    fn replay(&mut self, rest: ParsedRest) -> json::Result<()> {
+    fn replay(&mut self, rest: &ParsedRest) -> json::Result<()> {
         let buf = self.cur.buf;
         for (batch, parsed_to) in &rest.batches {
             for event in batch {
@@ -878,97 +848,6 @@ impl MemorySample {
                 let series = format!("memory {what} {}", self.device);
                 b.push_counter(source, pid, &series, ts, v);
             }
-        }
-    }
-}
-
-fn parse_lane<'a>(cur: &mut Cursor<'a>) -> json::Result<RawLane<'a>> {
-    if cur.peek() == Some(b'"') {
-        let s = cur.string()?;
-        if !s.is_empty()
-            && s.bytes().all(|b| b.is_ascii_digit())
-            && let Some(v) = json::lenient_int(s.as_bytes())
-        {
-            return Ok(RawLane::Int(v));
-        }
-        return Ok(RawLane::Str(s));
-    }
-    let text = cur.scalar_text()?;
-    Ok(RawLane::Int(json::lenient_int(text).unwrap_or(0)))
-}
-
-/// A number, also accepted when written as a string.
-fn number_text<'a>(cur: &mut Cursor<'a>) -> json::Result<&'a [u8]> {
-    if cur.peek() == Some(b'"') {
-        Ok(cur.raw_string()?.0)
-    } else {
-        cur.scalar_text()
-    }
-}
-
-fn flow_id(cur: &mut Cursor<'_>) -> json::Result<Option<u64>> {
-    if cur.peek() == Some(b'"') {
-        let s = cur.string()?;
-        let parsed = match s.strip_prefix("0x") {
-            Some(hex) => u64::from_str_radix(hex, 16).ok(),
-            None => s.parse().ok(),
-        };
-        return Ok(Some(parsed.unwrap_or_else(|| {
-            use std::hash::{Hash, Hasher};
-            let mut h = rustc_hash::FxHasher::default();
-            s.hash(&mut h);
-            h.finish()
-        })));
-    }
-    Ok(json::lenient_int(cur.scalar_text()?).map(|v| v as u64))
-}
-
-/// Parses the event object at the cursor (which is on its `{`), counting the keys of
-/// [`IGNORED_KEYS`] it reads past. Needs no builder: it may run on another thread.
-fn parse_event<'a>(
-    cur: &mut Cursor<'a>,
-    ignored_keys: &mut [u64; IGNORED_KEYS.len()],
-) -> json::Result<RawEvent<'a>> {
-    cur.pos += 1;
-    let mut ev = RawEvent {
-        scope: b't',
-        ..RawEvent::default()
-    };
-    if cur.peek() == Some(b'}') {
-        cur.pos += 1;
-        return Ok(ev);
-    }
-    loop {
-        let (key, _) = cur.raw_string()?;
-        cur.expect(b':', "':' after a key")?;
-        match key {
-            b"ph" => ev.ph = cur.raw_string()?.0.first().copied().unwrap_or(0),
-            b"name" => ev.name = Some(cur.string()?),
-            b"cat" => ev.cat = Some(cur.string()?),
-            b"ts" => ev.ts = json::micros_to_ns(number_text(cur)?),
-            b"dur" => ev.dur = json::micros_to_ns(number_text(cur)?),
-            b"pid" => ev.pid = Some(parse_lane(cur)?),
-            b"tid" => ev.tid = Some(parse_lane(cur)?),
-            b"id" => ev.id = flow_id(cur)?,
-            b"bp" => ev.bind_enclosing = cur.raw_string()?.0 == b"e",
-            b"bind_id" => ev.bind_id = flow_id(cur)?,
-            b"flow_in" => ev.flow_in = cur.scalar_text()? == b"true",
-            b"flow_out" => ev.flow_out = cur.scalar_text()? == b"true",
-            b"s" if cur.peek() == Some(b'"') => {
-                ev.scope = cur.raw_string()?.0.first().copied().unwrap_or(b't');
-            }
-            b"args" if cur.peek() == Some(b'{') => {
-                ev.args = Some(cur.skip_value()?);
-            }
-            other => {
-                if let Some(k) = IGNORED_KEYS.iter().position(|k| k.as_bytes() == other) {
-                    ignored_keys[k] += 1;
-                }
-                cur.skip_value()?;
-            }
-        }
-        if !cur.next_member(b'}', "',' or '}' in an event")? {
-            return Ok(ev);
         }
     }
 }

@@ -8,7 +8,7 @@
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::{IGNORED_KEYS, RawEvent, RawLane, parse_event};
+use super::event::{IGNORED_KEYS, RawEvent, RawLane, parse_event};
 use crate::json::{self, Cursor};
 
 /// Bits of [`PackedEvent::flags`].
@@ -133,17 +133,18 @@ pub(super) fn parse_rest(
     rest
 }
 
-/// A string as a [`Text`]: its range when it borrows `buf`, else its side-table index (owned).
-fn pack_text(text: &Cow<'_, str>, buf: &[u8], owned: &mut Vec<String>) -> (Text, bool) {
-    if let Cow::Borrowed(s) = text {
-        let at = (s.as_ptr() as usize).wrapping_sub(buf.as_ptr() as usize);
-        if at <= buf.len()
-            && let Ok(len) = u32::try_from(s.len())
-        {
-            return (Text { at: at as u64, len }, false);
-        }
+/// A string as a [`Text`]: its range when it lies in `buf` (it was borrowed from the input),
+/// else its side-table index (it was decoded: owned).
+fn pack_text(text: &str, buf: &[u8], owned: &mut Vec<String>) -> (Text, bool) {
+    let at = (text.as_ptr() as usize).wrapping_sub(buf.as_ptr() as usize);
+    if at
+        .checked_add(text.len())
+        .is_some_and(|end| end <= buf.len())
+        && let Ok(len) = u32::try_from(text.len())
+    {
+        return (Text { at: at as u64, len }, false);
     }
-    owned.push(text.clone().into_owned());
+    owned.push(text.to_owned());
     (
         Text {
             at: (owned.len() - 1) as u64,

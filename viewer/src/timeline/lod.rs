@@ -27,6 +27,9 @@
 //! width_px × [`MAX_COUNTER_SAMPLES_PER_PX`]); instants at most one per pixel column and track.
 //! Labels are drawn only on rectangles wider than [`LABEL_MIN_PX`], so their number is bounded
 //! by `width_px / LABEL_MIN_PX` per lane. `examples/frame_bench.rs` measures it.
+//!
+//! Over 800 lines on purpose: the index and the walks that read it share its layout (blocks,
+//! levels, coarse starts); apart, every walk would re-derive that layout's invariants.
 
 use std::ops::Range;
 

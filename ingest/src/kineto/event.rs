@@ -1,0 +1,131 @@
+//! One element of a Trace Event array, parsed: [`parse_event`] reads the fields steplens uses
+//! into a [`RawEvent`] without touching the builder, so it can run on either thread of a split
+//! read.
+
+use std::borrow::Cow;
+
+use crate::json::{self, Cursor};
+
+/// Event keys with a meaning steplens reads past on purpose: thread-clock times, stack frames,
+/// the second id of old async events, display colours. Each is counted in an `ignored_keys`
+/// warning, so nothing a trace says is dropped silently.
+pub(super) const IGNORED_KEYS: &[&str] = &[
+    "tts", "tdur", "sf", "stack", "esf", "estack", "id2", "cname",
+];
+
+/// A pid or tid as written: a number (or a string of digits), or a name the builder interns
+/// when the event is dispatched (parsing needs no builder, so it can run on another thread).
+pub(super) enum RawLane<'a> {
+    Int(i64),
+    Str(Cow<'a, str>),
+}
+
+#[derive(Default)]
+pub(super) struct RawEvent<'a> {
+    pub(super) ph: u8,
+    pub(super) name: Option<Cow<'a, str>>,
+    pub(super) cat: Option<Cow<'a, str>>,
+    pub(super) ts: Option<i64>,
+    pub(super) dur: Option<i64>,
+    pub(super) pid: Option<RawLane<'a>>,
+    pub(super) tid: Option<RawLane<'a>>,
+    pub(super) id: Option<u64>,
+    pub(super) bind_enclosing: bool,
+    /// Flow v2: the flow id a slice binds to, and which ends it is.
+    pub(super) bind_id: Option<u64>,
+    pub(super) flow_in: bool,
+    pub(super) flow_out: bool,
+    pub(super) scope: u8,
+    pub(super) args: Option<std::ops::Range<usize>>,
+}
+
+fn parse_lane<'a>(cur: &mut Cursor<'a>) -> json::Result<RawLane<'a>> {
+    if cur.peek() == Some(b'"') {
+        let s = cur.string()?;
+        if !s.is_empty()
+            && s.bytes().all(|b| b.is_ascii_digit())
+            && let Some(v) = json::lenient_int(s.as_bytes())
+        {
+            return Ok(RawLane::Int(v));
+        }
+        return Ok(RawLane::Str(s));
+    }
+    let text = cur.scalar_text()?;
+    Ok(RawLane::Int(json::lenient_int(text).unwrap_or(0)))
+}
+
+/// A number, also accepted when written as a string.
+fn number_text<'a>(cur: &mut Cursor<'a>) -> json::Result<&'a [u8]> {
+    if cur.peek() == Some(b'"') {
+        Ok(cur.raw_string()?.0)
+    } else {
+        cur.scalar_text()
+    }
+}
+
+fn flow_id(cur: &mut Cursor<'_>) -> json::Result<Option<u64>> {
+    if cur.peek() == Some(b'"') {
+        let s = cur.string()?;
+        let parsed = match s.strip_prefix("0x") {
+            Some(hex) => u64::from_str_radix(hex, 16).ok(),
+            None => s.parse().ok(),
+        };
+        return Ok(Some(parsed.unwrap_or_else(|| {
+            use std::hash::{Hash, Hasher};
+            let mut h = rustc_hash::FxHasher::default();
+            s.hash(&mut h);
+            h.finish()
+        })));
+    }
+    Ok(json::lenient_int(cur.scalar_text()?).map(|v| v as u64))
+}
+
+/// Parses the event object at the cursor (which is on its `{`), counting the keys of
+/// [`IGNORED_KEYS`] it reads past. Needs no builder: it may run on another thread.
+pub(super) fn parse_event<'a>(
+    cur: &mut Cursor<'a>,
+    ignored_keys: &mut [u64; IGNORED_KEYS.len()],
+) -> json::Result<RawEvent<'a>> {
+    cur.pos += 1;
+    let mut ev = RawEvent {
+        scope: b't',
+        ..RawEvent::default()
+    };
+    if cur.peek() == Some(b'}') {
+        cur.pos += 1;
+        return Ok(ev);
+    }
+    loop {
+        let (key, _) = cur.raw_string()?;
+        cur.expect(b':', "':' after a key")?;
+        match key {
+            b"ph" => ev.ph = cur.raw_string()?.0.first().copied().unwrap_or(0),
+            b"name" => ev.name = Some(cur.string()?),
+            b"cat" => ev.cat = Some(cur.string()?),
+            b"ts" => ev.ts = json::micros_to_ns(number_text(cur)?),
+            b"dur" => ev.dur = json::micros_to_ns(number_text(cur)?),
+            b"pid" => ev.pid = Some(parse_lane(cur)?),
+            b"tid" => ev.tid = Some(parse_lane(cur)?),
+            b"id" => ev.id = flow_id(cur)?,
+            b"bp" => ev.bind_enclosing = cur.raw_string()?.0 == b"e",
+            b"bind_id" => ev.bind_id = flow_id(cur)?,
+            b"flow_in" => ev.flow_in = cur.scalar_text()? == b"true",
+            b"flow_out" => ev.flow_out = cur.scalar_text()? == b"true",
+            b"s" if cur.peek() == Some(b'"') => {
+                ev.scope = cur.raw_string()?.0.first().copied().unwrap_or(b't');
+            }
+            b"args" if cur.peek() == Some(b'{') => {
+                ev.args = Some(cur.skip_value()?);
+            }
+            other => {
+                if let Some(k) = IGNORED_KEYS.iter().position(|k| k.as_bytes() == other) {
+                    ignored_keys[k] += 1;
+                }
+                cur.skip_value()?;
+            }
+        }
+        if !cur.next_member(b'}', "',' or '}' in an event")? {
+            return Ok(ev);
+        }
+    }
+}
