@@ -1042,6 +1042,23 @@ fn concatenated_gzip_members_are_read_whole() {
     assert!(warnings(&t).is_empty(), "{:?}", warnings(&t));
 }
 
+/// Two members of the same inflated size are both read: a decoder that trusted the size the
+/// file's last trailer states would take the first member for the whole file.
+#[test]
+fn concatenated_gzip_members_of_equal_size_are_read_whole() {
+    let event = |name: &str| {
+        format!(r#"{{"ph":"X","cat":"cpu_op","name":"{name}","pid":1,"tid":1,"ts":1,"dur":1}}"#)
+    };
+    let first = format!("[{},", event("aa"));
+    let second = format!("{}]", event("bbb"));
+    assert_eq!(first.len(), second.len());
+    let mut bytes = gzip(first.as_bytes());
+    bytes.extend(gzip(second.as_bytes()));
+    let t = checked(try_load_bytes(&bytes).unwrap());
+    assert_eq!(t.event_count(), 2);
+    assert!(warnings(&t).is_empty(), "{:?}", warnings(&t));
+}
+
 #[test]
 fn truncated_gzip_keeps_the_events_before_the_cut() {
     let n = 3000;
