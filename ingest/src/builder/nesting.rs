@@ -2,7 +2,10 @@
 //! to its parent; sorts instants and counter samples.
 
 use super::{OpenSlice, TimelineBuilder};
-use crate::model::{CategoryClass, Counters, Flow, Instants, NO_PARENT, SliceId, Slices, TrackId};
+use crate::model::{
+    ArgsRef, CatId, CategoryClass, Counters, Flow, Instants, NO_PARENT, SliceId, Slices, StrId,
+    TrackId,
+};
 
 /// Slices from which sorting and gathering use a second thread.
 const PARALLEL_MIN_SLICES: usize = 1 << 16;
@@ -61,11 +64,23 @@ impl TimelineBuilder {
             .partition_point(|&b| (b as usize) < n / 2)
             .min(track_count);
         if parallel {
-            let (low, high) = perm.split_at_mut(bounds[middle] as usize);
-            std::thread::scope(|scope| {
-                scope.spawn(|| sort_tracks(middle..track_count, high, bounds[middle] as usize));
-                sort_tracks(0..middle, low, 0);
-            });
+            let offset = bounds[middle] as usize;
+            let spawned = {
+                let (low, high) = perm.split_at_mut(offset);
+                std::thread::scope(|scope| {
+                    let spawned = std::thread::Builder::new()
+                        .spawn_scoped(scope, move || {
+                            sort_tracks(middle..track_count, high, offset);
+                        })
+                        .is_ok();
+                    sort_tracks(0..middle, low, 0);
+                    spawned
+                })
+            };
+            if !spawned {
+                // No second thread to be had: this one sorts the other half too.
+                sort_tracks(middle..track_count, &mut perm[offset..], offset);
+            }
         } else {
             sort_tracks(0..track_count, &mut perm, 0);
         }
@@ -93,35 +108,35 @@ impl TimelineBuilder {
             }
         }
         let gather_i64 = |col: &[i64]| perm.iter().map(|&i| col[i as usize]).collect::<Vec<_>>();
-        let gather_track = || {
-            perm.iter()
+        let times_of = || -> (Vec<i64>, Vec<i64>, Vec<TrackId>) {
+            let track = perm
+                .iter()
                 .map(|&i| order[raw.track[i as usize] as usize])
-                .collect()
+                .collect();
+            (gather_i64(&raw.start), gather_i64(&raw.dur), track)
+        };
+        let ids_of = || -> (Vec<StrId>, Vec<CatId>, Vec<ArgsRef>) {
+            (
+                perm.iter().map(|&i| raw.name[i as usize]).collect(),
+                perm.iter().map(|&i| raw.cat[i as usize]).collect(),
+                perm.iter().map(|&i| raw.args[i as usize]).collect(),
+            )
         };
         // The columns are gathered on two threads on large inputs: each is independent.
         let ((start, dur, track), (name, cat, args)) = if parallel {
             std::thread::scope(|scope| {
-                let times =
-                    scope.spawn(|| (gather_i64(&raw.start), gather_i64(&raw.dur), gather_track()));
-                let ids = (
-                    perm.iter().map(|&i| raw.name[i as usize]).collect(),
-                    perm.iter().map(|&i| raw.cat[i as usize]).collect(),
-                    perm.iter().map(|&i| raw.args[i as usize]).collect(),
-                );
-                match times.join() {
-                    Ok(times) => (times, ids),
-                    Err(panic) => std::panic::resume_unwind(panic),
-                }
+                let times = std::thread::Builder::new().spawn_scoped(scope, times_of);
+                let ids = ids_of();
+                let times = match times.map(std::thread::ScopedJoinHandle::join) {
+                    Ok(Ok(times)) => times,
+                    Ok(Err(panic)) => std::panic::resume_unwind(panic),
+                    // No second thread to be had: this one gathers them too.
+                    Err(_) => times_of(),
+                };
+                (times, ids)
             })
         } else {
-            (
-                (gather_i64(&raw.start), gather_i64(&raw.dur), gather_track()),
-                (
-                    perm.iter().map(|&i| raw.name[i as usize]).collect(),
-                    perm.iter().map(|&i| raw.cat[i as usize]).collect(),
-                    perm.iter().map(|&i| raw.args[i as usize]).collect(),
-                ),
-            )
+            (times_of(), ids_of())
         };
         let mut slices = Slices {
             start,

@@ -489,7 +489,13 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
         let max_depth = self.cur.max_depth();
         let cancel = &std::sync::atomic::AtomicBool::new(false);
         std::thread::scope(|scope| {
-            let rest = scope.spawn(move || parse_rest(buf, split, max_depth, cancel));
+            let spawned = std::thread::Builder::new()
+                .name("steplens-parse".into())
+                .spawn_scoped(scope, move || parse_rest(buf, split, max_depth, cancel));
+            let Ok(rest) = spawned else {
+                // No second thread to be had: one thread reads it all.
+                return self.events_until(None).map(|_| ());
+            };
             let mine = self.events_until(Some(split));
             let aligned = matches!(mine, Ok(Until::Reached(at)) if at == split);
             if !aligned {
