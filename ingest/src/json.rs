@@ -22,7 +22,6 @@ pub(crate) struct SyntaxError {
 pub(crate) type Result<T> = std::result::Result<T, SyntaxError>;
 
 /// A read position in a JSON byte slice.
-#[derive(Clone)]
 pub(crate) struct Cursor<'a> {
     pub(crate) buf: &'a [u8],
     pub(crate) pos: usize,

@@ -590,8 +590,12 @@ pub(crate) mod stage_test {
 
     /// Several inline inputs read into one builder, in order.
     pub(crate) fn build_many(inputs: &[&str]) -> Timeline {
+        build_into(super::TimelineBuilder::default(), inputs)
+    }
+
+    /// Inline inputs read, in order, into `builder` (set up as a test needs it).
+    pub(crate) fn build_into(mut builder: super::TimelineBuilder, inputs: &[&str]) -> Timeline {
         let options = crate::LoadOptions::default();
-        let mut builder = super::TimelineBuilder::default();
         for (i, json) in inputs.iter().enumerate() {
             let name = format!("input{i}.json");
             let data = crate::source::SourceData::Owned(json.as_bytes().to_vec());

@@ -261,17 +261,14 @@ mod tests {
         }
         let json = format!(r#"{{"traceEvents":[{}]}}"#, events.join(","));
         let build_with = |min: usize| {
-            let mut builder = crate::builder::TimelineBuilder {
+            let builder = crate::builder::TimelineBuilder {
                 parallel_min_slices: Some(min),
                 ..crate::builder::TimelineBuilder::default()
             };
-            let data = crate::source::SourceData::Owned(json.as_bytes().to_vec());
-            let options = crate::LoadOptions::default();
-            let input = crate::source::finish_input(data, "t.json", &options).and_then(|input| {
-                crate::add_read_input(&mut builder, "t.json".into(), input, &options, None)
-            });
-            assert!(input.is_ok());
-            format!("{:?}", builder.finish())
+            format!(
+                "{:?}",
+                crate::builder::stage_test::build_into(builder, &[&json])
+            )
         };
         assert!(build_with(0) == build_with(usize::MAX));
     }

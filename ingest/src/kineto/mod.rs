@@ -5,8 +5,9 @@
 //! state through every call on the hottest path of a load.
 //!
 //! One pass over the bytes with [`crate::json::Cursor`]: each element of `traceEvents` is read
-//! field by field and written straight into the [`TimelineBuilder`]; args are kept as a byte
-//! range. Handles a bare top-level array, keys after `traceEvents`, string or integer pid/tid,
+//! field by field and written straight into the [`TimelineBuilder`] (a large array's second
+//! half is parsed on a second thread, `packed.rs`, and written after the first); args are
+//! kept as a byte range. Handles a bare top-level array, keys after `traceEvents`, string or integer pid/tid,
 //! ns-resolution timestamps, and input cut short (everything before the damage is kept and a
 //! warning names the byte offset).
 
@@ -34,8 +35,8 @@ const MAX_TOP_LEVEL_VALUE: usize = 1 << 20;
 
 /// Event arrays at least this long are parsed by two threads ([`KinetoReader::events_split`]).
 const SPLIT_MIN_BYTES: usize = 8 << 20;
-/// Share of the array the reading thread takes: it also feeds the builder, so the other
-/// thread, which only parses, gets the larger part.
+/// Share of the array the reading thread parses; the other thread's part is fed to the
+/// builder after it. Half is where the two finished together on the real torch trace.
 const SPLIT_FRACTION: f64 = 0.5;
 
 /// How [`KinetoReader::events_until`] stopped.
@@ -138,10 +139,6 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
     /// hints are per input, so the HPU hint of an input read before it (a Gaudi metrics file
     /// beside a CUDA trace) does not make it a bridge trace.
     pub(crate) fn read(mut self) -> Result<ReadSummary, IngestError> {
-        self.read_document()
-    }
-
-    fn read_document(&mut self) -> Result<ReadSummary, IngestError> {
         if self.cur.buf.starts_with(b"\xEF\xBB\xBF") {
             self.cur.pos = 3;
         }

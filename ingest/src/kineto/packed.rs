@@ -41,13 +41,6 @@ const BATCH: usize = 1 << 16;
 /// Events between two looks at the cancel flag.
 const CANCEL_EVERY: usize = 1024;
 
-/// A string of an event: a byte range of the input, or an index into the side table.
-#[derive(Clone, Copy, Default)]
-struct Text {
-    at: u64,
-    len: u32,
-}
-
 /// One element of the event array, parsed, without borrowing anything.
 #[derive(Default)]
 pub(super) struct PackedEvent {
@@ -133,34 +126,77 @@ pub(super) fn parse_rest(
     rest
 }
 
-/// A string as a [`Text`]: its range when it lies in `buf` (it was borrowed from the input),
-/// else its side-table index (it was decoded: owned).
-fn pack_text(text: &str, buf: &[u8], owned: &mut Vec<String>) -> (Text, bool) {
-    let at = (text.as_ptr() as usize).wrapping_sub(buf.as_ptr() as usize);
-    if at
-        .checked_add(text.len())
-        .is_some_and(|end| end <= buf.len())
-        && let Ok(len) = u32::try_from(text.len())
-    {
-        return (Text { at: at as u64, len }, false);
-    }
-    owned.push(text.to_owned());
-    (
-        Text {
-            at: (owned.len() - 1) as u64,
-            len: 0,
-        },
-        true,
-    )
+/// Where the strings of packed events live: the input, and a side table for decoded ones.
+struct Strings<'s> {
+    buf: &'s [u8],
+    owned: &'s mut Vec<String>,
 }
 
-fn unpack_text<'t>(text: Text, is_owned: bool, buf: &'t [u8], owned: &'t [String]) -> Cow<'t, str> {
-    if is_owned {
-        return Cow::Borrowed(owned.get(text.at as usize).map_or("", String::as_str));
+impl Strings<'_> {
+    /// `text` as `(offset, length)` in `buf` when it lies there (it was borrowed from the
+    /// input), else as `(side-table index, 0)` with `bits[1]` set (it was decoded); `bits[0]`
+    /// says it is there at all.
+    fn pack(&mut self, text: Option<&str>, bits: [u32; 2], flags: &mut u32) -> (u64, u32) {
+        let Some(text) = text else {
+            return (0, 0);
+        };
+        *flags |= bits[0];
+        let at = (text.as_ptr() as usize).wrapping_sub(self.buf.as_ptr() as usize);
+        if at
+            .checked_add(text.len())
+            .is_some_and(|end| end <= self.buf.len())
+            && let Ok(len) = u32::try_from(text.len())
+        {
+            return (at as u64, len);
+        }
+        *flags |= bits[1];
+        self.owned.push(text.to_owned());
+        ((self.owned.len() - 1) as u64, 0)
     }
-    let start = usize::try_from(text.at).unwrap_or(usize::MAX);
+
+    /// A pid or tid: its value, or its text packed as by [`Self::pack`] with `bits[1..]`.
+    fn pack_lane(
+        &mut self,
+        lane: Option<&RawLane<'_>>,
+        bits: [u32; 3],
+        flags: &mut u32,
+    ) -> (i64, u32) {
+        match lane {
+            None => (0, 0),
+            Some(RawLane::Int(v)) => {
+                *flags |= bits[0];
+                (*v, 0)
+            }
+            Some(RawLane::Str(s)) => {
+                *flags |= bits[0];
+                let (at, len) = self.pack(Some(s), [bits[1], bits[2]], flags);
+                (at as i64, len)
+            }
+        }
+    }
+}
+
+/// `value`, setting `bit` in `flags`, or the default when absent.
+fn present<T: Default>(value: Option<T>, bit: u32, flags: &mut u32) -> T {
+    value.map_or_else(T::default, |v| {
+        *flags |= bit;
+        v
+    })
+}
+
+fn unpack_text<'t>(
+    at: u64,
+    len: u32,
+    is_owned: bool,
+    buf: &'t [u8],
+    owned: &'t [String],
+) -> Cow<'t, str> {
+    if is_owned {
+        return Cow::Borrowed(owned.get(at as usize).map_or("", String::as_str));
+    }
+    let start = usize::try_from(at).unwrap_or(usize::MAX);
     let bytes = buf
-        .get(start..start.saturating_add(text.len as usize))
+        .get(start..start.saturating_add(len as usize))
         .unwrap_or_default();
     // It was valid UTF-8 when parsed (a borrowed string always is): checked, not decoded.
     json::utf8_lossy(bytes)
@@ -168,76 +204,59 @@ fn unpack_text<'t>(text: Text, is_owned: bool, buf: &'t [u8], owned: &'t [String
 
 impl PackedEvent {
     fn pack(ev: &RawEvent<'_>, buf: &[u8], owned: &mut Vec<String>) -> Self {
-        let mut p = Self {
+        let mut strings = Strings { buf, owned };
+        let mut flags = 0;
+        for (on, bit) in [
+            (ev.bind_enclosing, flags::BIND_ENCLOSING),
+            (ev.flow_in, flags::FLOW_IN),
+            (ev.flow_out, flags::FLOW_OUT),
+        ] {
+            if on {
+                flags |= bit;
+            }
+        }
+        let f = &mut flags;
+        let (name_at, name_len) =
+            strings.pack(ev.name.as_deref(), [flags::HAS_NAME, flags::NAME_OWNED], f);
+        let (cat_at, cat_len) =
+            strings.pack(ev.cat.as_deref(), [flags::HAS_CAT, flags::CAT_OWNED], f);
+        let (pid, pid_len) = strings.pack_lane(
+            ev.pid.as_ref(),
+            [flags::HAS_PID, flags::PID_TEXT, flags::PID_OWNED],
+            f,
+        );
+        let (tid, tid_len) = strings.pack_lane(
+            ev.tid.as_ref(),
+            [flags::HAS_TID, flags::TID_TEXT, flags::TID_OWNED],
+            f,
+        );
+        let args = present(ev.args.clone(), flags::HAS_ARGS, f);
+        Self {
+            ts: present(ev.ts, flags::HAS_TS, f),
+            dur: present(ev.dur, flags::HAS_DUR, f),
+            id: present(ev.id, flags::HAS_ID, f),
+            bind_id: present(ev.bind_id, flags::HAS_BIND_ID, f),
+            pid,
+            tid,
+            name_at,
+            cat_at,
+            args_start: args.start as u64,
+            args_end: args.end as u64,
+            name_len,
+            cat_len,
+            pid_len,
+            tid_len,
+            flags,
             ph: ev.ph,
             scope: ev.scope,
-            ..Self::default()
-        };
-        let mut set = |on: bool, bit: u32| {
-            if on {
-                p.flags |= bit;
-            }
-        };
-        set(ev.bind_enclosing, flags::BIND_ENCLOSING);
-        set(ev.flow_in, flags::FLOW_IN);
-        set(ev.flow_out, flags::FLOW_OUT);
-        if let Some(name) = &ev.name {
-            let (t, is_owned) = pack_text(name, buf, owned);
-            (p.name_at, p.name_len) = (t.at, t.len);
-            p.flags |= flags::HAS_NAME | if is_owned { flags::NAME_OWNED } else { 0 };
         }
-        if let Some(cat) = &ev.cat {
-            let (t, is_owned) = pack_text(cat, buf, owned);
-            (p.cat_at, p.cat_len) = (t.at, t.len);
-            p.flags |= flags::HAS_CAT | if is_owned { flags::CAT_OWNED } else { 0 };
-        }
-        if let Some(ts) = ev.ts {
-            p.ts = ts;
-            p.flags |= flags::HAS_TS;
-        }
-        if let Some(dur) = ev.dur {
-            p.dur = dur;
-            p.flags |= flags::HAS_DUR;
-        }
-        if let Some(id) = ev.id {
-            p.id = id;
-            p.flags |= flags::HAS_ID;
-        }
-        if let Some(id) = ev.bind_id {
-            p.bind_id = id;
-            p.flags |= flags::HAS_BIND_ID;
-        }
-        if let Some(args) = &ev.args {
-            p.args_start = args.start as u64;
-            p.args_end = args.end as u64;
-            p.flags |= flags::HAS_ARGS;
-        }
-        let mut lane = |lane: &RawLane<'_>, bits: [u32; 3]| -> (i64, u32) {
-            p.flags |= bits[0];
-            match lane {
-                RawLane::Int(v) => (*v, 0),
-                RawLane::Str(s) => {
-                    let (t, is_owned) = pack_text(s, buf, owned);
-                    p.flags |= bits[1] | if is_owned { bits[2] } else { 0 };
-                    (t.at as i64, t.len)
-                }
-            }
-        };
-        if let Some(pid) = &ev.pid {
-            (p.pid, p.pid_len) = lane(pid, [flags::HAS_PID, flags::PID_TEXT, flags::PID_OWNED]);
-        }
-        if let Some(tid) = &ev.tid {
-            (p.tid, p.tid_len) = lane(tid, [flags::HAS_TID, flags::TID_TEXT, flags::TID_OWNED]);
-        }
-        p
     }
 
     /// The event again, its strings borrowed from `buf` and `owned`.
     pub(super) fn unpack<'t>(&self, buf: &'t [u8], owned: &'t [String]) -> RawEvent<'t> {
         let has = |bit: u32| self.flags & bit != 0;
-        let text = |at: u64, len: u32, owned_bit: u32| {
-            unpack_text(Text { at, len }, has(owned_bit), buf, owned)
-        };
+        let text =
+            |at: u64, len: u32, owned_bit: u32| unpack_text(at, len, has(owned_bit), buf, owned);
         let lane = |value: i64, len: u32, bits: [u32; 3]| {
             has(bits[0]).then(|| {
                 if has(bits[1]) {
