@@ -512,14 +512,13 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
     }
 
     /// Dispatches what [`parse_rest`] parsed, in order, and takes over its end state.
-    fn replay(&mut self, rest: &ParsedRest) -> json::Result<()> {
-        let buf = self.cur.buf;
+    fn replay(&mut self, rest: &ParsedRest<'_>) -> json::Result<()> {
         for (batch, parsed_to) in &rest.batches {
             for event in batch {
                 if event.flags & packed::NON_OBJECT != 0 {
                     self.non_object();
                 } else {
-                    let ev = event.unpack(buf, &rest.owned);
+                    let ev = event.unpack(&rest.texts);
                     self.dispatch(&ev);
                     self.counted_event_at(*parsed_to);
                 }

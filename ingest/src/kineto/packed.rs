@@ -1,12 +1,16 @@
 //! The second thread of a split parse: [`parse_rest`] parses the tail of a large event array
 //! into [`PackedEvent`]s, which the reading thread dispatches once it has read up to the split.
 //!
-//! A [`RawEvent`] borrows its strings from the input and is about 200 bytes; a packed one keeps
-//! byte offsets instead (104 bytes), so holding half a 500 MB trace's events costs ~90 MB, not
-//! ~180. Strings that had to be decoded (escapes, invalid UTF-8) go to a side table.
+//! A [`RawEvent`] borrows its strings from the input and is about 200 bytes; a packed one
+//! refers to its strings by an index into a table of the distinct strings this thread saw
+//! (80 bytes), so holding half a 500 MB trace's events costs ~65 MB, not ~180. The table is also
+//! why the replay is cheap: it never goes back to the input's bytes (long out of the cache by
+//! then) to read a name, and a trace has a few thousand distinct names among a million events.
 
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+use rustc_hash::FxHashMap;
 
 use super::event::{IGNORED_KEYS, RawEvent, RawLane, parse_event};
 use crate::json::{self, Cursor};
@@ -14,27 +18,24 @@ use crate::json::{self, Cursor};
 /// Bits of [`PackedEvent::flags`].
 pub(super) mod flags {
     pub(crate) const NON_OBJECT: u32 = 1;
-    pub(crate) const HAS_NAME: u32 = 1 << 1;
-    pub(crate) const NAME_OWNED: u32 = 1 << 2;
-    pub(crate) const HAS_CAT: u32 = 1 << 3;
-    pub(crate) const CAT_OWNED: u32 = 1 << 4;
-    pub(crate) const HAS_TS: u32 = 1 << 5;
-    pub(crate) const HAS_DUR: u32 = 1 << 6;
-    pub(crate) const HAS_PID: u32 = 1 << 7;
-    pub(crate) const PID_TEXT: u32 = 1 << 8;
-    pub(crate) const PID_OWNED: u32 = 1 << 9;
-    pub(crate) const HAS_TID: u32 = 1 << 10;
-    pub(crate) const TID_TEXT: u32 = 1 << 11;
-    pub(crate) const TID_OWNED: u32 = 1 << 12;
-    pub(crate) const HAS_ID: u32 = 1 << 13;
-    pub(crate) const HAS_BIND_ID: u32 = 1 << 14;
-    pub(crate) const BIND_ENCLOSING: u32 = 1 << 15;
-    pub(crate) const FLOW_IN: u32 = 1 << 16;
-    pub(crate) const FLOW_OUT: u32 = 1 << 17;
-    pub(crate) const HAS_ARGS: u32 = 1 << 18;
+    pub(crate) const HAS_TS: u32 = 1 << 1;
+    pub(crate) const HAS_DUR: u32 = 1 << 2;
+    pub(crate) const HAS_PID: u32 = 1 << 3;
+    pub(crate) const PID_TEXT: u32 = 1 << 4;
+    pub(crate) const HAS_TID: u32 = 1 << 5;
+    pub(crate) const TID_TEXT: u32 = 1 << 6;
+    pub(crate) const HAS_ID: u32 = 1 << 7;
+    pub(crate) const HAS_BIND_ID: u32 = 1 << 8;
+    pub(crate) const BIND_ENCLOSING: u32 = 1 << 9;
+    pub(crate) const FLOW_IN: u32 = 1 << 10;
+    pub(crate) const FLOW_OUT: u32 = 1 << 11;
+    pub(crate) const HAS_ARGS: u32 = 1 << 12;
 }
 
 pub(super) use flags::NON_OBJECT;
+
+/// A [`PackedEvent`] string field that is absent.
+const NO_TEXT: u32 = u32::MAX;
 
 /// Events per batch of [`ParsedRest::batches`] (one allocation each, never regrown).
 const BATCH: usize = 1 << 16;
@@ -42,34 +43,51 @@ const BATCH: usize = 1 << 16;
 const CANCEL_EVERY: usize = 1024;
 
 /// One element of the event array, parsed, without borrowing anything.
-#[derive(Default)]
 pub(super) struct PackedEvent {
     ts: i64,
     dur: i64,
     id: u64,
     bind_id: u64,
-    /// The pid's value, or its text's offset (or side-table index) with `PID_TEXT`.
+    /// The pid's value, or its text's index in [`ParsedRest::texts`] with `PID_TEXT`.
     pid: i64,
     tid: i64,
-    name_at: u64,
-    cat_at: u64,
     args_start: u64,
     args_end: u64,
-    name_len: u32,
-    cat_len: u32,
-    pid_len: u32,
-    tid_len: u32,
+    /// Indexes in [`ParsedRest::texts`], or [`NO_TEXT`].
+    name: u32,
+    cat: u32,
     pub(super) flags: u32,
     ph: u8,
     scope: u8,
 }
 
+impl Default for PackedEvent {
+    fn default() -> Self {
+        Self {
+            ts: 0,
+            dur: 0,
+            id: 0,
+            bind_id: 0,
+            pid: 0,
+            tid: 0,
+            args_start: 0,
+            args_end: 0,
+            name: NO_TEXT,
+            cat: NO_TEXT,
+            flags: 0,
+            ph: 0,
+            scope: 0,
+        }
+    }
+}
+
 /// What the second thread parsed.
-pub(super) struct ParsedRest {
+pub(super) struct ParsedRest<'a> {
     /// Events in file order, with the offset parsing had reached at the end of each batch.
     pub(super) batches: Vec<(Vec<PackedEvent>, usize)>,
-    /// Decoded strings the events refer to.
-    pub(super) owned: Vec<String>,
+    /// The distinct strings (names, categories, textual pids and tids) the events refer to,
+    /// borrowed from the input unless they had to be decoded.
+    pub(super) texts: Vec<Cow<'a, str>>,
     /// Where the cursor stopped: past the array's `]`, or at the damage.
     pub(super) end: usize,
     /// How parsing ended.
@@ -79,21 +97,17 @@ pub(super) struct ParsedRest {
 
 /// Parses the event array from `start` (an element's first byte) to its end, as the reading
 /// thread's loop does, stopping early (with whatever it has) once `cancel` is set.
-pub(super) fn parse_rest(
-    buf: &[u8],
+pub(super) fn parse_rest<'a>(
+    buf: &'a [u8],
     start: usize,
     max_depth: usize,
     cancel: &AtomicBool,
-) -> ParsedRest {
+) -> ParsedRest<'a> {
     let mut cur = Cursor::with_max_depth(buf, max_depth);
     cur.pos = start;
-    let mut rest = ParsedRest {
-        batches: Vec::new(),
-        owned: Vec::new(),
-        end: start,
-        result: Ok(()),
-        ignored_keys: [0; IGNORED_KEYS.len()],
-    };
+    let mut texts = Texts::default();
+    let mut batches = Vec::new();
+    let mut ignored_keys = [0; IGNORED_KEYS.len()];
     let mut batch = Vec::with_capacity(BATCH);
     let result = (|| -> json::Result<()> {
         loop {
@@ -101,8 +115,8 @@ pub(super) fn parse_rest(
                 return Ok(());
             }
             if cur.peek() == Some(b'{') {
-                let ev = parse_event(&mut cur, &mut rest.ignored_keys)?;
-                batch.push(PackedEvent::pack(&ev, buf, &mut rest.owned));
+                let ev = parse_event(&mut cur, &mut ignored_keys)?;
+                batch.push(PackedEvent::pack(ev, &mut texts));
             } else {
                 cur.skip_value()?;
                 batch.push(PackedEvent {
@@ -113,64 +127,59 @@ pub(super) fn parse_rest(
             let more = cur.next_member(b']', "',' or ']' between events")?;
             if batch.len() == BATCH {
                 let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
-                rest.batches.push((full, cur.pos));
+                batches.push((full, cur.pos));
             }
             if !more {
                 return Ok(());
             }
         }
     })();
-    rest.batches.push((batch, cur.pos));
-    rest.end = cur.pos;
-    rest.result = result;
-    rest
+    batches.push((batch, cur.pos));
+    ParsedRest {
+        batches,
+        texts: texts.list,
+        end: cur.pos,
+        result,
+        ignored_keys,
+    }
 }
 
-/// Where the strings of packed events live: the input, and a side table for decoded ones.
-struct Strings<'s> {
-    buf: &'s [u8],
-    owned: &'s mut Vec<String>,
+/// The distinct strings of the packed events, each stored once.
+#[derive(Default)]
+struct Texts<'a> {
+    list: Vec<Cow<'a, str>>,
+    index: FxHashMap<Cow<'a, str>, u32>,
 }
 
-impl Strings<'_> {
-    /// `text` as `(offset, length)` in `buf` when it lies there (it was borrowed from the
-    /// input), else as `(side-table index, 0)` with `bits[1]` set (it was decoded); `bits[0]`
-    /// says it is there at all.
-    fn pack(&mut self, text: Option<&str>, bits: [u32; 2], flags: &mut u32) -> (u64, u32) {
+impl<'a> Texts<'a> {
+    /// The index of `text`, added on first sight ([`NO_TEXT`] for none, and past `u32` range).
+    fn index(&mut self, text: Option<Cow<'a, str>>) -> u32 {
         let Some(text) = text else {
-            return (0, 0);
+            return NO_TEXT;
         };
-        *flags |= bits[0];
-        let at = (text.as_ptr() as usize).wrapping_sub(self.buf.as_ptr() as usize);
-        if at
-            .checked_add(text.len())
-            .is_some_and(|end| end <= self.buf.len())
-            && let Ok(len) = u32::try_from(text.len())
-        {
-            return (at as u64, len);
+        if let Some(&at) = self.index.get(&text) {
+            return at;
         }
-        *flags |= bits[1];
-        self.owned.push(text.to_owned());
-        ((self.owned.len() - 1) as u64, 0)
+        let Ok(at) = u32::try_from(self.list.len()) else {
+            return NO_TEXT;
+        };
+        self.list.push(text.clone());
+        self.index.insert(text, at);
+        at
     }
 
-    /// A pid or tid: its value, or its text packed as by [`Self::pack`] with `bits[1..]`.
-    fn pack_lane(
-        &mut self,
-        lane: Option<&RawLane<'_>>,
-        bits: [u32; 3],
-        flags: &mut u32,
-    ) -> (i64, u32) {
+    /// A pid or tid: its value, or its text's index with `bits[1]` set; `bits[0]` says it is
+    /// there at all.
+    fn lane(&mut self, lane: Option<RawLane<'a>>, bits: [u32; 2], flags: &mut u32) -> i64 {
         match lane {
-            None => (0, 0),
+            None => 0,
             Some(RawLane::Int(v)) => {
                 *flags |= bits[0];
-                (*v, 0)
+                v
             }
             Some(RawLane::Str(s)) => {
-                *flags |= bits[0];
-                let (at, len) = self.pack(Some(s), [bits[1], bits[2]], flags);
-                (at as i64, len)
+                *flags |= bits[0] | bits[1];
+                i64::from(self.index(Some(s)))
             }
         }
     }
@@ -184,27 +193,8 @@ fn present<T: Default>(value: Option<T>, bit: u32, flags: &mut u32) -> T {
     })
 }
 
-fn unpack_text<'t>(
-    at: u64,
-    len: u32,
-    is_owned: bool,
-    buf: &'t [u8],
-    owned: &'t [String],
-) -> Cow<'t, str> {
-    if is_owned {
-        return Cow::Borrowed(owned.get(at as usize).map_or("", String::as_str));
-    }
-    let start = usize::try_from(at).unwrap_or(usize::MAX);
-    let bytes = buf
-        .get(start..start.saturating_add(len as usize))
-        .unwrap_or_default();
-    // It was valid UTF-8 when parsed (a borrowed string always is): checked, not decoded.
-    json::utf8_lossy(bytes)
-}
-
 impl PackedEvent {
-    fn pack(ev: &RawEvent<'_>, buf: &[u8], owned: &mut Vec<String>) -> Self {
-        let mut strings = Strings { buf, owned };
+    fn pack<'a>(ev: RawEvent<'a>, texts: &mut Texts<'a>) -> Self {
         let mut flags = 0;
         for (on, bit) in [
             (ev.bind_enclosing, flags::BIND_ENCLOSING),
@@ -216,21 +206,9 @@ impl PackedEvent {
             }
         }
         let f = &mut flags;
-        let (name_at, name_len) =
-            strings.pack(ev.name.as_deref(), [flags::HAS_NAME, flags::NAME_OWNED], f);
-        let (cat_at, cat_len) =
-            strings.pack(ev.cat.as_deref(), [flags::HAS_CAT, flags::CAT_OWNED], f);
-        let (pid, pid_len) = strings.pack_lane(
-            ev.pid.as_ref(),
-            [flags::HAS_PID, flags::PID_TEXT, flags::PID_OWNED],
-            f,
-        );
-        let (tid, tid_len) = strings.pack_lane(
-            ev.tid.as_ref(),
-            [flags::HAS_TID, flags::TID_TEXT, flags::TID_OWNED],
-            f,
-        );
-        let args = present(ev.args.clone(), flags::HAS_ARGS, f);
+        let pid = texts.lane(ev.pid, [flags::HAS_PID, flags::PID_TEXT], f);
+        let tid = texts.lane(ev.tid, [flags::HAS_TID, flags::TID_TEXT], f);
+        let args = present(ev.args, flags::HAS_ARGS, f);
         Self {
             ts: present(ev.ts, flags::HAS_TS, f),
             dur: present(ev.dur, flags::HAS_DUR, f),
@@ -238,29 +216,25 @@ impl PackedEvent {
             bind_id: present(ev.bind_id, flags::HAS_BIND_ID, f),
             pid,
             tid,
-            name_at,
-            cat_at,
             args_start: args.start as u64,
             args_end: args.end as u64,
-            name_len,
-            cat_len,
-            pid_len,
-            tid_len,
+            name: texts.index(ev.name),
+            cat: texts.index(ev.cat),
             flags,
             ph: ev.ph,
             scope: ev.scope,
         }
     }
 
-    /// The event again, its strings borrowed from `buf` and `owned`.
-    pub(super) fn unpack<'t>(&self, buf: &'t [u8], owned: &'t [String]) -> RawEvent<'t> {
+    /// The event again, its strings borrowed from `texts`.
+    pub(super) fn unpack<'t>(&self, texts: &'t [Cow<'_, str>]) -> RawEvent<'t> {
         let has = |bit: u32| self.flags & bit != 0;
-        let text =
-            |at: u64, len: u32, owned_bit: u32| unpack_text(at, len, has(owned_bit), buf, owned);
-        let lane = |value: i64, len: u32, bits: [u32; 3]| {
+        let text = |at: u32| texts.get(at as usize).map(|t| Cow::Borrowed(t.as_ref()));
+        let lane = |value: i64, bits: [u32; 2]| {
             has(bits[0]).then(|| {
                 if has(bits[1]) {
-                    RawLane::Str(text(value as u64, len, bits[2]))
+                    let at = u32::try_from(value).unwrap_or(NO_TEXT);
+                    RawLane::Str(text(at).unwrap_or_default())
                 } else {
                     RawLane::Int(value)
                 }
@@ -270,21 +244,12 @@ impl PackedEvent {
         let args_end = usize::try_from(self.args_end).unwrap_or(usize::MAX);
         RawEvent {
             ph: self.ph,
-            name: has(flags::HAS_NAME)
-                .then(|| text(self.name_at, self.name_len, flags::NAME_OWNED)),
-            cat: has(flags::HAS_CAT).then(|| text(self.cat_at, self.cat_len, flags::CAT_OWNED)),
+            name: text(self.name),
+            cat: text(self.cat),
             ts: has(flags::HAS_TS).then_some(self.ts),
             dur: has(flags::HAS_DUR).then_some(self.dur),
-            pid: lane(
-                self.pid,
-                self.pid_len,
-                [flags::HAS_PID, flags::PID_TEXT, flags::PID_OWNED],
-            ),
-            tid: lane(
-                self.tid,
-                self.tid_len,
-                [flags::HAS_TID, flags::TID_TEXT, flags::TID_OWNED],
-            ),
+            pid: lane(self.pid, [flags::HAS_PID, flags::PID_TEXT]),
+            tid: lane(self.tid, [flags::HAS_TID, flags::TID_TEXT]),
             id: has(flags::HAS_ID).then_some(self.id),
             bind_enclosing: has(flags::BIND_ENCLOSING),
             bind_id: has(flags::HAS_BIND_ID).then_some(self.bind_id),
