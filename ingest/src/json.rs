@@ -112,24 +112,15 @@ impl<'a> Cursor<'a> {
             return self.err("a string");
         }
         let start = self.pos + 1;
-        let mut at = start;
-        let mut escaped = false;
-        loop {
-            let Some(hit) = self
-                .buf
-                .get(at..)
-                .and_then(|rest| memchr::memchr2(b'"', b'\\', rest))
-            else {
-                self.pos = self.buf.len();
-                return self.err("the end of a string");
-            };
-            at += hit;
-            if self.buf[at] == b'"' {
-                self.pos = at + 1;
-                return Ok((&self.buf[start..at], escaped));
+        match string_end(self.buf, start) {
+            Some((end, escaped)) => {
+                self.pos = end + 1;
+                Ok((&self.buf[start..end], escaped))
             }
-            escaped = true;
-            at += 2;
+            None => {
+                self.pos = self.buf.len();
+                self.err("the end of a string")
+            }
         }
     }
 
@@ -164,34 +155,41 @@ impl<'a> Cursor<'a> {
 
     /// Skips a balanced object or array starting at the current byte.
     fn skip_container(&mut self) -> Result<()> {
+        let buf = self.buf;
+        let mut at = self.pos;
         let mut depth = 0usize;
-        while let Some(&b) = self.buf.get(self.pos) {
-            match b {
-                b'"' => {
-                    self.raw_string()?;
-                    continue;
+        while let Some(&b) = buf.get(at) {
+            match STRUCTURAL[usize::from(b)] {
+                PLAIN => {}
+                QUOTE => {
+                    let Some((end, _)) = string_end(buf, at + 1) else {
+                        self.pos = buf.len();
+                        return self.err("the end of a string");
+                    };
+                    at = end;
                 }
-                b'{' | b'[' => {
+                OPEN => {
                     depth += 1;
                     if depth > self.max_depth {
+                        self.pos = at;
                         return Err(SyntaxError {
-                            offset: self.pos,
+                            offset: at,
                             expected: "shallower nesting",
                             depth_limit: true,
                         });
                     }
                 }
-                b'}' | b']' => {
+                _ => {
                     depth -= 1;
                     if depth == 0 {
-                        self.pos += 1;
+                        self.pos = at + 1;
                         return Ok(());
                     }
                 }
-                _ => {}
             }
-            self.pos += 1;
+            at += 1;
         }
+        self.pos = at;
         self.err("the end of an object or array")
     }
 
@@ -213,6 +211,57 @@ impl<'a> Cursor<'a> {
             return self.err("a number or literal");
         }
         Ok(&self.buf[start..self.pos])
+    }
+}
+
+/// [`STRUCTURAL`] classes: what the container skipper must look at.
+const PLAIN: u8 = 0;
+const QUOTE: u8 = 1;
+const OPEN: u8 = 2;
+const CLOSE: u8 = 3;
+
+/// Each byte's class for [`Cursor::skip_container`]: one table load per byte instead of a chain
+/// of compares (args, skipped whole at load and scanned again by every key lookup, are most of
+/// a torch trace's bytes).
+static STRUCTURAL: [u8; 256] = {
+    let mut table = [PLAIN; 256];
+    table[b'"' as usize] = QUOTE;
+    table[b'{' as usize] = OPEN;
+    table[b'[' as usize] = OPEN;
+    table[b'}' as usize] = CLOSE;
+    table[b']' as usize] = CLOSE;
+    table
+};
+
+/// Bytes of a string read one at a time before handing the rest to `memchr`.
+const SHORT_STRING: usize = 16;
+
+/// The offset of the `"` that closes the string whose contents start at `start`, and whether a
+/// backslash came before it; `None` when the input ends first.
+#[inline]
+fn string_end(buf: &[u8], start: usize) -> Option<(usize, bool)> {
+    let mut at = start;
+    let mut escaped = false;
+    // Keys, categories, phases and most names are a few bytes long: a plain loop over them is
+    // quicker than setting up a vector search.
+    let short_end = buf.len().min(start.saturating_add(SHORT_STRING));
+    while at < short_end {
+        match buf[at] {
+            b'"' => return Some((at, escaped)),
+            b'\\' => {
+                escaped = true;
+                at += 2;
+            }
+            _ => at += 1,
+        }
+    }
+    loop {
+        at += memchr::memchr2(b'"', b'\\', buf.get(at..)?)?;
+        if buf[at] == b'"' {
+            return Some((at, escaped));
+        }
+        escaped = true;
+        at += 2;
     }
 }
 
