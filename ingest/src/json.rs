@@ -83,6 +83,15 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// The error of a step cut short by the end of the bytes so far.
+    pub(crate) fn cut_short<T>(&self) -> Result<T> {
+        Err(SyntaxError {
+            offset: self.buf.len(),
+            expected: "more input",
+            depth_limit: false,
+        })
+    }
+
     pub(crate) fn at_end(&mut self) -> bool {
         self.peek().is_none()
     }

@@ -18,6 +18,7 @@ mod concat;
 mod correlation;
 mod csv;
 mod derived_steps;
+mod feed;
 pub mod error;
 mod format;
 mod gaudi;
@@ -25,6 +26,7 @@ mod habana_csv;
 mod habana_metrics;
 mod habana_nodes;
 mod hltv;
+mod inflating;
 pub mod intervals;
 mod invariants;
 mod json;
@@ -108,7 +110,11 @@ pub fn add_file(
 ) -> Result<(), IngestError> {
     let display = path.display().to_string();
     builder.set_limits(options.limits);
-    let input = source::read_input(path, options)?;
+    let stored = source::read_stored(path, options)?;
+    if source::is_gzip(stored.bytes()) && inflating::worth_it(stored.bytes()) {
+        return inflating::add_gzip(builder, display, &stored, options, progress);
+    }
+    let input = source::finish_input(stored, &display, options)?;
     add_read_input(builder, display, input, options, progress)
 }
 
@@ -142,6 +148,18 @@ fn add_read_input(
     } else {
         readers::read_input(builder, &display, input, progress)
     };
+    after_read(builder, display, first_new, read, options)
+}
+
+/// What every read ends with: ranks named by `--rank-regex`, and a limit the builder hit
+/// (which stops the load even when the reader itself carried on).
+fn after_read(
+    builder: &mut TimelineBuilder,
+    display: String,
+    first_new: usize,
+    read: Result<(), IngestError>,
+    options: &LoadOptions,
+) -> Result<(), IngestError> {
     if let Some(pattern) = &options.rank_regex {
         for source in first_new..builder.source_count() {
             if let Some(info) = builder.source_mut(u16::try_from(source).unwrap_or(u16::MAX))

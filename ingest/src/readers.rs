@@ -12,7 +12,7 @@ use std::sync::Arc;
 use crate::builder::TimelineBuilder;
 use crate::error::IngestError;
 use crate::format::{Format, first_non_space, without_bom};
-use crate::reader::{Progress, ReadInput, Reader};
+use crate::reader::{Progress, ReadInput, ReadSummary, Reader};
 use crate::source::Input;
 
 /// Every format, in the order their checks are tried: the Gaudi tables and metrics files are
@@ -65,20 +65,14 @@ pub(crate) fn read_input(
         });
     };
     let data = Arc::new(input.data);
-    let info = crate::model::SourceInfo {
-        path: display.to_owned(),
-        format: reader.id(),
-        bytes: data.bytes().len() as u64,
-        stored_bytes: input.stored_bytes,
-        compressed: input.compressed,
-        events: 0,
-        events_by_phase: Vec::new(),
-        warnings: input.warnings,
-        top_level: Vec::new(),
-        rank: None,
-        world_size: None,
-    };
-    let source = builder.add_source(info, Arc::clone(&data));
+    let source = register(
+        builder,
+        display,
+        reader.id(),
+        Arc::clone(&data),
+        (input.stored_bytes, input.compressed),
+        input.warnings,
+    );
     let summary = reader.read(
         ReadInput {
             data: &data,
@@ -88,6 +82,38 @@ pub(crate) fn read_input(
         },
         builder,
     )?;
+    apply_summary(builder, source, summary);
+    Ok(())
+}
+
+/// Adds an input to `builder` before its reader runs: `stored` is its size as stored and
+/// whether it was gzip; `warnings` are the ones met getting its bytes.
+pub(crate) fn register(
+    builder: &mut TimelineBuilder,
+    display: &str,
+    format: crate::format::FormatId,
+    data: Arc<crate::source::SourceData>,
+    stored: (u64, bool),
+    warnings: Vec<crate::model::Warning>,
+) -> u16 {
+    let info = crate::model::SourceInfo {
+        path: display.to_owned(),
+        format,
+        bytes: data.bytes().len() as u64,
+        stored_bytes: stored.0,
+        compressed: stored.1,
+        events: 0,
+        events_by_phase: Vec::new(),
+        warnings,
+        top_level: Vec::new(),
+        rank: None,
+        world_size: None,
+    };
+    builder.add_source(info, data)
+}
+
+/// Records what the reader of input `source` says of it.
+pub(crate) fn apply_summary(builder: &mut TimelineBuilder, source: u16, summary: ReadSummary) {
     if let Some(info) = builder.source_mut(source) {
         if let Some(format) = summary.format {
             info.format = format;
@@ -99,7 +125,6 @@ pub(crate) fn read_input(
         info.rank = summary.rank;
         info.world_size = summary.world_size;
     }
-    Ok(())
 }
 
 /// Recognises a format from the first bytes of the (decompressed) input.

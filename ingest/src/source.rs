@@ -19,6 +19,14 @@ pub enum SourceData {
     Mapped(Mmap),
     /// Bytes read or inflated into memory.
     Owned(Vec<u8>),
+    /// A gzip input inflated into an anonymous mapping while it was parsed (`feed.rs`): its
+    /// first `len` bytes.
+    Inflated {
+        /// The mapping, as large as the input was allowed to inflate to.
+        map: Mmap,
+        /// Bytes inflated.
+        len: usize,
+    },
 }
 
 impl SourceData {
@@ -28,6 +36,7 @@ impl SourceData {
         match self {
             Self::Mapped(map) => map,
             Self::Owned(vec) => vec,
+            Self::Inflated { map, len } => map.get(..*len).unwrap_or_default(),
         }
     }
 
@@ -53,8 +62,8 @@ pub struct Input {
 
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
-/// Reads `path` (`-` = stdin) into memory or maps it, and inflates gzip.
-pub(crate) fn read_input(path: &Path, options: &LoadOptions) -> Result<Input, IngestError> {
+/// Reads `path` (`-` = stdin) into memory or maps it, as stored (gzip is not inflated).
+pub(crate) fn read_stored(path: &Path, options: &LoadOptions) -> Result<SourceData, IngestError> {
     let display = path.display().to_string();
     let io_err = |source: io::Error| IngestError::Io {
         path: display.clone(),
@@ -87,7 +96,12 @@ pub(crate) fn read_input(path: &Path, options: &LoadOptions) -> Result<Input, In
             }
         }
     };
-    finish_input(raw, &display, options)
+    Ok(raw)
+}
+
+/// Whether `bytes` are gzip.
+pub(crate) fn is_gzip(bytes: &[u8]) -> bool {
+    bytes.starts_with(&GZIP_MAGIC)
 }
 
 /// Inflates gzip and describes the input: the part of reading shared by files and bytes.
@@ -97,7 +111,7 @@ pub(crate) fn finish_input(
     options: &LoadOptions,
 ) -> Result<Input, IngestError> {
     let stored_bytes = raw.bytes().len() as u64;
-    if raw.bytes().starts_with(&GZIP_MAGIC) {
+    if is_gzip(raw.bytes()) {
         let mut warnings = Vec::new();
         let inflated = inflate(raw.bytes(), display, options, &mut warnings)?;
         return Ok(Input {
@@ -144,73 +158,99 @@ fn map_file(file: &File) -> io::Result<Mmap> {
     Ok(map)
 }
 
+/// The most bytes a gzip input of `compressed_len` bytes may inflate to: the size cap,
+/// tightened by the ratio cap once past its floor.
+pub(crate) fn inflate_limit(compressed_len: usize, options: &LoadOptions) -> u64 {
+    let by_ratio = (compressed_len as u64)
+        .saturating_mul(options.limits.max_inflate_ratio)
+        .max(crate::limits::INFLATE_RATIO_FLOOR);
+    options.max_inflated_bytes.min(by_ratio)
+}
+
+/// ISIZE (last 4 bytes): the size mod 2^32 of the last member, a size hint only.
+pub(crate) fn gzip_size_hint(compressed: &[u8]) -> usize {
+    compressed
+        .len()
+        .checked_sub(4)
+        .and_then(|at| compressed.get(at..))
+        .and_then(|tail| <[u8; 4]>::try_from(tail).ok())
+        .map_or(0, |b| u32::from_le_bytes(b) as usize)
+}
+
+/// The error for a gzip input that inflates past `limit`.
+pub(crate) fn inflated_too_large(
+    path: &str,
+    compressed_len: usize,
+    limit: u64,
+    options: &LoadOptions,
+) -> IngestError {
+    let (what, limit, flag) = if limit < options.max_inflated_bytes {
+        (
+            "decompression ratio",
+            format!(
+                "{}:1 past {} MiB ({compressed_len} compressed bytes inflate to more than {limit})",
+                options.limits.max_inflate_ratio,
+                crate::limits::INFLATE_RATIO_FLOOR >> 20,
+            ),
+            "--max-inflate-ratio",
+        )
+    } else {
+        (
+            "decompressed size",
+            format!("{limit} bytes"),
+            "--max-inflated-bytes",
+        )
+    };
+    IngestError::LimitExceeded {
+        path: path.to_owned(),
+        what,
+        limit,
+        flag,
+    }
+}
+
+/// What to do when a gzip stream fails after `inflated` bytes: keep those with a warning, or
+/// fail when there are none.
+pub(crate) fn damaged_gzip(
+    path: &str,
+    inflated: usize,
+    error: &io::Error,
+) -> Result<Warning, IngestError> {
+    if inflated == 0 {
+        return Err(IngestError::Gzip {
+            path: path.to_owned(),
+            offset: 0,
+            reason: error.to_string(),
+        });
+    }
+    // A half-copied .gz still holds a readable prefix: keep it and say so.
+    Ok(Warning {
+        code: WarningCode::DamagedGzip,
+        offset: Some(inflated as u64),
+        message: format!(
+            "gzip stream damaged after {inflated} decompressed bytes ({error}); reading what came before"
+        ),
+    })
+}
+
 fn inflate(
     compressed: &[u8],
     path: &str,
     options: &LoadOptions,
     warnings: &mut Vec<Warning>,
 ) -> Result<Vec<u8>, IngestError> {
-    // The size cap, tightened by the ratio cap once past its floor.
-    let ratio = options.limits.max_inflate_ratio;
-    let by_ratio = (compressed.len() as u64)
-        .saturating_mul(ratio)
-        .max(crate::limits::INFLATE_RATIO_FLOOR);
-    let limit = options.max_inflated_bytes.min(by_ratio);
-    // ISIZE (last 4 bytes) is the size mod 2^32 of the last member: a capacity hint only.
-    let hint = compressed
-        .len()
-        .checked_sub(4)
-        .and_then(|at| compressed.get(at..))
-        .and_then(|tail| <[u8; 4]>::try_from(tail).ok())
-        .map_or(0, |b| u32::from_le_bytes(b) as usize);
-    let hint = hint
+    let limit = inflate_limit(compressed.len(), options);
+    let hint = gzip_size_hint(compressed)
         .max(compressed.len().saturating_mul(4))
         .min(limit as usize);
     let mut out = Vec::with_capacity(hint);
     let mut decoder = MultiGzDecoder::new(compressed).take(limit.saturating_add(1));
     if let Err(e) = decoder.read_to_end(&mut out) {
-        // A half-copied .gz still holds a readable prefix: keep it and say so.
-        if !out.is_empty() {
-            warnings.push(Warning {
-                code: WarningCode::DamagedGzip,
-                offset: Some(out.len() as u64),
-                message: format!(
-                    "gzip stream damaged after {} decompressed bytes ({e}); reading what came before",
-                    out.len()
-                ),
-            });
-            return Ok(out);
-        }
-        return Err(IngestError::Gzip {
-            path: path.to_owned(),
-            offset: out.len() as u64,
-            reason: e.to_string(),
-        });
+        warnings.push(damaged_gzip(path, out.len(), &e)?);
+        return Ok(out);
     }
     if out.len() as u64 > limit {
-        let (what, limit, flag) = if limit < options.max_inflated_bytes {
-            (
-                "decompression ratio",
-                format!(
-                    "{ratio}:1 past {} MiB ({} compressed bytes inflate to more than {limit})",
-                    crate::limits::INFLATE_RATIO_FLOOR >> 20,
-                    compressed.len()
-                ),
-                "--max-inflate-ratio",
-            )
-        } else {
-            (
-                "decompressed size",
-                format!("{limit} bytes"),
-                "--max-inflated-bytes",
-            )
-        };
-        return Err(IngestError::LimitExceeded {
-            path: path.to_owned(),
-            what,
-            limit,
-            flag,
-        });
+        return Err(inflated_too_large(path, compressed.len(), limit, options));
     }
     Ok(out)
 }

@@ -15,6 +15,7 @@ use std::borrow::Cow;
 
 use crate::builder::{FlowPhase, TimelineBuilder};
 use crate::error::IngestError;
+use crate::feed::Feed;
 use crate::format::{FormatId, first_non_space};
 use crate::json::{self, Cursor, SyntaxError};
 use crate::model::{ArgsRef, CategoryClass, LaneId, Warning, WarningCode};
@@ -74,6 +75,9 @@ pub(crate) struct KinetoReader<'a, 'b, 'p> {
     split_min_bytes: usize,
     /// Where the second thread starts, as a share of the array ([`SPLIT_FRACTION`]).
     split_fraction: f64,
+    /// While the input is still arriving (a gzip input inflating on another thread): where
+    /// more of it comes from. `None` once all of it is in `cur.buf`.
+    feed: Option<&'a Feed>,
 }
 
 /// Which producer wrote the Trace Event Format JSON, from its content.
@@ -125,7 +129,91 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
             ignored_keys: [0; IGNORED_KEYS.len()],
             split_min_bytes: SPLIT_MIN_BYTES,
             split_fraction: SPLIT_FRACTION,
+            feed: None,
         }
+    }
+
+    /// A reader of an input that is still arriving in `feed`: it parses what is there and
+    /// waits for more where an event is cut short by the end of it.
+    pub(crate) fn with_feed(
+        feed: &'a Feed,
+        path: &'a str,
+        builder: &'b mut TimelineBuilder,
+        source: u16,
+        progress: Option<Progress<'p>>,
+    ) -> Self {
+        let mut reader = Self::new(feed.available(), path, builder, source, progress);
+        reader.feed = Some(feed);
+        reader
+    }
+
+    /// Runs one parse `step` from the cursor. Without a feed that is all; with one, a step cut
+    /// short by the end of the bytes so far is run again from where it began once more bytes
+    /// are in, so a step succeeds or fails exactly as it would on the whole input. Steps must
+    /// leave nothing behind when they fail.
+    #[inline]
+    fn resumable<T>(
+        &mut self,
+        mut step: impl FnMut(&mut Self) -> json::Result<T>,
+    ) -> json::Result<T> {
+        loop {
+            let start = self.cur.pos;
+            let result = step(self);
+            let Some(feed) = self.feed else {
+                return result;
+            };
+            match &result {
+                Err(e) if e.offset >= self.cur.buf.len() => {
+                    let have = self.cur.buf.len();
+                    self.cur.buf = feed.wait_beyond(have);
+                    if self.cur.buf.len() == have {
+                        // That was all of it: the step's failure is the input's.
+                        self.feed = None;
+                        return result;
+                    }
+                    self.cur.pos = start;
+                }
+                _ => return result,
+            }
+        }
+    }
+
+    /// With a feed: whether it is done, in which case the whole input is now in `cur.buf`.
+    fn feed_done(&mut self) -> bool {
+        match self.feed {
+            Some(feed) if feed.is_done() => {
+                self.cur.buf = feed.available();
+                self.feed = None;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Waits for the whole input.
+    fn wait_for_all(&mut self) {
+        while let Some(feed) = self.feed {
+            let have = self.cur.buf.len();
+            self.cur.buf = feed.wait_beyond(have);
+            if self.cur.buf.len() == have {
+                self.feed = None;
+            }
+        }
+    }
+
+    /// The next non-space byte; with a feed still arriving, a step cut short when there is
+    /// none yet.
+    fn next_byte(&mut self) -> json::Result<Option<u8>> {
+        match self.cur.peek() {
+            None if self.feed.is_some() => self.cur.cut_short(),
+            next => Ok(next),
+        }
+    }
+
+    /// The input's size (expected size while it arrives), for progress.
+    fn total_len(&self) -> usize {
+        self.feed
+            .map_or(self.cur.buf.len(), |f| f.expected().max(self.cur.buf.len()))
     }
 
     fn not_a_trace(&self, reason: impl Into<String>) -> IngestError {
@@ -139,10 +227,17 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
     /// hints are per input, so the HPU hint of an input read before it (a Gaudi metrics file
     /// beside a CUDA trace) does not make it a bridge trace.
     pub(crate) fn read(mut self) -> Result<ReadSummary, IngestError> {
-        if self.cur.buf.starts_with(b"\xEF\xBB\xBF") {
+        let bom = self.resumable(|r| {
+            if r.cur.buf.len() < 3 && r.feed.is_some() {
+                r.cur.cut_short()
+            } else {
+                Ok(r.cur.buf.starts_with(b"\xEF\xBB\xBF"))
+            }
+        });
+        if bom.unwrap_or(false) {
             self.cur.pos = 3;
         }
-        match self.cur.peek() {
+        match self.resumable(Self::next_byte).unwrap_or(None) {
             None => return Err(self.not_a_trace("the file is empty")),
             Some(b'[') => {
                 if let Err(e) = self.events_array() {
@@ -319,27 +414,32 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
     }
 
     fn object_members(&mut self, saw_events: &mut bool) -> json::Result<()> {
-        if self.cur.peek() == Some(b'}') {
+        if self.resumable(Self::next_byte)? == Some(b'}') {
             self.cur.pos += 1;
+            self.wait_for_all();
             return Ok(());
         }
         loop {
-            let key = self.cur.string()?;
-            self.cur.expect(b':', "':' after a key")?;
-            if key == "traceEvents" && self.cur.peek() == Some(b'[') {
+            let (key, is_array) = self.resumable(|r| {
+                let key = r.cur.string()?;
+                r.cur.expect(b':', "':' after a key")?;
+                Ok((key, r.next_byte()? == Some(b'[')))
+            })?;
+            if key == "traceEvents" && is_array {
                 *saw_events = true;
                 self.events_array()?;
             } else {
-                let range = self.cur.skip_value()?;
+                let range = self.resumable(|r| r.cur.skip_value())?;
                 self.top_level_value(&key, range);
             }
-            if !self
-                .cur
-                .next_member(b'}', "',' or '}' in the top-level object")?
-            {
+            if !self.resumable(|r| {
+                r.cur
+                    .next_member(b'}', "',' or '}' in the top-level object")
+            })? {
                 break;
             }
         }
+        self.wait_for_all();
         if !self.cur.at_end() {
             self.warnings.push(Warning {
                 code: WarningCode::TrailingData,
@@ -405,10 +505,19 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
     }
 
     fn events_array(&mut self) -> json::Result<()> {
-        self.cur.expect(b'[', "'['")?;
-        if self.cur.peek() == Some(b']') {
+        let empty = self.resumable(|r| {
+            r.cur.expect(b'[', "'['")?;
+            Ok(r.next_byte()? == Some(b']'))
+        })?;
+        if empty {
             self.cur.pos += 1;
             return Ok(());
+        }
+        if self.feed.is_some() {
+            // Parse behind the inflater until it is done; then what is left may be split.
+            if let Until::End = self.events_until(None)? {
+                return Ok(());
+            }
         }
         match self.split_point() {
             Some(split) => self.events_split(split),
@@ -417,25 +526,35 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
     }
 
     /// Reads and dispatches events from the cursor until the array ends, or until the next
-    /// element starts at or past `stop`.
+    /// element starts at or past `stop`; with a feed, also when the feed is done.
     fn events_until(&mut self, stop: Option<usize>) -> json::Result<Until> {
         loop {
-            let next = self.cur.peek();
-            if let Some(stop) = stop
-                && self.cur.pos >= stop
-            {
+            self.cur.skip_ws();
+            if stop.is_some_and(|stop| self.cur.pos >= stop) || self.feed_done() {
                 return Ok(Until::Reached(self.cur.pos));
             }
-            if next == Some(b'{') {
-                let ev = parse_event(&mut self.cur, &mut self.ignored_keys)?;
-                self.dispatch(&ev);
-                self.counted_event();
-            } else {
-                // Not an event object (a stray number or null): skip it, it is no event.
-                self.cur.skip_value()?;
-                self.non_object();
+            let parsed = self.resumable(|r| {
+                if r.next_byte()? == Some(b'{') {
+                    // Counted apart, so that a step run again does not count twice.
+                    let mut ignored = [0; IGNORED_KEYS.len()];
+                    Ok(Some((parse_event(&mut r.cur, &mut ignored)?, ignored)))
+                } else {
+                    // Not an event object (a stray number or null): skip it, it is no event.
+                    r.cur.skip_value()?;
+                    Ok(None)
+                }
+            })?;
+            match parsed {
+                Some((ev, ignored)) => {
+                    for (total, n) in self.ignored_keys.iter_mut().zip(ignored) {
+                        *total += n;
+                    }
+                    self.dispatch(&ev);
+                    self.counted_event();
+                }
+                None => self.non_object(),
             }
-            if !self.cur.next_member(b']', "',' or ']' between events")? {
+            if !self.resumable(|r| r.cur.next_member(b']', "',' or ']' between events"))? {
                 return Ok(Until::End);
             }
         }
@@ -540,10 +659,11 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
     /// `pos`.
     fn counted_event_at(&mut self, pos: usize) {
         self.events += 1;
-        if self.events.is_multiple_of(PROGRESS_EVERY)
-            && let Some(progress) = self.progress.as_mut()
-        {
-            progress(pos as u64, self.cur.buf.len() as u64);
+        if self.events.is_multiple_of(PROGRESS_EVERY) {
+            let total = self.total_len() as u64;
+            if let Some(progress) = self.progress.as_mut() {
+                progress(pos as u64, total);
+            }
         }
     }
 

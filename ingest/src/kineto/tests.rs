@@ -1,4 +1,5 @@
-//! The two-thread parse against the single-threaded loop.
+//! The two-thread parse and the parse behind a filling [`Feed`] against the single-threaded
+//! loop.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -7,14 +8,25 @@ use std::sync::Arc;
 
 use super::{KinetoReader, TraceEventReader};
 use crate::builder::TimelineBuilder;
+use crate::feed::Feed;
 use crate::format::FormatId;
 use crate::model::SourceInfo;
 use crate::reader::Reader;
 use crate::source::{SourceData, finish_input};
 
-/// The read summary and the finished Timeline of `bytes`; with `split`, its event array is
-/// parsed by two threads, the second starting near that share of the array.
-fn read_with(bytes: &[u8], split: Option<f64>) -> String {
+/// How a test reads its input.
+#[derive(Clone, Copy, Debug)]
+enum Mode {
+    /// One thread.
+    Serial,
+    /// The event array parsed by two threads, the second starting near this share of it.
+    Split(f64),
+    /// Arriving through a [`Feed`] this many bytes at a time, then split at this share.
+    Fed(usize, f64),
+}
+
+/// The read summary and the finished Timeline of `bytes`, read as `mode` says.
+fn read_with(bytes: &[u8], mode: Mode) -> String {
     let mut builder = TimelineBuilder::default();
     let data = Arc::new(SourceData::Owned(bytes.to_vec()));
     let info = SourceInfo {
@@ -31,15 +43,38 @@ fn read_with(bytes: &[u8], split: Option<f64>) -> String {
         world_size: None,
     };
     let source = builder.add_source(info, Arc::clone(&data));
-    let mut reader = KinetoReader::new(data.bytes(), "t.json", &mut builder, source, None);
-    match split {
+    let split = |reader: &mut KinetoReader<'_, '_, '_>, fraction: Option<f64>| match fraction {
         Some(fraction) => {
             reader.split_min_bytes = 0;
             reader.split_fraction = fraction;
         }
         None => reader.split_min_bytes = usize::MAX,
-    }
-    let summary = reader.read();
+    };
+    let summary = match mode {
+        Mode::Serial | Mode::Split(_) => {
+            let mut reader = KinetoReader::new(data.bytes(), "t.json", &mut builder, source, None);
+            split(&mut reader, if let Mode::Split(f) = mode { Some(f) } else { None });
+            reader.read()
+        }
+        Mode::Fed(chunk, fraction) => {
+            let feed = Feed::new(bytes.len() + 1, bytes.len()).unwrap();
+            std::thread::scope(|scope| {
+                scope.spawn(|| {
+                    let mut at = 0;
+                    feed.fill(|out| {
+                        let n = out.len().min(chunk).min(bytes.len() - at);
+                        out[..n].copy_from_slice(&bytes[at..at + n]);
+                        at += n;
+                        Ok(n)
+                    })
+                });
+                let mut reader =
+                    KinetoReader::with_feed(&feed, "t.json", &mut builder, source, None);
+                split(&mut reader, Some(fraction));
+                reader.read()
+            })
+        }
+    };
     format!("{summary:?}\n{:?}", builder.finish())
 }
 
@@ -54,8 +89,9 @@ fn trace_event_samples(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     }
 }
 
-/// Parsing with two threads builds exactly what the single-threaded loop builds, on
-/// every Trace Event sample and on damaged, cut and oddly shaped arrays.
+/// Parsing with two threads, or behind a writer that is still filling the input, builds
+/// exactly what the single-threaded loop builds, on every Trace Event sample and on damaged,
+/// cut and oddly shaped arrays.
 #[test]
 fn pipelined_parse_builds_the_same_timeline() {
     let mut paths = Vec::new();
@@ -76,12 +112,16 @@ fn pipelined_parse_builds_the_same_timeline() {
         }
     }
     assert!(inputs.len() > 20, "only {} samples found", inputs.len());
-    let edge_cases: [&[u8]; 7] = [
+    let edge_cases: [&[u8]; 11] = [
         br#"[{"ph":"X","ts":1,"dur":2,"pid":1,"tid":1,"name":"a"}, 7, {"ph":"X","ts":5,"dur":1,"pid":"p","tid":"t","name":"b"}]"#,
         br#"{"traceEvents":[{"ph":"B","ts":1,"pid":1,"tid":1,"name":"a"},{"ph":"E","ts":4,"pid":1,"tid":1}],"distributedInfo":{"rank":3}}"#,
         br#"{"traceEvents":[{"ph":"X","ts":1,"dur":2,"pid":1,"tid":1,"name":"a"},{"ph":"X","ts":"#,
         br#"[{"ph":"X","ts":1,"dur":2,"pid":1,"tid":1,"name":"a","tts":3},{"ph":"X" "ts":1}]"#,
         br#"{"traceEvents":[]}"#,
+        br#"{"schemaVersion":1,"traceEvents":[{"ph":"X","ts":1,"dur":2,"pid":1,"tid":1,"name":"a"}],"traceName":"x"} trailing"#,
+        b"\xEF\xBB\xBF[{\"ph\":\"i\",\"ts\":1,\"pid\":1,\"tid\":1,\"name\":\"a\"}]",
+        b"   \n ",
+        br#"{"traceEvents":{"a":1}}"#,
         br#"[null]"#,
         // `}, {` inside a string: a split guess that is no element boundary.
         br#"[{"ph":"X","ts":1,"dur":2,"pid":1,"tid":1,"name":"a}, {b}, {c}, {d"},{"ph":"X","ts":3,"dur":1,"pid":1,"tid":1,"name":"e\u00e9"}, {"ph":"i","ts":4,"pid":1,"tid":"x\ty","name":"i","s":"p"}]"#,
@@ -90,10 +130,20 @@ fn pipelined_parse_builds_the_same_timeline() {
         inputs.push((format!("edge case {i}"), case.to_vec()));
     }
     for (name, body) in &inputs {
-        let serial = read_with(body, None);
-        for fraction in [0.0, 0.43, 0.9] {
-            let split = read_with(body, Some(fraction));
-            assert!(serial == split, "{name}: split at {fraction} differs");
+        let serial = read_with(body, Mode::Serial);
+        let mut modes = vec![
+            Mode::Split(0.0),
+            Mode::Split(0.43),
+            Mode::Split(0.9),
+            Mode::Fed(4093, 0.5),
+            Mode::Fed(61, 0.0),
+        ];
+        if body.len() < 4096 {
+            modes.push(Mode::Fed(1, 0.3));
+        }
+        for mode in modes {
+            let other = read_with(body, mode);
+            assert!(serial == other, "{name}: {mode:?} differs");
         }
     }
 }
