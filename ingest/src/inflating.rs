@@ -41,12 +41,12 @@ pub(crate) fn add_gzip(
     let compressed = stored.bytes();
     let limit = source::inflate_limit(compressed.len(), options);
     let expected = source::gzip_size_hint(compressed).min(limit as usize);
-    let capacity = usize::try_from(limit)
-        .unwrap_or(usize::MAX)
-        .saturating_add(1);
+    // Room for exactly what may be inflated: a byte more is `FillEnd::Overflow`.
+    let capacity = usize::try_from(limit).unwrap_or(usize::MAX);
     let Ok(feed) = Feed::new(capacity, expected) else {
         // No address space to be had for it: inflate first, then read.
-        let input = source::finish_input(SourceData::Owned(compressed.to_vec()), &display, options)?;
+        let input =
+            source::finish_input(SourceData::Owned(compressed.to_vec()), &display, options)?;
         return crate::add_read_input(builder, display, input, options, progress);
     };
     let first_new = builder.source_count();
@@ -69,9 +69,14 @@ pub(crate) fn add_gzip(
                 (compressed.len() as u64, true),
                 Vec::new(),
             );
-            let summary =
-                crate::kineto::KinetoReader::with_feed(&feed, &display, builder, source, progress.take())
-                    .read();
+            let summary = crate::kineto::KinetoReader::with_feed(
+                &feed,
+                &display,
+                builder,
+                source,
+                progress.take(),
+            )
+            .read();
             (source, summary)
         });
         let end = inflater

@@ -53,7 +53,14 @@ fn read_with(bytes: &[u8], mode: Mode) -> String {
     let summary = match mode {
         Mode::Serial | Mode::Split(_) => {
             let mut reader = KinetoReader::new(data.bytes(), "t.json", &mut builder, source, None);
-            split(&mut reader, if let Mode::Split(f) = mode { Some(f) } else { None });
+            split(
+                &mut reader,
+                if let Mode::Split(f) = mode {
+                    Some(f)
+                } else {
+                    None
+                },
+            );
             reader.read()
         }
         Mode::Fed(chunk, fraction) => {
