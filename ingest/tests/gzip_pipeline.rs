@@ -83,7 +83,7 @@ fn a_large_gzip_reads_as_inflating_first_does() {
     let dir = TempDir::new().unwrap();
     let path = write(&dir, "t.json.gz", &gz);
     let piped = load(&path, &LoadOptions::default(), None).unwrap();
-    let first = load_bytes("t.json.gz", gz.clone(), &LoadOptions::default()).unwrap();
+    let first = load_bytes("t.json.gz", gz, &LoadOptions::default()).unwrap();
     assert_eq!(content(&piped), content(&first));
     assert_eq!(piped.sources[0].bytes, text.len() as u64);
     assert_eq!(piped.sources[0].events, EVENTS as u64);
