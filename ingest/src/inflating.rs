@@ -12,7 +12,7 @@ use flate2::read::MultiGzDecoder;
 use crate::builder::TimelineBuilder;
 use crate::error::IngestError;
 use crate::feed::{Feed, FillEnd};
-use crate::format::{Format, FormatId, without_bom};
+use crate::format::{FormatId, without_bom};
 use crate::options::LoadOptions;
 use crate::reader::Progress;
 use crate::source::{self, Input, SourceData};
@@ -57,9 +57,9 @@ pub(crate) fn add_gzip(
             feed.fill(|out| decoder.read(out))
         });
         let head = wait_for(&feed, HEAD);
-        let is_trace_events = crate::readers::sniff(head) != Format::Zip
-            && crate::readers::reader_for(without_bom(head), &display)
-                .is_some_and(|r| r.id() == FormatId::KinetoJson);
+        // (A ZIP's head is no reader's: it never passes.)
+        let is_trace_events = crate::readers::reader_for(without_bom(head), &display)
+            .is_some_and(|r| r.id() == FormatId::KinetoJson);
         let read = is_trace_events.then(|| {
             let source = crate::readers::register(
                 builder,

@@ -163,19 +163,26 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
                 return result;
             };
             match &result {
-                Err(e) if e.offset >= self.cur.buf.len() => {
-                    let have = self.cur.buf.len();
-                    self.cur.buf = feed.wait_beyond(have);
-                    if self.cur.buf.len() == have {
-                        // That was all of it: the step's failure is the input's.
-                        self.feed = None;
-                        return result;
-                    }
+                // Cut short: once more is in, run it again; if that was all of it, the
+                // step's failure is the input's.
+                Err(e) if e.offset >= self.cur.buf.len() && self.more_input(feed) => {
                     self.cur.pos = start;
                 }
                 _ => return result,
             }
         }
+    }
+
+    /// Waits until `feed` holds more than `cur.buf` and takes it; false (and no feed from
+    /// then on) when the feed is done and there is no more.
+    fn more_input(&mut self, feed: &'a Feed) -> bool {
+        let have = self.cur.buf.len();
+        self.cur.buf = feed.wait_beyond(have);
+        if self.cur.buf.len() == have {
+            self.feed = None;
+            return false;
+        }
+        true
     }
 
     /// With a feed: whether it is done, in which case the whole input is now in `cur.buf`.
@@ -193,11 +200,7 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
     /// Waits for the whole input.
     fn wait_for_all(&mut self) {
         while let Some(feed) = self.feed {
-            let have = self.cur.buf.len();
-            self.cur.buf = feed.wait_beyond(have);
-            if self.cur.buf.len() == have {
-                self.feed = None;
-            }
+            self.more_input(feed);
         }
     }
 
