@@ -26,8 +26,7 @@ const HEAD: usize = 64 << 10;
 
 /// Whether inflating `compressed` beside its parse is worth a thread.
 pub(crate) fn worth_it(compressed: &[u8]) -> bool {
-    compressed.len() >= MIN_COMPRESSED
-        && std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2)
+    compressed.len() >= MIN_COMPRESSED && crate::spare_core()
 }
 
 /// Reads the gzip input `stored` into `builder`, inflating it on a second thread.

@@ -151,6 +151,11 @@ fn add_read_input(
     after_read(builder, display, first_new, read, options)
 }
 
+/// Whether a second thread can run beside this one (more than one CPU is available).
+pub(crate) fn spare_core() -> bool {
+    std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2)
+}
+
 /// What every read ends with: ranks named by `--rank-regex`, and a limit the builder hit
 /// (which stops the load even when the reader itself carried on).
 fn after_read(

@@ -442,6 +442,23 @@ impl TimelineBuilder {
         }
     }
 
+    /// Rewrites the args of the slices and instants pushed after the first `slices_from` and
+    /// `instants_from` (a reader that learns where args are only after pushing them).
+    pub(crate) fn map_args_since(
+        &mut self,
+        slices_from: usize,
+        instants_from: usize,
+        map: impl Fn(ArgsRef) -> ArgsRef,
+    ) {
+        for args in self.raw.args.iter_mut().skip(slices_from) {
+            *args = map(*args);
+        }
+        let instants = &mut self.timeline.instants.args;
+        for args in instants.iter_mut().skip(instants_from) {
+            *args = map(*args);
+        }
+    }
+
     /// Replaces the bytes slice args refer to (a reader that re-encodes args as JSON text).
     pub(crate) fn set_source_data(&mut self, source: u16, data: Arc<SourceData>) {
         if let Some(slot) = self.timeline.data.get_mut(source as usize) {
@@ -542,6 +559,12 @@ impl TimelineBuilder {
             self.device_hints.resize_with(i + 1, DeviceHints::default);
         }
         &mut self.device_hints[i]
+    }
+
+    /// Number of instants pushed so far.
+    #[must_use]
+    pub(crate) fn instant_count(&self) -> usize {
+        self.timeline.instants.ts.len()
     }
 
     /// Number of slices pushed so far.

@@ -569,9 +569,7 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
     fn split_point(&self) -> Option<usize> {
         let start = self.cur.pos;
         let remaining = self.cur.buf.len().saturating_sub(start);
-        if remaining < self.split_min_bytes
-            || std::thread::available_parallelism().is_ok_and(|n| n.get() < 2)
-        {
+        if remaining < self.split_min_bytes || !crate::spare_core() {
             return None;
         }
         let target = start + (remaining as f64 * self.split_fraction) as usize;

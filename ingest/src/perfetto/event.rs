@@ -217,18 +217,18 @@ impl<'a> Event<'a> {
         }
         Some(e)
     }
+}
 
-    /// The `debug_annotations` messages, in order.
-    pub(super) fn annotations(&self) -> impl Iterator<Item = &'a [u8]> + '_ {
-        let buf = self.buf;
-        let mut fields = Fields::new(buf);
-        std::iter::from_fn(move || {
-            loop {
-                match fields.next_field()?? {
-                    (4, Field::Len(r)) => return buf.get(r),
-                    _ => continue,
-                }
+/// The `debug_annotations` messages of a `TrackEvent`'s bytes, in order (as far as the bytes
+/// are well-formed).
+pub(super) fn annotations(event: &[u8]) -> impl Iterator<Item = &[u8]> + '_ {
+    let mut fields = Fields::new(event);
+    std::iter::from_fn(move || {
+        loop {
+            match fields.next_field()?? {
+                (4, Field::Len(r)) => return event.get(r),
+                _ => continue,
             }
-        })
-    }
+        }
+    })
 }

@@ -1,7 +1,6 @@
 //! TrackEvents to slices, instants, counters and flows: interned names and categories per
 //! sequence, incremental clocks, one BEGIN/END stack per track, debug annotations as args.
 
-use super::args::write_annotation;
 use super::{BOOTTIME, Done, Open, Reader, Stack};
 use crate::model::{ArgsRef, CatId, LaneId, StrId, TrackId};
 use crate::perfetto::event::{self, Event};
@@ -18,13 +17,18 @@ impl Reader<'_> {
             seq.category_ids.remove(&c.iid());
             seq.categories.insert(c.iid(), c.name.unwrap_or_default());
         }
-        for n in interned.debug_annotation_names {
-            seq.annotation_names
-                .insert(n.iid(), n.name.unwrap_or_default());
-        }
-        for s in interned.debug_annotation_string_values {
-            seq.strings.insert(s.iid(), s.str.unwrap_or_default());
-        }
+        let names = interned
+            .debug_annotation_names
+            .into_iter()
+            .map(|n| (n.iid(), n.name.unwrap_or_default()))
+            .collect();
+        self.args.names(seq_id, names);
+        let strings = interned
+            .debug_annotation_string_values
+            .into_iter()
+            .map(|s| (s.iid(), s.str.unwrap_or_default()))
+            .collect();
+        self.args.strings(seq_id, strings);
     }
 
     /// The event's time in ns: the packet timestamp on its clock (deltas of an incremental
@@ -68,7 +72,7 @@ impl Reader<'_> {
         }
     }
 
-    pub(super) fn track_event(&mut self, seq_id: u32, ts: i64, event: &Event<'_>) {
+    pub(super) fn track_event(&mut self, seq_id: u32, ts: i64, event: &Event<'_>, event_at: usize) {
         self.events += 1;
         let uuid = self.event_track(seq_id, event);
         let lane = match uuid {
@@ -96,7 +100,7 @@ impl Reader<'_> {
             event::SLICE_BEGIN => {
                 self.begins += 1;
                 let (name, cat) = self.name_and_cat(seq_id, event);
-                let args = self.args(seq_id, event);
+                let args = self.args(seq_id, event, event_at);
                 let key = self.next_key;
                 self.next_key += 1;
                 self.flow_ends_of(key, event);
@@ -133,7 +137,7 @@ impl Reader<'_> {
             event::INSTANT => {
                 self.instants += 1;
                 let (name, cat) = self.name_and_cat(seq_id, event);
-                let args = self.args(seq_id, event);
+                let args = self.args(seq_id, event, event_at);
                 self.builder.push_instant(track, ts, name, cat, b't', args);
             }
             event::COUNTER => {
@@ -303,34 +307,13 @@ impl Reader<'_> {
         id
     }
 
-    /// Writes the annotations as a JSON object into the args buffer.
-    /// Writes the event's annotations as a JSON object into the args buffer.
-    pub(super) fn args(&mut self, seq_id: u32, event: &Event<'_>) -> ArgsRef {
+    /// Queues the event's annotations for the args encoder; `event_at` is where the event's
+    /// bytes start in the buffer being read.
+    pub(super) fn args(&mut self, seq_id: u32, event: &Event<'_>, event_at: usize) -> ArgsRef {
         if event.annotations == 0 {
             return ArgsRef::NONE;
         }
-        let start = self.args.len();
-        let seq = self.sequences.get(&seq_id);
-        let mut out = std::mem::take(&mut self.args);
-        out.push(b'{');
-        let mut ok = true;
-        for (i, a) in event.annotations().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            ok &= write_annotation(&mut out, a, seq, 0, true).is_some();
-        }
-        out.push(b'}');
-        let range = start..out.len();
-        if !ok {
-            // A malformed annotation: no args rather than broken JSON.
-            out.truncate(start);
-        }
-        self.args = out;
-        if ok {
-            ArgsRef::new(range).unwrap_or(ArgsRef::NONE)
-        } else {
-            ArgsRef::NONE
-        }
+        self.args
+            .event(seq_id, event_at..event_at + event.buf.len())
     }
 }

@@ -5,7 +5,8 @@
 //! annotation names and strings, the packet defaults and the incremental clocks, and resets them
 //! when a packet clears the incremental state. Slices are rebuilt from BEGIN/END pairs with one
 //! stack per Perfetto track; debug annotations become the slice's args, re-encoded as JSON text
-//! so the Timeline's lazy args API works as for JSON traces.
+//! (on a second thread for large inputs, see [`args`]) so the Timeline's lazy args API works
+//! as for JSON traces.
 
 use std::io::Read as _;
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use bytes::{Buf, Bytes};
 use prost::Message;
 use rustc_hash::FxHashMap;
 
+use self::args::ArgsPipe;
 use super::event::{Event, Field, Fields};
 use super::proto::{self as pb, trace_packet};
 use super::{TraceNote, TrackNote};
@@ -34,6 +36,8 @@ const MAX_INFLATED: u64 = 1 << 30;
 const MAX_COMPRESSION_DEPTH: u32 = 2;
 /// Default clock of `TracePacket.timestamp`: `BUILTIN_CLOCK_BOOTTIME`.
 const BOOTTIME: u32 = 6;
+/// Smallest input whose args are encoded on a second thread.
+const MIN_THREADED_ARGS: usize = 1 << 20;
 
 /// The bytes of a source as the owner of a zero-copy [`Bytes`].
 struct Owner(Arc<SourceData>);
@@ -51,13 +55,31 @@ pub(crate) fn read_perfetto(
     builder: &mut TimelineBuilder,
     source: u16,
 ) -> Result<ReadSummary, IngestError> {
+    let len = data.bytes().len();
+    read_perfetto_with(
+        data,
+        path,
+        builder,
+        source,
+        len >= MIN_THREADED_ARGS && crate::spare_core(),
+    )
+}
+
+/// [`read_perfetto`], with the args encoded on a second thread when `threaded`.
+fn read_perfetto_with(
+    data: &Arc<SourceData>,
+    path: &str,
+    builder: &mut TimelineBuilder,
+    source: u16,
+    threaded: bool,
+) -> Result<ReadSummary, IngestError> {
     let bytes = Bytes::from_owner(Owner(Arc::clone(data)));
-    let mut reader = Reader::new(builder, source);
-    // Reserved capacity is address space until written: sized so that neither the args text
-    // (never longer than the protobuf it comes from, give or take quoting) nor the slice
-    // columns (a BEGIN/END pair takes at least ~24 bytes) need to grow and copy.
-    reader.args.reserve(data.bytes().len());
-    reader.builder.reserve_slices(data.bytes().len() / 24);
+    // Sized so that neither the args text (never longer than the protobuf it comes from, give
+    // or take quoting) nor the slice columns (a BEGIN/END pair takes at least ~24 bytes) need
+    // to grow and copy; reserved capacity is address space until written.
+    let args = ArgsPipe::new(threaded, bytes.len());
+    let mut reader = Reader::new(builder, source, args);
+    reader.builder.reserve_slices(bytes.len() / 24);
     let outcome = reader.packets(bytes, 0, 0);
     if let Err(damage) = outcome {
         reader.damage = Some(damage);
@@ -107,8 +129,6 @@ struct Sequence {
     names: FxHashMap<u64, StrId>,
     categories: FxHashMap<u64, String>,
     category_ids: FxHashMap<u64, CatId>,
-    annotation_names: FxHashMap<u64, String>,
-    strings: FxHashMap<u64, Bytes>,
     default_track: Option<u64>,
     default_clock: Option<u32>,
     /// Sequence-scoped incremental clocks: clock id → (last value, ns per unit).
@@ -169,7 +189,11 @@ struct Reader<'b> {
     /// Builder tracks of exported Timeline tracks, by note id.
     noted: FxHashMap<u32, TrackId>,
     stacks: FxHashMap<u64, Stack>,
-    args: Vec<u8>,
+    args: ArgsPipe,
+    /// Slices and instants the builder held before this input: the ones after it carry
+    /// args placeholders until the encoder is done.
+    first_slice: usize,
+    first_instant: usize,
     next_key: u64,
     /// Flow ends met so far: id → (slice key, whether it is the arriving end).
     flow_ends: FxHashMap<u64, (u64, bool)>,
@@ -204,7 +228,8 @@ struct Reader<'b> {
 }
 
 impl<'b> Reader<'b> {
-    fn new(builder: &'b mut TimelineBuilder, source: u16) -> Self {
+    fn new(builder: &'b mut TimelineBuilder, source: u16, args: ArgsPipe) -> Self {
+        let (first_slice, first_instant) = (builder.slice_count(), builder.instant_count());
         Self {
             builder,
             source,
@@ -213,7 +238,9 @@ impl<'b> Reader<'b> {
             lanes: FxHashMap::default(),
             noted: FxHashMap::default(),
             stacks: FxHashMap::default(),
-            args: Vec::new(),
+            args,
+            first_slice,
+            first_instant,
             next_key: 0,
             flow_ends: FxHashMap::default(),
             flows: Vec::new(),
@@ -296,6 +323,7 @@ impl<'b> Reader<'b> {
             }
             let start = total - buf.remaining();
             buf.advance(len);
+            self.args.use_bytes(&whole);
             match self.decode_packet(&whole, start..start + len, offset, depth) {
                 Ok(()) => {}
                 Err(e) => {
@@ -363,6 +391,7 @@ impl<'b> Reader<'b> {
         };
         match event {
             Some(r) => {
+                let event_at = packet.start + r.start;
                 let event = body
                     .get(r)
                     .and_then(Event::parse)
@@ -370,7 +399,7 @@ impl<'b> Reader<'b> {
                 let ts = self
                     .time(seq_id, h.timestamp, h.clock, &event)
                     .saturating_sub(self.time_offset);
-                self.track_event(seq_id, ts, &event);
+                self.track_event(seq_id, ts, &event, event_at);
             }
             // ftrace, Android, system stats …: not TrackEvent data.
             None if !has_state => self.skipped_packets += 1,
@@ -397,6 +426,7 @@ impl<'b> Reader<'b> {
             || h.cleared
         {
             seq.clear();
+            self.args.clear(seq_id);
         }
         if h.flags & (trace_packet::SequenceFlags::SeqNeedsIncrementalState as u32) != 0
             && !seq.valid
@@ -554,9 +584,15 @@ impl<'b> Reader<'b> {
                     .push_slice_flow(cat, id & ((1 << 48) - 1), a, b);
             }
         }
-        if !self.args.is_empty() {
-            let data = Arc::new(SourceData::Owned(std::mem::take(&mut self.args)));
-            self.builder.set_source_data(self.source, data);
+        let pipe = std::mem::replace(&mut self.args, ArgsPipe::new(false, 0));
+        let (text, slots) = pipe.finish();
+        self.builder
+            .map_args_since(self.first_slice, self.first_instant, |placeholder| {
+                args::resolve(placeholder, &slots)
+            });
+        if !text.is_empty() {
+            self.builder
+                .set_source_data(self.source, Arc::new(SourceData::Owned(text)));
         }
         let mut warnings = Vec::new();
         let mut warn = |code: WarningCode, offset: Option<u64>, message: String| {
