@@ -11,14 +11,40 @@ const LEN: u64 = 2;
 const FIXED32: u64 = 5;
 
 /// Reads a varint at `*pos`.
-#[inline]
+#[inline(always)]
 pub(super) fn varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
+    let rest = buf.get(*pos..)?;
+    match rest {
+        // Field keys, small ids and counts: one byte.
+        [b, ..] if *b < 0x80 => {
+            *pos += 1;
+            Some(u64::from(*b))
+        }
+        // Timestamps and uuids: unrolled, with no bounds check per byte.
+        [a, b, c, d, e, f, g, h, i, j, ..] => {
+            let bytes = [*a, *b, *c, *d, *e, *f, *g, *h, *i, *j];
+            let mut value = 0u64;
+            for (k, byte) in bytes.into_iter().enumerate() {
+                value |= u64::from(byte & 0x7f) << (7 * k);
+                if byte < 0x80 {
+                    *pos += k + 1;
+                    return Some(value);
+                }
+            }
+            None
+        }
+        _ => varint_near_end(rest, pos),
+    }
+}
+
+/// [`varint`] within the last ten bytes of `rest`.
+#[cold]
+fn varint_near_end(rest: &[u8], pos: &mut usize) -> Option<u64> {
     let mut value = 0u64;
-    for shift in (0..64).step_by(7) {
-        let b = *buf.get(*pos)?;
-        *pos += 1;
-        value |= u64::from(b & 0x7f) << shift;
-        if b & 0x80 == 0 {
+    for (k, &byte) in rest.iter().take(10).enumerate() {
+        value |= u64::from(byte & 0x7f) << (7 * k);
+        if byte < 0x80 {
+            *pos += k + 1;
             return Some(value);
         }
     }
@@ -66,7 +92,7 @@ impl<'a> Fields<'a> {
     }
 
     /// `Some(None)` at the end, `None` when the bytes are malformed.
-    #[inline]
+    #[inline(always)]
     pub(super) fn next_field(&mut self) -> Option<Option<(u32, Field)>> {
         if self.pos >= self.buf.len() {
             return Some(None);
@@ -231,4 +257,31 @@ pub(super) fn annotations(event: &[u8]) -> impl Iterator<Item = &[u8]> + '_ {
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints_read_as_prost_writes_them_wherever_they_end() {
+        let mut values = vec![0, 1, 127, 128, 300, u64::from(u32::MAX), u64::MAX];
+        values.extend((0..64).map(|bit| (1u64 << bit) | 5));
+        for v in values {
+            let mut encoded = Vec::new();
+            prost::encoding::encode_varint(v, &mut encoded);
+            // Alone (near the end of the buffer) and followed by other bytes.
+            for tail in [0, 3, 12] {
+                let mut buf = encoded.clone();
+                buf.extend(std::iter::repeat_n(0xff, tail));
+                let mut pos = 0;
+                assert_eq!(varint(&buf, &mut pos), Some(v));
+                assert_eq!(pos, encoded.len());
+            }
+        }
+        // Cut short, and eleven continuation bytes.
+        for bad in [&[0x80, 0x80][..], &[0xff; 11][..], &[][..]] {
+            assert_eq!(varint(bad, &mut 0), None);
+        }
+    }
 }

@@ -1,14 +1,18 @@
 //! Debug annotations re-encoded as JSON text, so a Perfetto slice's args read like a JSON
 //! trace's.
 //!
-//! The encoding is more than half of a decode's work and depends on nothing but the
-//! annotation names and strings each sequence interned, so it runs beside the reading thread:
-//! the reader sends [`ArgsMsg`]s in file order (interned entries, state resets, events to
-//! encode), gives each event a placeholder [`ArgsRef`] holding its slot, and swaps the real
-//! ranges in when the encoder is done. Small inputs run the same encoder inline.
+//! The encoding is two thirds of a decode's work and depends on nothing but the annotation
+//! names and strings each sequence interned, so it runs beside the reading thread: the reader
+//! batches [`ArgsMsg`]s in file order (interned entries, state resets, events to encode) and
+//! gives each event a placeholder [`ArgsRef`] holding its slot. A batch goes to the encoder
+//! thread, or, when that thread is a few batches behind, is encoded by the reader itself: both
+//! keep every sequence's state, and the slots are resolved against both texts at the end.
+//! Small inputs are encoded on the reading thread only.
 
 use std::ops::Range;
-use std::sync::mpsc::{SyncSender, sync_channel};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{Sender, channel};
 use std::thread::JoinHandle;
 
 use bytes::Bytes;
@@ -20,12 +24,12 @@ use crate::perfetto::event::{Field, Fields, annotations};
 /// Nested annotations deeper than this are written as `null` (a guard against hostile input).
 pub(super) const MAX_ANNOTATION_DEPTH: u32 = 64;
 
-/// Messages per batch handed to the encoder thread.
+/// Messages per batch.
 const BATCH: usize = 4096;
-/// Batches in flight: bounds the memory the reader can run ahead by.
-const IN_FLIGHT: usize = 8;
+/// Batches the encoder thread may have queued before the reader encodes one itself.
+const IN_FLIGHT: usize = 4;
 
-/// What the reader tells the encoder, in file order.
+/// What the reader tells the encoders, in file order.
 #[derive(Debug)]
 enum ArgsMsg {
     /// A sequence's incremental state was cleared.
@@ -38,11 +42,13 @@ enum ArgsMsg {
     Event(u32, Range<usize>),
 }
 
-/// Messages whose event ranges point into `bytes`.
+/// Messages whose event ranges point into `bytes`; its events have the slots from
+/// `first_slot` on.
 #[derive(Debug, Default)]
 struct Batch {
     bytes: Bytes,
     msgs: Vec<ArgsMsg>,
+    first_slot: usize,
 }
 
 /// A sequence's interned annotation names (already JSON-quoted) and string values.
@@ -52,44 +58,55 @@ struct Interned {
     strings: FxHashMap<u64, Bytes>,
 }
 
-/// Turns annotations into JSON text: the state the encoding needs, the text, and the range of
-/// each encoded event (by slot).
+/// Turns annotations into JSON text: the state the encoding needs, the text, and where each
+/// encoded event's text is.
 #[derive(Debug, Default)]
 struct Encoder {
     sequences: FxHashMap<u32, Interned>,
     out: Vec<u8>,
     refs: Vec<ArgsRef>,
+    /// Per encoded batch: its first slot and where its events start in `refs`.
+    runs: Vec<(usize, usize)>,
 }
 
 impl Encoder {
-    fn apply(&mut self, batch: Batch) {
-        for msg in batch.msgs {
+    fn with_capacity(text: usize) -> Self {
+        let mut encoder = Self::default();
+        // Reserved capacity is address space until written: the text never needs to move.
+        encoder.out.reserve(text);
+        encoder
+    }
+
+    /// Applies the batch's state messages, and encodes its events when `encode`.
+    fn apply(&mut self, batch: &Batch, encode: bool) {
+        if encode {
+            self.runs.push((batch.first_slot, self.refs.len()));
+        }
+        for msg in &batch.msgs {
             match msg {
                 ArgsMsg::Clear(seq) => {
-                    self.sequences.insert(seq, Interned::default());
+                    self.sequences.insert(*seq, Interned::default());
                 }
                 ArgsMsg::Names(seq, names) => {
-                    let interned = self.sequences.entry(seq).or_default();
+                    let interned = self.sequences.entry(*seq).or_default();
                     for (iid, name) in names {
                         let mut quoted = Vec::with_capacity(name.len() + 2);
                         json_str(&mut quoted, name.as_bytes());
-                        interned.names.insert(iid, quoted);
+                        interned.names.insert(*iid, quoted);
                     }
                 }
                 ArgsMsg::Strings(seq, strings) => {
-                    self.sequences
-                        .entry(seq)
-                        .or_default()
-                        .strings
-                        .extend(strings);
+                    let interned = self.sequences.entry(*seq).or_default();
+                    interned.strings.extend(strings.iter().cloned());
                 }
-                ArgsMsg::Event(seq, range) => {
-                    let args = match batch.bytes.get(range) {
-                        Some(event) => self.event(seq, event),
+                ArgsMsg::Event(seq, range) if encode => {
+                    let args = match batch.bytes.get(range.clone()) {
+                        Some(event) => self.event(*seq, event),
                         None => ArgsRef::NONE,
                     };
                     self.refs.push(args);
                 }
+                ArgsMsg::Event(..) => {}
             }
         }
     }
@@ -115,48 +132,76 @@ impl Encoder {
         }
         ArgsRef::new(start..out.len()).unwrap_or(ArgsRef::NONE)
     }
+
+    /// Writes the range of each event this encoder encoded into `slots`, `shift` bytes on.
+    fn place(&self, slots: &mut [ArgsRef], shift: usize) {
+        for (k, &(first_slot, from)) in self.runs.iter().enumerate() {
+            let to = self.runs.get(k + 1).map_or(self.refs.len(), |r| r.1);
+            let refs = self.refs.get(from..to).unwrap_or_default();
+            for (slot, args) in slots.iter_mut().skip(first_slot).zip(refs) {
+                *slot = match args.range() {
+                    Some(r) => {
+                        ArgsRef::new(r.start + shift..r.end + shift).unwrap_or(ArgsRef::NONE)
+                    }
+                    None => ArgsRef::NONE,
+                };
+            }
+        }
+    }
 }
 
-/// Where batches go: an encoder on this thread, or one on its own thread.
+/// The encoder thread, and what it has to catch up on.
 #[derive(Debug)]
-enum Sink {
-    Inline(Encoder),
-    Thread {
-        batches: SyncSender<Batch>,
-        worker: JoinHandle<Encoder>,
-    },
+struct Worker {
+    batches: Sender<Batch>,
+    /// Batches sent and not yet encoded.
+    queued: Arc<AtomicUsize>,
+    thread: JoinHandle<Encoder>,
+    /// State messages of the batches the reader encoded itself, owed to the worker.
+    owed: Vec<ArgsMsg>,
 }
 
 /// The reader's end of the args encoding.
 #[derive(Debug)]
 pub(super) struct ArgsPipe {
     batch: Batch,
-    sink: Sink,
+    local: Encoder,
+    worker: Option<Worker>,
+    /// Batches the worker may have queued before the reader encodes one itself.
+    max_queued: usize,
     slots: usize,
 }
 
 impl ArgsPipe {
-    /// An encoder on a second thread when `threaded`, else inline; `expected` is the args
-    /// text to reserve room for.
+    /// Encodes on a second thread as well when `threaded`; `expected` is the args text to
+    /// reserve room for.
     pub(super) fn new(threaded: bool, expected: usize) -> Self {
-        let mut encoder = Encoder::default();
-        // Reserved capacity is address space until written: the text never needs to move.
-        encoder.out.reserve(expected);
-        let sink = if threaded {
-            let (batches, received) = sync_channel::<Batch>(IN_FLIGHT);
-            let worker = std::thread::spawn(move || {
+        let worker = threaded.then(|| {
+            let (batches, received) = channel::<Batch>();
+            let queued = Arc::new(AtomicUsize::new(0));
+            let done = Arc::clone(&queued);
+            let mut encoder = Encoder::with_capacity(expected);
+            let thread = std::thread::spawn(move || {
                 for batch in received {
-                    encoder.apply(batch);
+                    encoder.apply(&batch, true);
+                    done.fetch_sub(1, Ordering::Release);
                 }
                 encoder
             });
-            Sink::Thread { batches, worker }
-        } else {
-            Sink::Inline(encoder)
-        };
+            Worker {
+                batches,
+                queued,
+                thread,
+                owed: Vec::new(),
+            }
+        });
+        // The reader encodes a share when threaded; all of it otherwise.
+        let local = Encoder::with_capacity(if threaded { expected / 2 } else { expected });
         Self {
             batch: Batch::default(),
-            sink,
+            local,
+            worker,
+            max_queued: IN_FLIGHT,
             slots: 0,
         }
     }
@@ -189,7 +234,7 @@ impl ArgsPipe {
     }
 
     /// Queues the annotations of the TrackEvent at `event` (a range of the current bytes);
-    /// returns the placeholder that [`Self::finish`]'s slots resolve.
+    /// returns the placeholder that [`resolve`] turns into its args.
     pub(super) fn event(&mut self, seq: u32, event: Range<usize>) -> ArgsRef {
         let slot = self.slots;
         self.slots += 1;
@@ -209,33 +254,57 @@ impl ArgsPipe {
         if self.batch.msgs.is_empty() {
             return;
         }
-        let batch = Batch {
+        let first_slot = self.batch.first_slot;
+        let events = self.slots - first_slot;
+        let mut batch = Batch {
             bytes: self.batch.bytes.clone(),
             msgs: std::mem::replace(&mut self.batch.msgs, Vec::with_capacity(BATCH)),
+            first_slot,
         };
-        match &mut self.sink {
-            Sink::Inline(encoder) => encoder.apply(batch),
-            // A send fails only when the worker is gone (it panicked): `finish` re-raises that.
-            Sink::Thread { batches, .. } => {
-                let _ = batches.send(batch);
-            }
+        self.batch.first_slot = self.slots;
+        let Some(worker) = &mut self.worker else {
+            self.local.apply(&batch, true);
+            return;
+        };
+        if events > 0 && worker.queued.load(Ordering::Acquire) >= self.max_queued {
+            // The encoder thread is behind: this batch is encoded here, and the worker is
+            // told its state changes with the next batch it gets.
+            self.local.apply(&batch, true);
+            let state = batch.msgs.into_iter();
+            worker
+                .owed
+                .extend(state.filter(|m| !matches!(m, ArgsMsg::Event(..))));
+            return;
         }
+        self.local.apply(&batch, false);
+        if !worker.owed.is_empty() {
+            worker.owed.append(&mut batch.msgs);
+            batch.msgs = std::mem::take(&mut worker.owed);
+        }
+        worker.queued.fetch_add(1, Ordering::Release);
+        // A send fails only when the worker is gone (it panicked): `finish` re-raises that.
+        let _ = worker.batches.send(batch);
     }
 
     /// The args text and the range each slot resolves to.
     pub(super) fn finish(mut self) -> (Vec<u8>, Vec<ArgsRef>) {
         self.flush();
-        let encoder = match self.sink {
-            Sink::Inline(encoder) => encoder,
-            Sink::Thread { batches, worker } => {
-                drop(batches);
-                match worker.join() {
-                    Ok(encoder) => encoder,
-                    Err(panic) => std::panic::resume_unwind(panic),
-                }
-            }
+        let mut slots = vec![ArgsRef::NONE; self.slots];
+        let Some(worker) = self.worker else {
+            self.local.place(&mut slots, 0);
+            return (self.local.out, slots);
         };
-        (encoder.out, encoder.refs)
+        drop(worker.batches);
+        let mut remote = match worker.thread.join() {
+            Ok(encoder) => encoder,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        remote.place(&mut slots, 0);
+        // The reader's share goes after the thread's (usually the larger).
+        let shift = remote.out.len();
+        self.local.place(&mut slots, shift);
+        remote.out.extend_from_slice(&self.local.out);
+        (remote.out, slots)
     }
 }
 
@@ -249,9 +318,11 @@ pub(super) fn resolve(placeholder: ArgsRef, slots: &[ArgsRef]) -> ArgsRef {
 
 /// Writes `bytes` as a JSON string, invalid UTF-8 replaced, escaped as `serde_json` does.
 pub(super) fn json_str(out: &mut Vec<u8>, bytes: &[u8]) {
-    match std::str::from_utf8(bytes) {
-        Ok(_) => escape(out, bytes),
-        Err(_) => escape(out, String::from_utf8_lossy(bytes).as_bytes()),
+    // Most strings are ASCII, which needs no UTF-8 validation.
+    if bytes.is_ascii() || std::str::from_utf8(bytes).is_ok() {
+        escape(out, bytes);
+    } else {
+        escape(out, String::from_utf8_lossy(bytes).as_bytes());
     }
 }
 
@@ -617,35 +688,54 @@ mod tests {
         assert!(written > 20_000, "{written}");
     }
 
-    #[test]
-    fn a_threaded_encoder_resolves_slots_as_an_inline_one() {
-        // Two events: {"k": 7} with the name interned, then one naming an iid never interned.
-        let annotation = |name_iid: u8, value: u8| vec![0x08, name_iid, 0x20, value];
-        let event = |a: Vec<u8>| {
-            let mut e = vec![0x22, a.len() as u8];
-            e.extend(a);
-            e
-        };
-        let mut bytes = event(annotation(1, 7));
-        let second = bytes.len();
-        bytes.extend(event(annotation(2, 9)));
-        let bytes = Bytes::from(bytes);
-        let run = |threaded: bool| {
-            let mut pipe = ArgsPipe::new(threaded, 0);
-            pipe.use_bytes(&bytes);
-            pipe.clear(1);
-            pipe.names(1, vec![(1, "k".to_owned())]);
-            let a = pipe.event(1, 0..second);
-            let b = pipe.event(1, second..bytes.len());
-            let (text, slots) = pipe.finish();
-            let show = |p: ArgsRef| {
+    /// The args of `events` events sent through a pipe; at event 5000 the sequence is cleared
+    /// and its name iid 1 comes back meaning another name. From event 6000 on the pipe's
+    /// `max_queued` is `then_queued`.
+    fn through_pipe(mut pipe: ArgsPipe, events: usize, then_queued: usize) -> Vec<String> {
+        let annotation = [0x08, 1, 0x20, 7];
+        let mut event = vec![0x22, 4];
+        event.extend(annotation);
+        let bytes = Bytes::from(event.repeat(events));
+        pipe.use_bytes(&bytes);
+        pipe.clear(1);
+        pipe.names(1, vec![(1, "k".to_owned())]);
+        let mut placeholders = Vec::new();
+        for i in 0..events {
+            if i == 6000 {
+                pipe.max_queued = then_queued;
+            }
+            if i == 5000 {
+                pipe.clear(1);
+                pipe.names(1, vec![(1, "renamed".to_owned())]);
+            }
+            placeholders.push(pipe.event(1, i * 6..i * 6 + 6));
+        }
+        let (text, slots) = pipe.finish();
+        placeholders
+            .into_iter()
+            .map(|p| {
                 let r = resolve(p, &slots).range().unwrap_or(0..0);
                 String::from_utf8_lossy(&text[r]).into_owned()
-            };
-            (show(a), show(b))
-        };
-        let inline = run(false);
-        assert_eq!(inline, ("{\"k\":7}".to_owned(), "{\"arg_2\":9}".to_owned()));
-        assert_eq!(run(true), inline);
+            })
+            .collect()
+    }
+
+    #[test]
+    fn encoding_on_both_threads_resolves_slots_as_one_thread_does() {
+        let events = 3 * BATCH + 17;
+        let inline = through_pipe(ArgsPipe::new(false, 0), events, 0);
+        assert_eq!(inline[0], "{\"k\":7}");
+        assert_eq!(inline[events - 1], "{\"renamed\":7}");
+        assert_eq!(
+            inline.iter().filter(|a| a.contains("renamed")).count(),
+            events - 5000
+        );
+        // The worker gets no batch, the ones after 6000 (catching up on the state changes
+        // the reader encoded itself), some, or all.
+        for (first, then) in [(0, 0), (0, usize::MAX), (1, 1), (IN_FLIGHT, IN_FLIGHT)] {
+            let mut pipe = ArgsPipe::new(true, 0);
+            pipe.max_queued = first;
+            assert_eq!(through_pipe(pipe, events, then), inline, "{first} {then}");
+        }
     }
 }
