@@ -5,14 +5,12 @@ use std::io;
 
 use prost::Message;
 
+use super::args::{instant_args, instants_of};
 use super::wire;
-use super::{Annotation, OVERLAY_FLOW_CAT, Overlay, SEQ_NEEDS, SEQUENCE, Writer, layers};
-use crate::json::Cursor;
+use super::{OVERLAY_FLOW_CAT, Overlay, SEQ_NEEDS, SEQUENCE, Writer, layers};
 use crate::model::SliceId;
 use crate::perfetto::FLOW_CAT_SHIFT;
-use crate::perfetto::proto::{
-    self as pb, debug_annotation, trace_packet, track_descriptor, track_event,
-};
+use crate::perfetto::proto::{self as pb, trace_packet, track_descriptor, track_event};
 
 impl Writer<'_, '_> {
     /// BEGIN/END pairs of the slices of one layer.
@@ -60,12 +58,24 @@ impl Writer<'_, '_> {
         wire::uint(&mut ev, 10, name);
         wire::uint(&mut ev, 3, cat);
         if let Some(raw) = t.args_raw(i) {
-            let mark = ev.len();
             // Args that are not a well-formed JSON object are left out, as `Timeline::args`
             // would not decode them either.
-            if self.json_annotations(raw, &mut ev).is_none() {
-                ev.truncate(mark);
-            }
+            let names = match self.take_converted()? {
+                Some(item) => {
+                    if let (Some(range), Some(converted)) = (item.fragment, &self.converted) {
+                        ev.extend_from_slice(converted.fragment(range));
+                    }
+                    item.names
+                }
+                None => {
+                    let mark = ev.len();
+                    if self.annotator.json_annotations(raw, &mut ev).is_none() {
+                        ev.truncate(mark);
+                    }
+                    self.annotator.take_new_names()
+                }
+            };
+            self.pending_names(names);
         }
         for list in [0, 1] {
             let (ends, field) = if list == 0 {
@@ -109,102 +119,6 @@ impl Writer<'_, '_> {
         self.out.write_all(&self.buf)
     }
 
-    /// Appends the members of the JSON object `raw` to `ev` as `debug_annotations`; `None`
-    /// when `raw` is not a well-formed object.
-    pub(super) fn json_annotations(&mut self, raw: &[u8], ev: &mut Vec<u8>) -> Option<()> {
-        let mut cur = Cursor::new(raw);
-        cur.expect(b'{', "{").ok()?;
-        if cur.peek() == Some(b'}') {
-            return Some(());
-        }
-        loop {
-            let key = cur.string().ok()?;
-            cur.expect(b':', ":").ok()?;
-            let mut entry = self.pool.pop().unwrap_or_default();
-            entry.clear();
-            wire::uint(&mut entry, 1, self.annotation_name_iid(&key));
-            let ok = self.json_value(&mut cur, &mut entry, 0);
-            if ok.is_some() {
-                wire::bytes(ev, 4, &entry);
-            }
-            self.pool.push(entry);
-            ok?;
-            if !cur.next_member(b'}', ", or }").ok()? {
-                return Some(());
-            }
-        }
-    }
-
-    /// Writes one JSON value as the value fields of a DebugAnnotation.
-    pub(super) fn json_value(
-        &mut self,
-        cur: &mut Cursor<'_>,
-        out: &mut Vec<u8>,
-        depth: u32,
-    ) -> Option<()> {
-        if depth > 64 {
-            return None;
-        }
-        match cur.peek()? {
-            b'"' => {
-                let s = cur.string().ok()?;
-                wire::bytes(out, 6, s.as_bytes());
-            }
-            b'{' => {
-                cur.expect(b'{', "{").ok()?;
-                if cur.peek() == Some(b'}') {
-                    cur.expect(b'}', "}").ok()?;
-                    // Empty containers have no entries to tell them apart: sent as JSON text.
-                    wire::bytes(out, 9, b"{}");
-                    return Some(());
-                }
-                loop {
-                    let key = cur.string().ok()?;
-                    cur.expect(b':', ":").ok()?;
-                    let mut entry = self.pool.pop().unwrap_or_default();
-                    entry.clear();
-                    wire::uint(&mut entry, 1, self.annotation_name_iid(&key));
-                    let ok = self.json_value(cur, &mut entry, depth + 1);
-                    wire::bytes(out, 11, &entry);
-                    self.pool.push(entry);
-                    ok?;
-                    if !cur.next_member(b'}', ", or }").ok()? {
-                        break;
-                    }
-                }
-            }
-            b'[' => {
-                cur.expect(b'[', "[").ok()?;
-                if cur.peek() == Some(b']') {
-                    cur.expect(b']', "]").ok()?;
-                    wire::bytes(out, 9, b"[]");
-                    return Some(());
-                }
-                loop {
-                    let mut entry = self.pool.pop().unwrap_or_default();
-                    entry.clear();
-                    let ok = self.json_value(cur, &mut entry, depth + 1);
-                    wire::bytes(out, 12, &entry);
-                    self.pool.push(entry);
-                    ok?;
-                    if !cur.next_member(b']', ", or ]").ok()? {
-                        break;
-                    }
-                }
-            }
-            _ => {
-                let text = cur.scalar_text().ok()?;
-                match text {
-                    b"true" => wire::uint(out, 2, 1),
-                    b"false" => wire::uint(out, 2, 0),
-                    b"null" => wire::bytes(out, 9, b"null"),
-                    _ => number(text, out)?,
-                }
-            }
-        }
-        Some(())
-    }
-
     pub(super) fn end(&mut self, uuid: u64, at: i64) -> io::Result<()> {
         let mut ev = std::mem::take(&mut self.ev);
         ev.clear();
@@ -217,19 +131,19 @@ impl Writer<'_, '_> {
 
     pub(super) fn instants(&mut self, track: u32, uuid: u64) -> io::Result<()> {
         let t = self.t;
-        let list = &t.instants.track;
-        let from = list.partition_point(|&x| x < track);
-        let to = list.partition_point(|&x| x <= track);
-        for i in from..to {
+        for i in instants_of(t, track) {
             let name = self.name_iid(t.instants.name[i]);
             let cat = self.cat_iid(t.instants.cat[i]);
-            let debug_annotations = match t
-                .resolve_args(t.tracks[track as usize].source, t.instants.args[i])
-                .and_then(|raw| serde_json::from_slice(raw).ok())
-            {
-                Some(map) => self.annotations(&map),
-                None => Vec::new(),
+            let (debug_annotations, names) = match self.take_converted()? {
+                Some(item) => (item.instant, item.names),
+                None => {
+                    let annotations = instant_args(t, track, i)
+                        .map(|map| self.annotator.annotations(&map))
+                        .unwrap_or_default();
+                    (annotations, self.annotator.take_new_names())
+                }
             };
+            self.pending_names(names);
             self.stats.instants += 1;
             let event = pb::TrackEvent {
                 r#type: Some(track_event::Type::Instant as i32),
@@ -270,70 +184,6 @@ impl Writer<'_, '_> {
             })?;
         }
         Ok(())
-    }
-
-    pub(super) fn annotations(
-        &mut self,
-        map: &serde_json::Map<String, serde_json::Value>,
-    ) -> Vec<pb::DebugAnnotation> {
-        map.iter()
-            .map(|(k, v)| {
-                let mut a = self.annotation(v);
-                a.name_field = Some(debug_annotation::NameField::NameIid(
-                    self.annotation_name_iid(k),
-                ));
-                a
-            })
-            .collect()
-    }
-
-    pub(super) fn annotation(&mut self, v: &serde_json::Value) -> pb::DebugAnnotation {
-        use serde_json::Value;
-        let mut a = pb::DebugAnnotation::default();
-        let legacy = |text: &str| Some(debug_annotation::Value::LegacyJsonValue(text.to_owned()));
-        match v {
-            Value::Null => a.value = legacy("null"),
-            Value::Bool(b) => a.value = Some(debug_annotation::Value::BoolValue(*b)),
-            Value::Number(n) => {
-                a.value = if let Some(i) = n.as_i64() {
-                    Some(debug_annotation::Value::IntValue(i))
-                } else if let Some(u) = n.as_u64() {
-                    Some(debug_annotation::Value::UintValue(u))
-                } else {
-                    Some(debug_annotation::Value::DoubleValue(
-                        n.as_f64().unwrap_or(0.0),
-                    ))
-                };
-            }
-            Value::String(s) => a.value = Some(debug_annotation::Value::StringValue(s.clone())),
-            // Empty containers have no entries to tell them apart: sent as JSON text.
-            Value::Array(items) if items.is_empty() => a.value = legacy("[]"),
-            Value::Object(map) if map.is_empty() => a.value = legacy("{}"),
-            Value::Array(items) => {
-                a.array_values = items.iter().map(|item| self.annotation(item)).collect();
-            }
-            Value::Object(map) => a.dict_entries = self.annotations(map),
-        }
-        a
-    }
-
-    pub(super) fn overlay_annotation(
-        &mut self,
-        name: &str,
-        value: &Annotation,
-    ) -> pb::DebugAnnotation {
-        pb::DebugAnnotation {
-            name_field: Some(debug_annotation::NameField::NameIid(
-                self.annotation_name_iid(name),
-            )),
-            value: Some(match value {
-                Annotation::Str(s) => debug_annotation::Value::StringValue(s.clone()),
-                Annotation::Int(i) => debug_annotation::Value::IntValue(*i),
-                Annotation::Double(d) => debug_annotation::Value::DoubleValue(*d),
-                Annotation::Bool(b) => debug_annotation::Value::BoolValue(*b),
-            }),
-            ..Default::default()
-        }
     }
 
     /// The overlay tracks, under one `steplens analysis` group at the top.
@@ -400,8 +250,10 @@ impl Writer<'_, '_> {
                     let debug_annotations = s
                         .annotations
                         .iter()
-                        .map(|(k, v)| self.overlay_annotation(k, v))
+                        .map(|(k, v)| self.annotator.overlay_annotation(k, v))
                         .collect();
+                    let names = self.annotator.take_new_names();
+                    self.pending_names(names);
                     let event = pb::TrackEvent {
                         r#type: Some(track_event::Type::SliceBegin as i32),
                         track_uuid: Some(uuid),
@@ -426,25 +278,4 @@ impl Writer<'_, '_> {
         }
         Ok(())
     }
-}
-
-/// A JSON number as `int_value`, `uint_value` or `double_value`, as serde_json reads it.
-pub(super) fn number(text: &[u8], out: &mut Vec<u8>) -> Option<()> {
-    let integral = !text.iter().any(|b| matches!(b, b'.' | b'e' | b'E'));
-    let s = std::str::from_utf8(text).ok()?;
-    if integral {
-        if let Ok(v) = s.parse::<i64>() {
-            // int64 is a varint of the two's complement.
-            wire::uint(out, 4, v as u64);
-            return Some(());
-        }
-        if let Ok(v) = s.parse::<u64>() {
-            wire::uint(out, 3, v);
-            return Some(());
-        }
-    }
-    // serde_json's own float parser, so values read back equal what `Timeline::args` gives.
-    let v: f64 = serde_json::from_slice(text).ok()?;
-    wire::fixed64(out, 5, v.to_bits());
-    Some(())
 }

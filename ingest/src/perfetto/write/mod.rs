@@ -21,8 +21,11 @@ use super::proto::{self as pb, trace_packet, track_descriptor};
 use super::{FLOW_CAT_SHIFT, META_NOTE, META_TRACK, NOTE_VERSION, TraceNote};
 use crate::model::{CatId, LaneId, SliceId, StrId, Timeline};
 
+mod args;
 mod events;
 mod tracks;
+
+use args::{Annotator, Converted};
 
 /// Extra tracks written above the Timeline's own (findings, steps).
 #[derive(Debug, Clone, Default)]
@@ -105,6 +108,20 @@ pub fn write_timeline(
     overlay: Option<&Overlay>,
     out: &mut dyn Write,
 ) -> io::Result<WriteStats> {
+    let threaded = timeline.slices.len() >= MIN_THREADED_SLICES && crate::spare_core();
+    write_timeline_with(timeline, overlay, out, threaded)
+}
+
+/// Smallest Timeline whose args are converted on a second thread.
+const MIN_THREADED_SLICES: usize = 50_000;
+
+/// [`write_timeline`], converting the args on a second thread when `threaded`.
+fn write_timeline_with(
+    timeline: &Timeline,
+    overlay: Option<&Overlay>,
+    out: &mut dyn Write,
+    threaded: bool,
+) -> io::Result<WriteStats> {
     let mut w = Writer::new(timeline, out);
     w.meta()?;
     let incoming = w.flow_ends(overlay);
@@ -112,8 +129,21 @@ pub fn write_timeline(
     if let Some(overlay) = overlay {
         w.overlay(overlay)?;
     }
-    for id in 0..timeline.tracks.len() {
-        w.track(id)?;
+    let tracks = 0..timeline.tracks.len();
+    if threaded {
+        std::thread::scope(|scope| {
+            let (batches, received) = std::sync::mpsc::sync_channel(args::IN_FLIGHT);
+            // The converter carries on with the names the overlay interned.
+            let annotator = std::mem::take(&mut w.annotator);
+            scope.spawn(move || args::convert(timeline, annotator, &batches));
+            w.converted = Some(Converted::new(received));
+            let written = tracks.clone().try_for_each(|id| w.track(id));
+            // Hanging up stops a converter still sending (after a write error).
+            w.converted = None;
+            written
+        })?;
+    } else {
+        tracks.clone().try_for_each(|id| w.track(id))?;
     }
     w.out.flush()?;
     w.stats.bytes = w.out.written;
@@ -140,18 +170,19 @@ struct Writer<'t, 'o> {
     t: &'t Timeline,
     out: Counting<'o>,
     buf: Vec<u8>,
-    /// Scratch buffers of the hand-encoded slice packets: the TrackEvent, the packet, and
-    /// one per nesting level of annotations.
+    /// Scratch buffers of the hand-encoded slice packets: the TrackEvent and the packet.
     ev: Vec<u8>,
     pkt: Vec<u8>,
-    pool: Vec<Vec<u8>>,
     stats: WriteStats,
     next_uuid: u64,
     names_sent: Vec<bool>,
     cats_sent: Vec<bool>,
-    /// Overlay names and annotation names: text → iid.
+    /// Overlay names: text → iid.
     extra_names: FxHashMap<String, u64>,
-    annotation_names: FxHashMap<String, u64>,
+    /// Converts args (and interns annotation names) on this thread …
+    annotator: Annotator,
+    /// … or takes them from the converting thread.
+    converted: Option<Converted>,
     /// Interned data waiting for the next packet.
     pending: pb::InternedData,
     has_pending: bool,
@@ -193,13 +224,13 @@ impl<'t, 'o> Writer<'t, 'o> {
             buf: Vec::with_capacity(256),
             ev: Vec::with_capacity(256),
             pkt: Vec::with_capacity(256),
-            pool: Vec::new(),
             stats: WriteStats::default(),
             next_uuid: 1,
             names_sent: vec![false; t.strings.len()],
             cats_sent: vec![false; t.categories.len()],
             extra_names: FxHashMap::default(),
-            annotation_names: FxHashMap::default(),
+            annotator: Annotator::default(),
+            converted: None,
             pending: pb::InternedData::default(),
             has_pending: false,
             outgoing: Vec::new(),
@@ -363,20 +394,23 @@ impl<'t, 'o> Writer<'t, 'o> {
         u64::from(id) + 1
     }
 
-    fn annotation_name_iid(&mut self, name: &str) -> u64 {
-        if let Some(&iid) = self.annotation_names.get(name) {
-            return iid;
+    /// Adds annotation names interned first by the next packet's args to its interned data.
+    fn pending_names(&mut self, names: Vec<pb::DebugAnnotationName>) {
+        if !names.is_empty() {
+            self.pending.debug_annotation_names.extend(names);
+            self.has_pending = true;
         }
-        let iid = self.annotation_names.len() as u64 + 1;
-        self.annotation_names.insert(name.to_owned(), iid);
-        self.pending
-            .debug_annotation_names
-            .push(pb::DebugAnnotationName {
-                iid: Some(iid),
-                name: Some(name.to_owned()),
-            });
-        self.has_pending = true;
-        iid
+    }
+
+    /// The next converted item; an error when the converting thread stopped short.
+    fn take_converted(&mut self) -> io::Result<Option<args::Taken>> {
+        match &mut self.converted {
+            None => Ok(None),
+            Some(converted) => converted
+                .take()
+                .map(Some)
+                .ok_or_else(|| io::Error::other("the args converting thread stopped")),
+        }
     }
 }
 
@@ -432,7 +466,97 @@ fn layers(starts: &[i64], durs: &[i64]) -> (Vec<u32>, u32) {
 
 #[cfg(test)]
 mod tests {
-    use super::layers;
+    use super::*;
+
+    /// Two threads of 10,000 slices each, some overlapping (extra layers), with args whose
+    /// keys keep appearing (over a thousand names), and instants with args.
+    fn busy_timeline() -> Timeline {
+        let mut events = Vec::new();
+        for tid in 1..=2 {
+            for i in 0..10_000 {
+                let (ts, dur) = if i % 7 == 3 {
+                    (i * 10 + 5, 10)
+                } else {
+                    (i * 10, 8)
+                };
+                events.push(format!(
+                    r#"{{"ph":"X","name":"op{n}","cat":"cpu_op","pid":1,"tid":{tid},"ts":{ts},"dur":{dur},"args":{{"k{k}":{i},"Input Dims":[[{d},3],[]],"nested":{{"a{a}":"s\"q","e":{{}}}},"f":1.5,"n":null,"b":true}}}}"#,
+                    n = i % 13,
+                    k = (i * 7) % 1009,
+                    d = i % 5,
+                    a = i % 3,
+                ));
+                if i % 1000 == 0 {
+                    events.push(format!(
+                        r#"{{"ph":"i","s":"t","name":"mark","pid":1,"tid":{tid},"ts":{ts},"args":{{"inst{m}":"x","deep":{{"z":[1]}}}}}}"#,
+                        m = i % 4,
+                    ));
+                }
+            }
+        }
+        crate::builder::stage_test::build(&format!(r#"{{"traceEvents":[{}]}}"#, events.join(",")))
+    }
+
+    #[test]
+    fn args_converted_on_a_second_thread_give_the_same_file() {
+        let t = busy_timeline();
+        let overlay = Overlay {
+            tracks: vec![OverlayTrack {
+                name: "findings".to_owned(),
+                slices: vec![OverlaySlice {
+                    start: 0,
+                    dur: 100,
+                    name: "finding".to_owned(),
+                    annotations: vec![
+                        ("k7".to_owned(), Annotation::Int(1)),
+                        ("why".to_owned(), Annotation::Str("slow".to_owned())),
+                    ],
+                    flows_to: vec![3],
+                }],
+            }],
+        };
+        for overlay in [None, Some(&overlay)] {
+            let mut one = Vec::new();
+            let mut two = Vec::new();
+            let a = write_timeline_with(&t, overlay, &mut one, false).map_err(|e| e.to_string());
+            let b = write_timeline_with(&t, overlay, &mut two, true).map_err(|e| e.to_string());
+            assert_eq!(a, b);
+            assert!(one.len() > 1 << 20, "{} bytes", one.len());
+            assert!(one == two, "the files differ");
+        }
+    }
+
+    #[test]
+    fn a_large_file_reads_back_with_every_args_object() {
+        let t = busy_timeline();
+        let mut bytes = Vec::new();
+        let written = write_timeline(&t, None, &mut bytes).map_err(|e| e.to_string());
+        assert!(written.is_ok(), "{written:?}");
+        // Over a MiB: the reader encodes args on its second thread (where there is a core).
+        let back = crate::load_bytes("busy.pftrace", bytes, &crate::LoadOptions::default());
+        let back = back.map_err(|e| e.to_string());
+        let Ok(back) = back else {
+            panic!("{back:?}");
+        };
+        assert_eq!(back.slices.start, t.slices.start);
+        for i in 0..t.slices.len() as SliceId {
+            assert_eq!(back.args(i), t.args(i), "slice {i}");
+        }
+        assert_eq!(back.instants.ts.len(), t.instants.ts.len());
+        for i in 0..t.instants.ts.len() {
+            let track = t.instants.track[i];
+            let args = |t: &Timeline| {
+                let source = t.tracks[t.instants.track[i] as usize].source;
+                t.resolve_args(source, t.instants.args[i])
+                    .map(<[u8]>::to_vec)
+            };
+            let (ours, theirs) = (args(&back), args(&t));
+            let parse = |a: Option<Vec<u8>>| {
+                a.and_then(|a| serde_json::from_slice::<serde_json::Value>(&a).ok())
+            };
+            assert_eq!(parse(ours), parse(theirs), "instant {i} on track {track}");
+        }
+    }
 
     #[test]
     fn overlapping_slices_get_their_own_layer() {
