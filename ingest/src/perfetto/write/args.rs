@@ -12,7 +12,7 @@ use std::sync::mpsc::{Receiver, SyncSender};
 use rustc_hash::FxHashMap;
 
 use super::{layers, wire};
-use crate::json::Cursor;
+use crate::json::{Cursor, unescape, utf8_lossy};
 use crate::model::{SliceId, Timeline};
 use crate::perfetto::proto::{self as pb, debug_annotation};
 
@@ -24,8 +24,8 @@ pub(super) struct Annotator {
     names: FxHashMap<String, u64>,
     /// Names interned since [`Self::take_new_names`] last ran.
     new_names: Vec<pb::DebugAnnotationName>,
-    /// Scratch buffers, one per nesting level of annotations.
-    pool: Vec<Vec<u8>>,
+    /// Iids of JSON keys without escapes, by their raw bytes.
+    raw_names: FxHashMap<Box<[u8]>, u64>,
 }
 
 impl Annotator {
@@ -56,21 +56,32 @@ impl Annotator {
             return Some(());
         }
         loop {
-            let key = cur.string().ok()?;
+            let iid = self.key_iid(&mut cur)?;
             cur.expect(b':', ":").ok()?;
-            let mut entry = self.pool.pop().unwrap_or_default();
-            entry.clear();
-            wire::uint(&mut entry, 1, self.name_iid(&key));
-            let ok = self.json_value(&mut cur, &mut entry, 0);
-            if ok.is_some() {
-                wire::bytes(ev, 4, &entry);
-            }
-            self.pool.push(entry);
-            ok?;
+            // A failure anywhere drops all of `ev`'s annotations: no need to undo this one.
+            let at = wire::open(ev, 4);
+            wire::uint(ev, 1, iid);
+            self.json_value(&mut cur, ev, 0)?;
+            wire::close(ev, at);
             if !cur.next_member(b'}', ", or }").ok()? {
                 return Some(());
             }
         }
+    }
+
+    /// Reads an object key and interns it. Keys without escapes are looked up by their raw
+    /// bytes, which skips decoding them again for every slice.
+    fn key_iid(&mut self, cur: &mut Cursor<'_>) -> Option<u64> {
+        let (raw, escaped) = cur.raw_string().ok()?;
+        if escaped {
+            return Some(self.name_iid(&unescape(raw)));
+        }
+        if let Some(&iid) = self.raw_names.get(raw) {
+            return Some(iid);
+        }
+        let iid = self.name_iid(&utf8_lossy(raw));
+        self.raw_names.insert(raw.into(), iid);
+        Some(iid)
     }
 
     /// Writes one JSON value as the value fields of a DebugAnnotation.
@@ -85,8 +96,14 @@ impl Annotator {
         }
         match cur.peek()? {
             b'"' => {
-                let s = cur.string().ok()?;
-                wire::bytes(out, 6, s.as_bytes());
+                let (raw, escaped) = cur.raw_string().ok()?;
+                if !escaped && raw.is_ascii() {
+                    wire::bytes(out, 6, raw);
+                } else if escaped {
+                    wire::bytes(out, 6, unescape(raw).as_bytes());
+                } else {
+                    wire::bytes(out, 6, utf8_lossy(raw).as_bytes());
+                }
             }
             b'{' => {
                 cur.expect(b'{', "{").ok()?;
@@ -97,15 +114,12 @@ impl Annotator {
                     return Some(());
                 }
                 loop {
-                    let key = cur.string().ok()?;
+                    let iid = self.key_iid(cur)?;
                     cur.expect(b':', ":").ok()?;
-                    let mut entry = self.pool.pop().unwrap_or_default();
-                    entry.clear();
-                    wire::uint(&mut entry, 1, self.name_iid(&key));
-                    let ok = self.json_value(cur, &mut entry, depth + 1);
-                    wire::bytes(out, 11, &entry);
-                    self.pool.push(entry);
-                    ok?;
+                    let at = wire::open(out, 11);
+                    wire::uint(out, 1, iid);
+                    self.json_value(cur, out, depth + 1)?;
+                    wire::close(out, at);
                     if !cur.next_member(b'}', ", or }").ok()? {
                         break;
                     }
@@ -119,12 +133,9 @@ impl Annotator {
                     return Some(());
                 }
                 loop {
-                    let mut entry = self.pool.pop().unwrap_or_default();
-                    entry.clear();
-                    let ok = self.json_value(cur, &mut entry, depth + 1);
-                    wire::bytes(out, 12, &entry);
-                    self.pool.push(entry);
-                    ok?;
+                    let at = wire::open(out, 12);
+                    self.json_value(cur, out, depth + 1)?;
+                    wire::close(out, at);
                     if !cur.next_member(b']', ", or ]").ok()? {
                         break;
                     }
@@ -206,6 +217,10 @@ impl Annotator {
 
 /// A JSON number as `int_value`, `uint_value` or `double_value`, as serde_json reads it.
 pub(super) fn number(text: &[u8], out: &mut Vec<u8>) -> Option<()> {
+    if let Some(v) = plain_int(text) {
+        wire::uint(out, 4, v as u64);
+        return Some(());
+    }
     let integral = !text.iter().any(|b| matches!(b, b'.' | b'e' | b'E'));
     let s = std::str::from_utf8(text).ok()?;
     if integral {
@@ -223,6 +238,26 @@ pub(super) fn number(text: &[u8], out: &mut Vec<u8>) -> Option<()> {
     let v: f64 = serde_json::from_slice(text).ok()?;
     wire::fixed64(out, 5, v.to_bits());
     Some(())
+}
+
+/// A number of up to 18 digits with an optional minus sign (which fits an i64), the common case.
+#[inline]
+fn plain_int(text: &[u8]) -> Option<i64> {
+    let (negative, digits) = match text {
+        [b'-', rest @ ..] => (true, rest),
+        _ => (false, text),
+    };
+    if digits.is_empty() || digits.len() > 18 {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        v = v * 10 + i64::from(d - b'0');
+    }
+    Some(if negative { -v } else { v })
 }
 
 /// Items per batch the converting thread sends.

@@ -416,20 +416,57 @@ impl<'t, 'o> Writer<'t, 'o> {
 
 /// Protobuf wire encoding of the few field kinds the hand-encoded packets use.
 mod wire {
+    /// Most tags, ids and lengths take one byte.
+    #[inline]
+    fn varint(buf: &mut Vec<u8>, v: u64) {
+        if v < 0x80 {
+            buf.push(v as u8);
+        } else {
+            prost::encoding::encode_varint(v, buf);
+        }
+    }
+
+    #[inline]
     pub(super) fn uint(buf: &mut Vec<u8>, field: u32, v: u64) {
-        prost::encoding::encode_varint(u64::from(field) << 3, buf);
-        prost::encoding::encode_varint(v, buf);
+        varint(buf, u64::from(field) << 3);
+        varint(buf, v);
     }
 
     pub(super) fn fixed64(buf: &mut Vec<u8>, field: u32, v: u64) {
-        prost::encoding::encode_varint((u64::from(field) << 3) | 1, buf);
+        varint(buf, (u64::from(field) << 3) | 1);
         buf.extend_from_slice(&v.to_le_bytes());
     }
 
+    #[inline]
     pub(super) fn bytes(buf: &mut Vec<u8>, field: u32, data: &[u8]) {
-        prost::encoding::encode_varint((u64::from(field) << 3) | 2, buf);
-        prost::encoding::encode_varint(data.len() as u64, buf);
+        varint(buf, (u64::from(field) << 3) | 2);
+        varint(buf, data.len() as u64);
         buf.extend_from_slice(data);
+    }
+
+    /// Starts a length-delimited field whose bytes are written next, in place; returns where
+    /// [`close`] writes its length.
+    #[inline]
+    pub(super) fn open(buf: &mut Vec<u8>, field: u32) -> usize {
+        varint(buf, (u64::from(field) << 3) | 2);
+        buf.push(0);
+        buf.len() - 1
+    }
+
+    /// Writes the length of the field [`open`] started; one that needs more than a byte
+    /// moves its bytes up.
+    #[inline]
+    pub(super) fn close(buf: &mut Vec<u8>, at: usize) {
+        let len = buf.len() - at - 1;
+        if len < 0x80 {
+            if let Some(slot) = buf.get_mut(at) {
+                *slot = len as u8;
+            }
+        } else {
+            let mut prefix = Vec::with_capacity(10);
+            prost::encoding::encode_varint(len as u64, &mut prefix);
+            buf.splice(at..at + 1, prefix);
+        }
     }
 }
 
