@@ -174,7 +174,8 @@ pub(super) struct ArgsPipe {
 
 impl ArgsPipe {
     /// Encodes on a second thread as well when `threaded`; `expected` is the args text to
-    /// reserve room for.
+    /// reserve room for. The text that [`Self::finish`] returns never moves: the thread's
+    /// buffer has room for the reader's share too, which is appended to it.
     pub(super) fn new(threaded: bool, expected: usize) -> Self {
         let worker = threaded.then(|| {
             let (batches, received) = channel::<Batch>();
