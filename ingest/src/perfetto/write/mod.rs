@@ -129,7 +129,7 @@ fn write_timeline_with(
     if let Some(overlay) = overlay {
         w.overlay(overlay)?;
     }
-    let tracks = 0..timeline.tracks.len();
+    let mut tracks = 0..timeline.tracks.len();
     if threaded {
         std::thread::scope(|scope| {
             let (batches, received) = std::sync::mpsc::sync_channel(args::IN_FLIGHT);
@@ -137,13 +137,13 @@ fn write_timeline_with(
             let annotator = std::mem::take(&mut w.annotator);
             scope.spawn(move || args::convert(timeline, annotator, &batches));
             w.converted = Some(Converted::new(received));
-            let written = tracks.clone().try_for_each(|id| w.track(id));
+            let written = tracks.try_for_each(|id| w.track(id));
             // Hanging up stops a converter still sending (after a write error).
             w.converted = None;
             written
         })?;
     } else {
-        tracks.clone().try_for_each(|id| w.track(id))?;
+        tracks.try_for_each(|id| w.track(id))?;
     }
     w.out.flush()?;
     w.stats.bytes = w.out.written;
