@@ -126,11 +126,7 @@ pub fn build_report(timeline: &Timeline) -> Report {
 #[must_use]
 pub fn build_report_with(timeline: &Timeline, thresholds: &Thresholds) -> Report {
     let channels = channels(timeline);
-    let ctx = Context {
-        timeline,
-        thresholds,
-        channels: &channels,
-    };
+    let ctx = Context::new(timeline, thresholds, &channels);
     // The detectors are half the analysis and need nothing the tables below compute: they run
     // on a second core meanwhile. The findings keep their order (detectors, memory, ranks).
     let (tables, mut findings) = crate::detect::side_by_side(|| tables(&ctx), || run_all(&ctx));

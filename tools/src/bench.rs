@@ -213,11 +213,9 @@ fn measure(trace: &Path, runs: usize) -> Result<Figures> {
         let t3 = Instant::now();
         let channels = steplens_analysis::steps::channels(&timeline);
         let thresholds = steplens_analysis::Thresholds::default();
-        let findings = steplens_analysis::detect::run_all(&steplens_analysis::detect::Context {
-            timeline: &timeline,
-            thresholds: &thresholds,
-            channels: &channels,
-        });
+        let findings = steplens_analysis::detect::run_all(
+            &steplens_analysis::detect::Context::new(&timeline, &thresholds, &channels),
+        );
         detectors.push(t3.elapsed().as_secs_f64());
         drop(findings);
         ingest.push((t1 - t0).as_secs_f64());

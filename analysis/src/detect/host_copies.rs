@@ -184,7 +184,7 @@ fn same_size(ctx: &Context<'_>, factory: SliceId, copy: SliceId) -> bool {
                 .collect();
             dims
         });
-    let copied = tensor_arg(t, copy, "Input Dims", 0);
+    let copied = tensor_arg(ctx, copy, "Input Dims", 0);
     match (made, copied) {
         (Some(a), Some(b)) => a.iter().product::<i64>() == b.iter().product::<i64>(),
         _ => true,

@@ -24,7 +24,7 @@ mod sync_point;
 mod torch_ops;
 
 use serde::{Deserialize, Serialize};
-use steplens_ingest::model::{CategoryClass, NO_PARENT, SliceId, Timeline, TrackKind};
+use steplens_ingest::model::{ArgKeys, CategoryClass, NO_PARENT, SliceId, Timeline, TrackKind};
 
 use crate::finding::{Evidence, Finding, FindingKind, Severity};
 use crate::intervals::IntervalSet;
@@ -136,6 +136,39 @@ pub struct Context<'a> {
     pub thresholds: &'a Thresholds,
     /// Interval sets per input.
     pub channels: &'a rustc_hash::FxHashMap<u16, Channels>,
+    /// Where the op args the detectors read are, memoized per slice.
+    op_args: ArgKeys,
+}
+
+/// The args keys the detectors read per op, memoized.
+const OP_ARG_KEYS: [&str; 4] = [
+    "Input Dims",
+    "Input Strides",
+    "Input type",
+    "Concrete Inputs",
+];
+
+impl<'a> Context<'a> {
+    /// The context of one analysis of `timeline`.
+    #[must_use]
+    pub fn new(
+        timeline: &'a Timeline,
+        thresholds: &'a Thresholds,
+        channels: &'a rustc_hash::FxHashMap<u16, Channels>,
+    ) -> Self {
+        Self {
+            timeline,
+            thresholds,
+            channels,
+            op_args: ArgKeys::new(timeline, &OP_ARG_KEYS),
+        }
+    }
+
+    /// The raw JSON value of one of slice `slice`'s args (`Timeline::arg_raw`, memoized for
+    /// the op args the detectors read).
+    pub(crate) fn arg(&self, slice: SliceId, key: &str) -> Option<&'a [u8]> {
+        self.op_args.get(self.timeline, slice, key)
+    }
 }
 
 /// Names of spans that belong to torch.compile's own machinery: anything under them is the

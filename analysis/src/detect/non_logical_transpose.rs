@@ -289,7 +289,7 @@ fn host_transposes(ctx: &Context<'_>) -> Vec<Finding> {
             } else {
                 None
             };
-            let bytes = dtype_bytes(t, c.op).map(|b| c.in_dims.iter().product::<i64>() * b);
+            let bytes = dtype_bytes(ctx, c.op).map(|b| c.in_dims.iter().product::<i64>() * b);
             pairs.push(Pair {
                 transpose: c.op,
                 copy: k.op,
@@ -380,12 +380,12 @@ fn candidate(ctx: &Context<'_>, names: &Names, op: SliceId) -> Option<Candidate>
     if ctx.under_compile(op) {
         return None;
     }
-    let in_dims = tensor_arg(t, op, "Input Dims", 0)?;
-    let in_strides = tensor_arg(t, op, "Input Strides", 0)?;
+    let in_dims = tensor_arg(ctx, op, "Input Dims", 0)?;
+    let in_strides = tensor_arg(ctx, op, "Input Strides", 0)?;
     if in_dims.len() != in_strides.len() {
         return None;
     }
-    let perm = permutation(t, op, in_dims.len())?;
+    let perm = permutation(ctx, op, in_dims.len())?;
     let n = perm.len();
     let out_dims: Vec<i64> = perm.iter().map(|&d| in_dims[d]).collect();
     let out_strides: Vec<i64> = perm.iter().map(|&d| in_strides[d]).collect();
@@ -425,7 +425,10 @@ fn copy(ctx: &Context<'_>, names: &Names, op: SliceId) -> Option<Copy> {
         "aten::contiguous" => children(t, op).next().is_some(),
         // `clone()` keeps the strides (preserve_format) unless told a memory format.
         "aten::clone" => {
-            let format = concrete_inputs(t, op)?.get(1).cloned().unwrap_or_default();
+            let format = concrete_inputs(ctx, op)?
+                .get(1)
+                .cloned()
+                .unwrap_or_default();
             !format.is_empty() && format != "1"
         }
         _ => true,
@@ -438,8 +441,8 @@ fn copy(ctx: &Context<'_>, names: &Names, op: SliceId) -> Option<Copy> {
     }
     // `dst.copy_(src)` copies its second input.
     let index = usize::from(name == "aten::copy_");
-    let dims = tensor_arg(t, op, "Input Dims", index)?;
-    let strides = tensor_arg(t, op, "Input Strides", index)?;
+    let dims = tensor_arg(ctx, op, "Input Dims", index)?;
+    let strides = tensor_arg(ctx, op, "Input Strides", index)?;
     let user_level = ctx
         .ancestors(op)
         .filter(|&a| t.slice_class(a) == CategoryClass::CpuOp)
@@ -463,8 +466,9 @@ fn wrap(d: i64, n: usize) -> Option<usize> {
 
 /// The permutation a transpose-like op applies to an `n`-dimensional input: output dimension
 /// `k` is input dimension `perm[k]`.
-fn permutation(t: &Timeline, op: SliceId, n: usize) -> Option<Vec<usize>> {
-    let concrete = concrete_inputs(t, op).unwrap_or_default();
+fn permutation(ctx: &Context<'_>, op: SliceId, n: usize) -> Option<Vec<usize>> {
+    let t = ctx.timeline;
+    let concrete = concrete_inputs(ctx, op).unwrap_or_default();
     let arg = |k: usize| concrete.get(k).and_then(|s| ints(s));
     let identity: Vec<usize> = (0..n).collect();
     let swap = |a: usize, b: usize| {

@@ -68,9 +68,9 @@ fn own_ops(ctx: &Context<'_>, step: SliceId) -> Vec<SliceId> {
 
 /// Whether an op's first input is a tensor of more than one element (shape unknown: assumed).
 fn on_a_tensor(ctx: &Context<'_>, op: SliceId) -> bool {
-    match tensor_arg(ctx.timeline, op, "Input Dims", 0) {
+    match tensor_arg(ctx, op, "Input Dims", 0) {
         Some(shape) => shape.iter().product::<i64>() > 1,
-        None => ctx.timeline.arg_raw(op, "Input Dims").is_none(),
+        None => ctx.arg(op, "Input Dims").is_none(),
     }
 }
 

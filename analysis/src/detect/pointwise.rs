@@ -128,12 +128,11 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
 /// The chains in a run of consecutive elementwise ops: maximal stretches whose first input has
 /// one shape of at least `pointwise_min_elems` elements, at least `min_ops` long.
 fn same_shape_chains(ctx: &Context<'_>, run: &[SliceId], min_ops: usize) -> Vec<Vec<SliceId>> {
-    let t = ctx.timeline;
     let mut out = Vec::new();
     let mut current: Vec<SliceId> = Vec::new();
     let mut shape: Option<Vec<i64>> = None;
     for &i in run {
-        let link = tensor_arg(t, i, "Input Dims", 0)
+        let link = tensor_arg(ctx, i, "Input Dims", 0)
             .filter(|s| s.iter().product::<i64>() >= ctx.thresholds.pointwise_min_elems)
             .filter(|_| !excluded(ctx, i));
         if link.is_some() && link == shape {

@@ -134,7 +134,7 @@ fn has_fast_reduced_precision(ctx: &Context<'_>) -> bool {
 
 /// The first entry of an op's `Input type`.
 fn first_input_type(ctx: &Context<'_>, op: SliceId) -> Option<String> {
-    let raw = ctx.timeline.arg_raw(op, "Input type")?;
+    let raw = ctx.arg(op, "Input type")?;
     let all: Vec<serde_json::Value> = serde_json::from_slice(raw).ok()?;
     all.first()?.as_str().map(str::to_owned)
 }

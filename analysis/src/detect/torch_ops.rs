@@ -31,12 +31,12 @@ pub(crate) fn children(t: &Timeline, slice: SliceId) -> impl Iterator<Item = Sli
 /// The `index`-th entry of a shape-like arg (`Input Dims`, `Input Strides`) when it is one
 /// tensor's list of integers.
 pub(crate) fn tensor_arg(
-    t: &Timeline,
+    ctx: &Context<'_>,
     slice: SliceId,
     key: &str,
     index: usize,
 ) -> Option<Vec<i64>> {
-    nth_int_list(t.arg_raw(slice, key)?, index)
+    nth_int_list(ctx.arg(slice, key)?, index)
 }
 
 /// The `index`-th element of a JSON array when it is an array of integers, read straight from
@@ -115,12 +115,12 @@ fn skip_element(raw: &[u8], mut at: usize) -> Option<usize> {
 /// The `index`-th entry of a shape-like arg when it is a tensor list (`_foreach_*` ops): one
 /// shape per tensor.
 pub(crate) fn tensor_list_arg(
-    t: &Timeline,
+    ctx: &Context<'_>,
     slice: SliceId,
     key: &str,
     index: usize,
 ) -> Option<Vec<Vec<i64>>> {
-    let raw = t.arg_raw(slice, key)?;
+    let raw = ctx.arg(slice, key)?;
     let all: Vec<serde_json::Value> = serde_json::from_slice(raw).ok()?;
     all.get(index)?
         .as_array()?
@@ -135,8 +135,8 @@ pub(crate) fn tensor_list_arg(
 }
 
 /// `Concrete Inputs` as strings (`""` for tensors).
-pub(crate) fn concrete_inputs(t: &Timeline, slice: SliceId) -> Option<Vec<String>> {
-    let raw = t.arg_raw(slice, "Concrete Inputs")?;
+pub(crate) fn concrete_inputs(ctx: &Context<'_>, slice: SliceId) -> Option<Vec<String>> {
+    let raw = ctx.arg(slice, "Concrete Inputs")?;
     let all: Vec<serde_json::Value> = serde_json::from_slice(raw).ok()?;
     Some(
         all.into_iter()
@@ -162,8 +162,8 @@ pub(crate) fn ints(text: &str) -> Option<Vec<i64>> {
 }
 
 /// Bytes per element of the op's first input, from `Input type`.
-pub(crate) fn dtype_bytes(t: &Timeline, op: SliceId) -> Option<i64> {
-    let raw = t.arg_raw(op, "Input type")?;
+pub(crate) fn dtype_bytes(ctx: &Context<'_>, op: SliceId) -> Option<i64> {
+    let raw = ctx.arg(op, "Input type")?;
     let types: Vec<String> = serde_json::from_slice(raw).ok()?;
     let ty = types.first()?.as_str();
     Some(match ty {

@@ -17,10 +17,12 @@ use serde::Serialize;
 
 use crate::source::SourceData;
 
+mod arg_keys;
 mod columns;
 mod gaudi;
 mod strings;
 
+pub use arg_keys::ArgKeys;
 pub use columns::{ArgsRef, Counters, Flow, Instants, Slices};
 pub use gaudi::{MetricDump, NodeMetrics};
 pub use strings::{Categories, CategoryClass, StringTable};
