@@ -55,24 +55,7 @@ pub(crate) fn read_perfetto(
     builder: &mut TimelineBuilder,
     source: u16,
 ) -> Result<ReadSummary, IngestError> {
-    let len = data.bytes().len();
-    read_perfetto_with(
-        data,
-        path,
-        builder,
-        source,
-        len >= MIN_THREADED_ARGS && crate::spare_core(),
-    )
-}
-
-/// [`read_perfetto`], with the args encoded on a second thread when `threaded`.
-fn read_perfetto_with(
-    data: &Arc<SourceData>,
-    path: &str,
-    builder: &mut TimelineBuilder,
-    source: u16,
-    threaded: bool,
-) -> Result<ReadSummary, IngestError> {
+    let threaded = data.bytes().len() >= MIN_THREADED_ARGS && crate::spare_core();
     let bytes = Bytes::from_owner(Owner(Arc::clone(data)));
     // Sized so that neither the args text nor the slice columns (a BEGIN/END pair takes at
     // least ~24 bytes) need to grow and copy: the JSON text spells out the names the protobuf
