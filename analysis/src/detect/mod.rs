@@ -259,11 +259,29 @@ impl Context<'_> {
     pub fn descendants(&self, slice: SliceId) -> impl Iterator<Item = SliceId> + '_ {
         let t = self.timeline;
         let (start, end) = (t.slices.start[slice as usize], t.slices.end(slice));
-        t.slice_track(slice)
-            .map_or(0..0, |track| {
-                t.track_slices_between(track, start, end.saturating_add(1))
-            })
-            .filter(move |&j| j != slice && self.ancestors(j).any(|a| a == slice))
+        let range = t.slice_track(slice).map_or(0..0, |track| {
+            t.track_slices_between(track, start, end.saturating_add(1))
+        });
+        // Whether each slice of the range so far is inside `slice`: a parent comes before its
+        // children in track order, so each answer takes one look at the parent's, not a walk
+        // up the ancestors.
+        let first = range.start;
+        let mut inside: Vec<bool> = Vec::with_capacity(range.len());
+        range.filter(move |&j| {
+            let parent = t.slices.parent[j as usize];
+            let yes = j != slice
+                && (parent == slice
+                    || if (first..j).contains(&parent) {
+                        inside[(parent - first) as usize]
+                    } else if parent > j && parent != NO_PARENT {
+                        // Not in track order (never built so): ask the ancestors.
+                        self.ancestors(j).any(|a| a == slice)
+                    } else {
+                        false
+                    });
+            inside.push(yes);
+            yes
+        })
     }
 
     /// Whether `slice` is an op with no op around it (the call the user's code made; the ops

@@ -55,15 +55,26 @@ fn advice(device: DeviceKind) -> &'static str {
 /// Outermost ops inside the optimizer range `step` on its thread.
 fn own_ops(ctx: &Context<'_>, step: SliceId) -> Vec<SliceId> {
     let t = ctx.timeline;
-    ctx.descendants(step)
-        .filter(|&j| {
-            t.slice_class(j) == CategoryClass::CpuOp
-                && !ctx
-                    .ancestors(j)
-                    .take_while(|&a| a != step)
-                    .any(|a| t.slice_class(a) == CategoryClass::CpuOp)
-        })
-        .collect()
+    // Whether an op sits between each descendant and the step: its parent (the step, or a
+    // descendant met before it) answers.
+    let mut under_op: FxHashMap<SliceId, bool> = FxHashMap::default();
+    let mut own = Vec::new();
+    for j in ctx.descendants(step) {
+        let parent = t.slices.parent[j as usize];
+        let below = parent != step
+            && (t.slice_class(parent) == CategoryClass::CpuOp
+                || under_op.get(&parent).copied().unwrap_or_else(|| {
+                    // A parent not met yet (never so in a built Timeline): ask the ancestors.
+                    ctx.ancestors(parent)
+                        .take_while(|&a| a != step)
+                        .any(|a| t.slice_class(a) == CategoryClass::CpuOp)
+                }));
+        under_op.insert(j, below);
+        if t.slice_class(j) == CategoryClass::CpuOp && !below {
+            own.push(j);
+        }
+    }
+    own
 }
 
 /// Whether an op's first input is a tensor of more than one element (shape unknown: assumed).
