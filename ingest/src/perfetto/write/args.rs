@@ -47,9 +47,34 @@ impl Annotator {
         std::mem::take(&mut self.new_names)
     }
 
+    /// Appends slice args `raw` to `out` as `debug_annotations` fields; `false`, with nothing
+    /// appended, when they are not a well-formed JSON object (`Timeline::args` would not
+    /// decode them either).
+    pub(super) fn slice_args(&mut self, raw: &[u8], out: &mut Vec<u8>) -> bool {
+        let mark = out.len();
+        let ok = self.json_annotations(raw, out).is_some();
+        if !ok {
+            out.truncate(mark);
+        }
+        ok
+    }
+
+    /// Instant `i`'s args (on Timeline track `track`) as annotations; none when they are not
+    /// a JSON object.
+    pub(super) fn instant_args(
+        &mut self,
+        t: &Timeline,
+        track: u32,
+        i: usize,
+    ) -> Vec<pb::DebugAnnotation> {
+        instant_args(t, track, i)
+            .map(|map| self.annotations(&map))
+            .unwrap_or_default()
+    }
+
     /// Appends the members of the JSON object `raw` to `ev` as `debug_annotations`; `None`
     /// when `raw` is not a well-formed object.
-    pub(super) fn json_annotations(&mut self, raw: &[u8], ev: &mut Vec<u8>) -> Option<()> {
+    fn json_annotations(&mut self, raw: &[u8], ev: &mut Vec<u8>) -> Option<()> {
         let mut cur = Cursor::new(raw);
         cur.expect(b'{', "{").ok()?;
         if cur.peek() == Some(b'}') {
@@ -267,14 +292,14 @@ pub(super) const IN_FLIGHT: usize = 8;
 
 /// One converted slice (with args) or instant.
 #[derive(Debug, Default)]
-struct Item {
-    /// A slice's `debug_annotations` fields, a range of the batch's bytes; `None` when its
-    /// args are not a JSON object.
-    fragment: Option<Range<usize>>,
+pub(super) struct Item {
+    /// A slice's `debug_annotations` fields, a range of the batch's bytes
+    /// ([`Converted::fragment`]); `None` when its args are not a JSON object.
+    pub(super) fragment: Option<Range<usize>>,
     /// An instant's annotations.
-    instant: Vec<pb::DebugAnnotation>,
+    pub(super) instant: Vec<pb::DebugAnnotation>,
     /// The names it interned first.
-    names: Vec<pb::DebugAnnotationName>,
+    pub(super) names: Vec<pb::DebugAnnotationName>,
 }
 
 /// Converted items, in the writer's order.
@@ -291,7 +316,7 @@ pub(super) fn instants_of(t: &Timeline, track: u32) -> Range<usize> {
 }
 
 /// Instant `i`'s args as a JSON object, when they are one.
-pub(super) fn instant_args(
+fn instant_args(
     t: &Timeline,
     track: u32,
     i: usize,
@@ -321,10 +346,7 @@ pub(super) fn convert(t: &Timeline, mut annotator: Annotator, out: &SyncSender<B
                     continue;
                 };
                 let start = batch.bytes.len();
-                let ok = annotator.json_annotations(raw, &mut batch.bytes).is_some();
-                if !ok {
-                    batch.bytes.truncate(start);
-                }
+                let ok = annotator.slice_args(raw, &mut batch.bytes);
                 batch.items.push(Item {
                     fragment: ok.then_some(start..batch.bytes.len()),
                     instant: Vec::new(),
@@ -336,9 +358,7 @@ pub(super) fn convert(t: &Timeline, mut annotator: Annotator, out: &SyncSender<B
             }
         }
         for i in instants_of(t, track as u32) {
-            let instant = instant_args(t, track as u32, i)
-                .map(|map| annotator.annotations(&map))
-                .unwrap_or_default();
+            let instant = annotator.instant_args(t, track as u32, i);
             batch.items.push(Item {
                 fragment: None,
                 instant,
@@ -367,13 +387,6 @@ pub(super) struct Converted {
     next: usize,
 }
 
-/// A converted item as the writer takes it.
-pub(super) struct Taken {
-    pub(super) fragment: Option<Range<usize>>,
-    pub(super) instant: Vec<pb::DebugAnnotation>,
-    pub(super) names: Vec<pb::DebugAnnotationName>,
-}
-
 impl Converted {
     pub(super) fn new(batches: Receiver<Batch>) -> Self {
         Self {
@@ -384,18 +397,14 @@ impl Converted {
     }
 
     /// The next item; `None` when the converter stopped short (it panicked).
-    pub(super) fn take(&mut self) -> Option<Taken> {
+    pub(super) fn take(&mut self) -> Option<Item> {
         while self.next >= self.batch.items.len() {
             self.batch = self.batches.recv().ok()?;
             self.next = 0;
         }
         let item = std::mem::take(self.batch.items.get_mut(self.next)?);
         self.next += 1;
-        Some(Taken {
-            fragment: item.fragment,
-            instant: item.instant,
-            names: item.names,
-        })
+        Some(item)
     }
 
     /// The bytes of a taken fragment.

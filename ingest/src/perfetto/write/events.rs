@@ -5,7 +5,7 @@ use std::io;
 
 use prost::Message;
 
-use super::args::{instant_args, instants_of};
+use super::args::instants_of;
 use super::wire;
 use super::{OVERLAY_FLOW_CAT, Overlay, SEQ_NEEDS, SEQUENCE, Writer, layers};
 use crate::model::SliceId;
@@ -58,8 +58,6 @@ impl Writer<'_, '_> {
         wire::uint(&mut ev, 10, name);
         wire::uint(&mut ev, 3, cat);
         if let Some(raw) = t.args_raw(i) {
-            // Args that are not a well-formed JSON object are left out, as `Timeline::args`
-            // would not decode them either.
             let names = match self.take_converted()? {
                 Some(item) => {
                     if let (Some(range), Some(converted)) = (item.fragment, &self.converted) {
@@ -68,10 +66,7 @@ impl Writer<'_, '_> {
                     item.names
                 }
                 None => {
-                    let mark = ev.len();
-                    if self.annotator.json_annotations(raw, &mut ev).is_none() {
-                        ev.truncate(mark);
-                    }
+                    self.annotator.slice_args(raw, &mut ev);
                     self.annotator.take_new_names()
                 }
             };
@@ -137,9 +132,7 @@ impl Writer<'_, '_> {
             let (debug_annotations, names) = match self.take_converted()? {
                 Some(item) => (item.instant, item.names),
                 None => {
-                    let annotations = instant_args(t, track, i)
-                        .map(|map| self.annotator.annotations(&map))
-                        .unwrap_or_default();
+                    let annotations = self.annotator.instant_args(t, track, i);
                     (annotations, self.annotator.take_new_names())
                 }
             };

@@ -403,7 +403,7 @@ impl<'t, 'o> Writer<'t, 'o> {
     }
 
     /// The next converted item; an error when the converting thread stopped short.
-    fn take_converted(&mut self) -> io::Result<Option<args::Taken>> {
+    fn take_converted(&mut self) -> io::Result<Option<args::Item>> {
         match &mut self.converted {
             None => Ok(None),
             Some(converted) => converted
