@@ -21,13 +21,12 @@
 use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
-use steplens_ingest::model::{CategoryClass, SliceId, TrackKind};
+use steplens_ingest::model::{CategoryClass, OpArg, SliceId, TrackKind};
 
 use super::torch_ops::tensor_arg;
-use super::{BLOCKING_CALLS, Context, at_site, human_ns};
+use super::{BLOCKING_CALLS, Context, Under, at_site, human_ns};
 use crate::finding::{Cost, Finding, FindingKind, Severity};
 use crate::intervals::IntervalSet;
-use crate::steps::DATALOADER_PREFIX;
 
 /// Ops that make a new tensor from nothing (sizes and a fill rule).
 const FACTORY_OPS: &[&str] = &[
@@ -127,7 +126,7 @@ pub(super) fn host_copies(ctx: &Context<'_>) -> Vec<HostCopy> {
         let Some(op) = outermost_cpu_op(ctx, f.from) else {
             continue;
         };
-        if ctx.under_compile(op) || ctx.under_named(op, DATALOADER_PREFIX) {
+        if ctx.under_compile(op) || ctx.is_under(op, Under::DATALOADER) {
             continue;
         }
         by_op.entry(op).or_default().push(f.to);
@@ -184,7 +183,7 @@ fn same_size(ctx: &Context<'_>, factory: SliceId, copy: SliceId) -> bool {
                 .collect();
             dims
         });
-    let copied = tensor_arg(ctx, copy, "Input Dims", 0);
+    let copied = tensor_arg(ctx, copy, OpArg::InputDims, 0);
     match (made, copied) {
         (Some(a), Some(b)) => a.iter().product::<i64>() == b.iter().product::<i64>(),
         _ => true,

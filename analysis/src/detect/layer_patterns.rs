@@ -15,7 +15,7 @@
 
 use std::collections::BTreeMap;
 
-use steplens_ingest::model::{CategoryClass, SliceId};
+use steplens_ingest::model::{CategoryClass, OpArg, SliceId};
 
 use super::torch_ops::tensor_arg;
 use super::{Context, at_site, human_ns};
@@ -63,7 +63,7 @@ fn next_op(ctx: &Context<'_>, slice: SliceId) -> Option<SliceId> {
     let range = t.track_slices_between(track, end, i64::MAX);
     range.into_iter().find(|&j| {
         t.slice_class(j) == CategoryClass::CpuOp
-            && !tensor_arg(ctx, j, "Input Dims", 0).is_some_and(|shape| shape.is_empty())
+            && !tensor_arg(ctx, j, OpArg::InputDims, 0).is_some_and(|shape| shape.is_empty())
     })
 }
 
@@ -93,14 +93,14 @@ fn explicit_pad(ctx: &Context<'_>) -> Vec<Finding> {
             if !outermost_of(ctx, i, PAD_OPS) {
                 continue;
             }
-            let Some(shape) = tensor_arg(ctx, i, "Input Dims", 0) else {
+            let Some(shape) = tensor_arg(ctx, i, OpArg::InputDims, 0) else {
                 continue;
             };
             let Some(next) = next_op(ctx, i).filter(|&j| CONV_OPS.contains(&t.slice_name(j)))
             else {
                 continue;
             };
-            if !tensor_arg(ctx, next, "Input Dims", 0).is_some_and(|p| is_padded(&shape, &p)) {
+            if !tensor_arg(ctx, next, OpArg::InputDims, 0).is_some_and(|p| is_padded(&shape, &p)) {
                 continue;
             }
             let Some(step) = ctx.step_at(track.source, t.slices.start[i as usize]) else {
@@ -161,14 +161,16 @@ fn bias_before_batchnorm(ctx: &Context<'_>) -> Vec<Finding> {
                 continue;
             }
             // A bias is the third input; its shape is [out_features].
-            let Some(bias) = tensor_arg(ctx, i, "Input Dims", 2).filter(|b| b.len() == 1) else {
+            let Some(bias) = tensor_arg(ctx, i, OpArg::InputDims, 2).filter(|b| b.len() == 1)
+            else {
                 continue;
             };
             let Some(next) = next_op(ctx, i).filter(|&j| t.slice_name(j) == "aten::batch_norm")
             else {
                 continue;
             };
-            let channels = tensor_arg(ctx, next, "Input Dims", 0).and_then(|s| s.get(1).copied());
+            let channels =
+                tensor_arg(ctx, next, OpArg::InputDims, 0).and_then(|s| s.get(1).copied());
             if channels != Some(bias[0]) {
                 continue;
             }

@@ -9,6 +9,7 @@ mod collectives;
 mod data_parallel;
 mod dataloader_stall;
 mod debug_api;
+mod enclosure;
 mod gaudi;
 mod host_bound_gap;
 mod host_copies;
@@ -24,13 +25,16 @@ mod sync_point;
 mod torch_ops;
 
 use serde::{Deserialize, Serialize};
-use steplens_ingest::model::{ArgKeys, CategoryClass, NO_PARENT, SliceId, Timeline, TrackKind};
+use steplens_ingest::model::{
+    ArgKeys, CategoryClass, NO_PARENT, OpArg, SliceId, Timeline, TrackKind,
+};
 
 use crate::finding::{Evidence, Finding, FindingKind, Severity};
 use crate::intervals::IntervalSet;
 use crate::steps::Channels;
 /// Durations in titles read as in the tables.
 pub(crate) use crate::units::human_ns;
+pub(crate) use enclosure::Under;
 
 /// Every detector threshold, with its default. Field names are the keys of the budget file's
 /// `[thresholds]` table.
@@ -138,15 +142,11 @@ pub struct Context<'a> {
     pub channels: &'a rustc_hash::FxHashMap<u16, Channels>,
     /// Where the op args the detectors read are, memoized per slice.
     op_args: ArgKeys,
+    /// What encloses each slice, made on first use.
+    enclosure: std::sync::OnceLock<enclosure::Enclosure>,
+    /// Per interned name, whether it is an elementwise ATen op; made on first use.
+    pointwise_names: std::sync::OnceLock<Vec<bool>>,
 }
-
-/// The args keys the detectors read per op, memoized.
-const OP_ARG_KEYS: [&str; 4] = [
-    "Input Dims",
-    "Input Strides",
-    "Input type",
-    "Concrete Inputs",
-];
 
 impl<'a> Context<'a> {
     /// The context of one analysis of `timeline`.
@@ -160,14 +160,41 @@ impl<'a> Context<'a> {
             timeline,
             thresholds,
             channels,
-            op_args: ArgKeys::new(timeline, &OP_ARG_KEYS),
+            op_args: ArgKeys::new(timeline),
+            enclosure: std::sync::OnceLock::new(),
+            pointwise_names: std::sync::OnceLock::new(),
         }
     }
 
-    /// The raw JSON value of one of slice `slice`'s args (`Timeline::arg_raw`, memoized for
-    /// the op args the detectors read).
-    pub(crate) fn arg(&self, slice: SliceId, key: &str) -> Option<&'a [u8]> {
-        self.op_args.get(self.timeline, slice, key)
+    /// Whether slice `slice` is an elementwise ATen op ([`torch_ops::is_pointwise`] of its
+    /// name, classified once per name: a transformer trace has a million ops).
+    pub(crate) fn is_pointwise_op(&self, slice: SliceId) -> bool {
+        let t = self.timeline;
+        let names = self.pointwise_names.get_or_init(|| {
+            t.strings
+                .iter()
+                .map(|(_, name)| torch_ops::is_pointwise(name))
+                .collect()
+        });
+        t.slices
+            .name
+            .get(slice as usize)
+            .and_then(|&n| names.get(n as usize))
+            .copied()
+            .unwrap_or(false)
+    }
+
+    /// Whether `slice` is inside a range of the kind `what` (at any depth).
+    pub(crate) fn is_under(&self, slice: SliceId, what: Under) -> bool {
+        self.enclosure
+            .get_or_init(|| enclosure::Enclosure::new(self.timeline))
+            .is_under(slice, what)
+    }
+
+    /// The raw JSON value of one of slice `slice`'s op args (`Timeline::arg_raw` of its key,
+    /// read from where the reader noted it or a walk found it).
+    pub(crate) fn arg(&self, slice: SliceId, arg: OpArg) -> Option<&'a [u8]> {
+        self.op_args.get(self.timeline, slice, arg)
     }
 }
 
@@ -288,22 +315,12 @@ impl Context<'_> {
     /// inside it are its implementation).
     pub fn is_outermost_op(&self, slice: SliceId) -> bool {
         let t = self.timeline;
-        t.slice_class(slice) == CategoryClass::CpuOp
-            && !self
-                .ancestors(slice)
-                .any(|a| t.slice_class(a) == CategoryClass::CpuOp)
+        t.slice_class(slice) == CategoryClass::CpuOp && !self.is_under(slice, Under::OP)
     }
 
     /// Whether `slice` runs inside torch.compile's machinery.
     pub fn under_compile(&self, slice: SliceId) -> bool {
-        self.ancestors(slice)
-            .any(|a| is_compile_span(self.timeline.slice_name(a)))
-    }
-
-    /// Whether an ancestor's name starts with `prefix`.
-    pub fn under_named(&self, slice: SliceId, prefix: &str) -> bool {
-        self.ancestors(slice)
-            .any(|a| self.timeline.slice_name(a).starts_with(prefix))
+        self.is_under(slice, Under::COMPILE)
     }
 
     /// The user's call site (`file.py:line`) of `slice`: the innermost enclosing Python frame

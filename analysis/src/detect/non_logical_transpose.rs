@@ -27,7 +27,7 @@
 use std::collections::BTreeMap;
 
 use rustc_hash::{FxHashMap, FxHashSet};
-use steplens_ingest::model::{CategoryClass, SliceId, StrId, Timeline};
+use steplens_ingest::model::{CategoryClass, OpArg, SliceId, StrId, Timeline};
 
 use super::torch_ops::{
     EVALUATE_PREFIX, children, concrete_inputs, dtype_bytes, in_backward, ints, tensor_arg,
@@ -380,8 +380,8 @@ fn candidate(ctx: &Context<'_>, names: &Names, op: SliceId) -> Option<Candidate>
     if ctx.under_compile(op) {
         return None;
     }
-    let in_dims = tensor_arg(ctx, op, "Input Dims", 0)?;
-    let in_strides = tensor_arg(ctx, op, "Input Strides", 0)?;
+    let in_dims = tensor_arg(ctx, op, OpArg::InputDims, 0)?;
+    let in_strides = tensor_arg(ctx, op, OpArg::InputStrides, 0)?;
     if in_dims.len() != in_strides.len() {
         return None;
     }
@@ -441,8 +441,8 @@ fn copy(ctx: &Context<'_>, names: &Names, op: SliceId) -> Option<Copy> {
     }
     // `dst.copy_(src)` copies its second input.
     let index = usize::from(name == "aten::copy_");
-    let dims = tensor_arg(ctx, op, "Input Dims", index)?;
-    let strides = tensor_arg(ctx, op, "Input Strides", index)?;
+    let dims = tensor_arg(ctx, op, OpArg::InputDims, index)?;
+    let strides = tensor_arg(ctx, op, OpArg::InputStrides, index)?;
     let user_level = ctx
         .ancestors(op)
         .filter(|&a| t.slice_class(a) == CategoryClass::CpuOp)

@@ -16,11 +16,10 @@
 //! changing the optimizer for.
 
 use rustc_hash::FxHashMap;
-use steplens_ingest::model::{CategoryClass, DeviceKind, SliceId};
+use steplens_ingest::model::{CategoryClass, DeviceKind, OpArg, SliceId};
 
-use super::torch_ops::is_pointwise;
 use super::torch_ops::tensor_arg;
-use super::{Context, human_ns};
+use super::{Context, Under, human_ns};
 use crate::finding::{Cost, Finding, FindingKind, Severity};
 
 const STEP_PREFIX: &str = "Optimizer.step#";
@@ -55,6 +54,13 @@ fn advice(device: DeviceKind) -> &'static str {
 /// Outermost ops inside the optimizer range `step` on its thread.
 fn own_ops(ctx: &Context<'_>, step: SliceId) -> Vec<SliceId> {
     let t = ctx.timeline;
+    if !ctx.is_under(step, Under::OP) {
+        // No op around the step: an op inside it is its own exactly when no op encloses it.
+        return ctx
+            .descendants(step)
+            .filter(|&j| ctx.is_outermost_op(j))
+            .collect();
+    }
     // Whether an op sits between each descendant and the step: its parent (the step, or a
     // descendant met before it) answers.
     let mut under_op: FxHashMap<SliceId, bool> = FxHashMap::default();
@@ -79,9 +85,9 @@ fn own_ops(ctx: &Context<'_>, step: SliceId) -> Vec<SliceId> {
 
 /// Whether an op's first input is a tensor of more than one element (shape unknown: assumed).
 fn on_a_tensor(ctx: &Context<'_>, op: SliceId) -> bool {
-    match tensor_arg(ctx, op, "Input Dims", 0) {
+    match tensor_arg(ctx, op, OpArg::InputDims, 0) {
         Some(shape) => shape.iter().product::<i64>() > 1,
-        None => ctx.arg(op, "Input Dims").is_none(),
+        None => ctx.arg(op, OpArg::InputDims).is_none(),
     }
 }
 
@@ -107,7 +113,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
             }
             let math: Vec<SliceId> = ops
                 .into_iter()
-                .filter(|&o| is_pointwise(t.slice_name(o)) && on_a_tensor(ctx, o))
+                .filter(|&o| ctx.is_pointwise_op(o) && on_a_tensor(ctx, o))
                 .collect();
             if math.len() < min_ops {
                 continue;

@@ -14,13 +14,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use steplens_ingest::model::{CategoryClass, SliceId};
+use steplens_ingest::model::{CategoryClass, OpArg, SliceId};
 
-use super::torch_ops::is_pointwise;
 use super::torch_ops::tensor_arg;
-use super::{Context, at_site, human_ns};
+use super::{Context, Under, at_site, human_ns};
 use crate::finding::{Cost, Finding, FindingKind, Severity};
-use crate::steps::DATALOADER_PREFIX;
 
 const ADVICE: &str = "These elementwise ops each read and write the whole tensor and launch \
     their own kernel. Wrap the function in torch.compile (or write it as one fused op, e.g. \
@@ -38,12 +36,6 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
     let th = ctx.thresholds;
     let min_ops = th.pointwise_chain_min_ops.max(2);
     let mut chains: Vec<Chain> = Vec::new();
-    // Classified once per name, not once per op (a transformer trace has a million ops).
-    let pointwise: Vec<bool> = t
-        .strings
-        .iter()
-        .map(|(_, name)| is_pointwise(name))
-        .collect();
     for (_, track) in ctx.host_tracks() {
         // Runs of consecutive outermost elementwise ops, by name alone; only a run long enough
         // to hold a chain has its shapes read (args are costly to read, and most elementwise
@@ -69,11 +61,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
             if t.slice_class(i) != CategoryClass::CpuOp {
                 continue;
             }
-            if !pointwise
-                .get(t.slices.name[i as usize] as usize)
-                .copied()
-                .unwrap_or(false)
-            {
+            if !ctx.is_pointwise_op(i) {
                 // Any op after the run's last op breaks it: an outermost one directly, a nested
                 // one through the outer op already met (no ancestor walk needed).
                 if !run.is_empty() && t.slices.start[i as usize] >= run_end {
@@ -132,9 +120,13 @@ fn same_shape_chains(ctx: &Context<'_>, run: &[SliceId], min_ops: usize) -> Vec<
     let mut current: Vec<SliceId> = Vec::new();
     let mut shape: Option<Vec<i64>> = None;
     for &i in run {
-        let link = tensor_arg(ctx, i, "Input Dims", 0)
-            .filter(|s| s.iter().product::<i64>() >= ctx.thresholds.pointwise_min_elems)
-            .filter(|_| !excluded(ctx, i));
+        // Exclusion first: it is a look-up, the shape a parse of the op's args.
+        let link = if excluded(ctx, i) {
+            None
+        } else {
+            tensor_arg(ctx, i, OpArg::InputDims, 0)
+                .filter(|s| s.iter().product::<i64>() >= ctx.thresholds.pointwise_min_elems)
+        };
         if link.is_some() && link == shape {
             current.push(i);
             continue;
@@ -157,10 +149,10 @@ fn same_shape_chains(ctx: &Context<'_>, run: &[SliceId], min_ops: usize) -> Vec<
 /// Whether an op belongs to another detector's code or to no user code.
 fn excluded(ctx: &Context<'_>, op: SliceId) -> bool {
     ctx.under_compile(op)
-        || ctx.under_named(op, "Optimizer.step#")
-        || ctx.under_named(op, "Optimizer.zero_grad#")
-        || ctx.under_named(op, DATALOADER_PREFIX)
-        || ctx.under_named(op, "autograd::engine::evaluate_function")
+        || ctx.is_under(op, Under::OPTIMIZER_STEP)
+        || ctx.is_under(op, Under::ZERO_GRAD)
+        || ctx.is_under(op, Under::DATALOADER)
+        || ctx.is_under(op, Under::BACKWARD)
 }
 
 /// The line of the chain: Python operators (`x * 0.5`) leave no frame of their own, so an op
@@ -244,20 +236,5 @@ fn finding(ctx: &Context<'_>, source: u16, step: usize, chains: &[Chain]) -> Fin
             .collect(),
         cost: Cost::pattern(source, ranges),
         recommendation: ADVICE.into(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::is_pointwise;
-
-    #[test]
-    fn pointwise_names() {
-        assert!(is_pointwise("aten::mul"));
-        assert!(is_pointwise("aten::add_"));
-        assert!(is_pointwise("aten::tanh"));
-        assert!(!is_pointwise("aten::mm"));
-        assert!(!is_pointwise("aten::copy_"));
-        assert!(!is_pointwise("mul"));
     }
 }

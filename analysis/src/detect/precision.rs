@@ -20,7 +20,7 @@
 use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
-use steplens_ingest::model::{CategoryClass, DeviceKind, NO_PARENT, SliceId, TrackKind};
+use steplens_ingest::model::{CategoryClass, DeviceKind, NO_PARENT, OpArg, SliceId, TrackKind};
 
 use super::{Context, human_ns, ranked_names};
 use crate::finding::{Cost, Finding, FindingKind, Severity};
@@ -134,7 +134,7 @@ fn has_fast_reduced_precision(ctx: &Context<'_>) -> bool {
 
 /// The first entry of an op's `Input type`.
 fn first_input_type(ctx: &Context<'_>, op: SliceId) -> Option<String> {
-    let raw = ctx.arg(op, "Input type")?;
+    let raw = ctx.arg(op, OpArg::InputType)?;
     let all: Vec<serde_json::Value> = serde_json::from_slice(raw).ok()?;
     all.first()?.as_str().map(str::to_owned)
 }

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use steplens_ingest::model::{CategoryClass, SliceId};
+use steplens_ingest::model::{CategoryClass, OpArg, SliceId};
 
 use super::{Context, human_ns};
 use crate::finding::{Cost, Evidence, Finding, FindingKind, Severity};
@@ -143,14 +143,16 @@ fn compiled_call(ctx: &Context<'_>, region: SliceId) -> Option<SliceId> {
     let track_end = t.slice_track(region)?.slices.end;
     (region + 1..track_end)
         .take_while(|&j| t.slices.start[j as usize] < end)
-        .find(|&j| t.slice_class(j) == CategoryClass::CpuOp && ctx.arg(j, "Input Dims").is_some())
+        .find(|&j| {
+            t.slice_class(j) == CategoryClass::CpuOp && ctx.arg(j, OpArg::InputDims).is_some()
+        })
 }
 
 /// `input 10: [16, 32] -> [16, 40]` for the inputs whose shapes differ.
 fn shape_change(ctx: &Context<'_>, before: SliceId, after: SliceId) -> Option<String> {
     let dims = |region| -> Option<Vec<serde_json::Value>> {
         let call = compiled_call(ctx, region)?;
-        serde_json::from_slice(ctx.arg(call, "Input Dims")?).ok()
+        serde_json::from_slice(ctx.arg(call, OpArg::InputDims)?).ok()
     };
     let (a, b) = (dims(before)?, dims(after)?);
     let changes: Vec<String> = a

@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
-use steplens_ingest::model::{CategoryClass, SliceId};
+use steplens_ingest::model::{CategoryClass, OpArg, SliceId};
 
 use super::torch_ops::{children, tensor_arg, tensor_list_arg};
 use super::{Context, human_ns};
@@ -70,9 +70,9 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
                     continue;
                 }
                 let shapes = if t.slice_name(i) == "aten::_foreach_zero_" {
-                    tensor_list_arg(ctx, i, "Input Dims", 0)
+                    tensor_list_arg(ctx, i, OpArg::InputDims, 0)
                 } else {
-                    tensor_arg(ctx, i, "Input Dims", 0).map(|s| vec![s])
+                    tensor_arg(ctx, i, OpArg::InputDims, 0).map(|s| vec![s])
                 };
                 let Some(shapes) = shapes else {
                     continue;
@@ -88,7 +88,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
                     if t.slices.name[c as usize] != add_id {
                         continue;
                     }
-                    let Some(shape) = tensor_arg(ctx, c, "Input Dims", 0) else {
+                    let Some(shape) = tensor_arg(ctx, c, OpArg::InputDims, 0) else {
                         continue;
                     };
                     let step = ctx.step_at(track.source, start);

@@ -14,10 +14,9 @@ use std::collections::BTreeMap;
 
 use steplens_ingest::model::{CategoryClass, SliceId};
 
-use super::{BLOCKING_CALLS, Context, human_ns};
+use super::{BLOCKING_CALLS, Context, Under, human_ns};
 use crate::finding::{Cost, Finding, FindingKind, Severity};
 use crate::intervals::IntervalSet;
-use crate::steps::DATALOADER_PREFIX;
 
 /// Ops that read a device value (or a value-dependent shape) on the host.
 const VALUE_OPS: &[&str] = &[
@@ -78,8 +77,8 @@ pub(crate) fn detect(ctx: &Context<'_>, claimed: &[SliceId]) -> Vec<Finding> {
             }
             if claimed.binary_search(&outer).is_ok()
                 || ctx.under_compile(outer)
-                || ctx.under_named(outer, DATALOADER_PREFIX)
-                || ctx.under_named(outer, "Optimizer.step#")
+                || ctx.is_under(outer, Under::DATALOADER)
+                || ctx.is_under(outer, Under::OPTIMIZER_STEP)
             {
                 continue;
             }

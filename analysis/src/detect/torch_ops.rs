@@ -3,16 +3,15 @@
 //! the classes of ATen op names. No detector logic: a detector reads these, never another
 //! detector's module.
 
-use steplens_ingest::model::{SliceId, Timeline};
+use steplens_ingest::model::{OpArg, SliceId, Timeline};
 
-use super::Context;
+use super::{Context, Under};
 
 /// Name prefix of the autograd engine's per-node range.
 pub(crate) const EVALUATE_PREFIX: &str = "autograd::engine::evaluate_function: ";
 /// Whether `slice` runs inside the autograd engine (the backward pass).
 pub(crate) fn in_backward(ctx: &Context<'_>, slice: SliceId) -> bool {
-    ctx.ancestors(slice)
-        .any(|a| ctx.timeline.slice_name(a).starts_with(EVALUATE_PREFIX))
+    ctx.is_under(slice, Under::BACKWARD)
 }
 
 /// Direct children of `slice` on its track.
@@ -33,10 +32,10 @@ pub(crate) fn children(t: &Timeline, slice: SliceId) -> impl Iterator<Item = Sli
 pub(crate) fn tensor_arg(
     ctx: &Context<'_>,
     slice: SliceId,
-    key: &str,
+    arg: OpArg,
     index: usize,
 ) -> Option<Vec<i64>> {
-    nth_int_list(ctx.arg(slice, key)?, index)
+    nth_int_list(ctx.arg(slice, arg)?, index)
 }
 
 /// The `index`-th element of a JSON array when it is an array of integers, read straight from
@@ -117,10 +116,10 @@ fn skip_element(raw: &[u8], mut at: usize) -> Option<usize> {
 pub(crate) fn tensor_list_arg(
     ctx: &Context<'_>,
     slice: SliceId,
-    key: &str,
+    arg: OpArg,
     index: usize,
 ) -> Option<Vec<Vec<i64>>> {
-    let raw = ctx.arg(slice, key)?;
+    let raw = ctx.arg(slice, arg)?;
     let all: Vec<serde_json::Value> = serde_json::from_slice(raw).ok()?;
     all.get(index)?
         .as_array()?
@@ -136,7 +135,7 @@ pub(crate) fn tensor_list_arg(
 
 /// `Concrete Inputs` as strings (`""` for tensors).
 pub(crate) fn concrete_inputs(ctx: &Context<'_>, slice: SliceId) -> Option<Vec<String>> {
-    let raw = ctx.arg(slice, "Concrete Inputs")?;
+    let raw = ctx.arg(slice, OpArg::ConcreteInputs)?;
     let all: Vec<serde_json::Value> = serde_json::from_slice(raw).ok()?;
     Some(
         all.into_iter()
@@ -163,7 +162,7 @@ pub(crate) fn ints(text: &str) -> Option<Vec<i64>> {
 
 /// Bytes per element of the op's first input, from `Input type`.
 pub(crate) fn dtype_bytes(ctx: &Context<'_>, op: SliceId) -> Option<i64> {
-    let raw = ctx.arg(op, "Input type")?;
+    let raw = ctx.arg(op, OpArg::InputType)?;
     let types: Vec<String> = serde_json::from_slice(raw).ok()?;
     let ty = types.first()?.as_str();
     Some(match ty {
@@ -272,6 +271,11 @@ mod tests {
     #[test]
     fn pointwise_names() {
         assert!(super::is_pointwise("aten::mul_"));
+        assert!(super::is_pointwise("aten::mul"));
+        assert!(super::is_pointwise("aten::add_"));
+        assert!(super::is_pointwise("aten::tanh"));
         assert!(!super::is_pointwise("aten::mm"));
+        assert!(!super::is_pointwise("aten::copy_"));
+        assert!(!super::is_pointwise("mul"));
     }
 }

@@ -5,6 +5,7 @@
 use std::borrow::Cow;
 
 use crate::json::{self, Cursor};
+use crate::model::ArgPlaces;
 
 /// Event keys with a meaning steplens reads past on purpose: thread-clock times, stack frames,
 /// the second id of old async events, display colours. Each is counted in an `ignored_keys`
@@ -37,6 +38,8 @@ pub(super) struct RawEvent<'a> {
     pub(super) flow_out: bool,
     pub(super) scope: u8,
     pub(super) args: Option<std::ops::Range<usize>>,
+    /// Where the op args the detectors read are in `args`, noted while skipping them.
+    pub(super) arg_places: ArgPlaces,
 }
 
 fn parse_lane<'a>(cur: &mut Cursor<'a>) -> json::Result<RawLane<'a>> {
@@ -115,7 +118,9 @@ pub(super) fn parse_event<'a>(
                 ev.scope = cur.raw_string()?.0.first().copied().unwrap_or(b't');
             }
             b"args" if cur.peek() == Some(b'{') => {
-                ev.args = Some(cur.skip_value()?);
+                let (range, places) = ArgPlaces::skip_noting(cur)?;
+                ev.args = Some(range);
+                ev.arg_places = places;
             }
             other => {
                 if let Some(k) = IGNORED_KEYS.iter().position(|k| k.as_bytes() == other) {

@@ -1,88 +1,122 @@
-//! A memo of where a few args keys are in each slice's args: the detectors read the same op's
-//! "Input Dims", "Input Strides", "Input type" and "Concrete Inputs" many times over, and each
-//! [`Timeline::arg_raw`] walks the args from their start. The first read of any memoized key
-//! of a slice walks its args once and records where all of them start.
+//! Where the op args the detectors read are in each slice's args: they read "Input Dims",
+//! "Input Strides", "Input type" and "Concrete Inputs" of hundreds of thousands of ops, and a
+//! [`Timeline::arg_raw`] walks the args from their start each time.
+//!
+//! The Kineto reader notes where those values start while it skips an event's args (the bytes
+//! are in cache then) and keeps it per slice ([`ArgPlaces`] in `Slices::arg_places`). For a
+//! slice without noted places (other readers, args a member walk would read differently),
+//! [`ArgKeys`] walks its args on first use and remembers the answer.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::{SliceId, Timeline};
-use crate::json::{Cursor, find_key, unescape};
+use crate::json::{self, Cursor, find_key, unescape};
 
-/// Keys one memo holds: four 15-bit offsets fit a slot beside the two flags.
-const MAX_KEYS: usize = 4;
-const BITS: u32 = 15;
-const MASK: u64 = (1 << BITS) - 1;
-/// The slot has been filled.
-const FILLED: u64 = 1 << 63;
-/// A key's value starts too far into the args for a slot: read them with `find_key`.
-const TOO_FAR: u64 = 1 << 62;
-
-/// Per slice, where the values of up to four args keys start; filled on first use, safely from
-/// several threads (a slot filled twice is filled with the same value).
-#[derive(Debug)]
-pub struct ArgKeys {
-    keys: Vec<Vec<u8>>,
-    slots: Box<[AtomicU64]>,
+/// An op arg whose place is noted per slice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpArg {
+    /// `Input Dims`: each input's shape.
+    InputDims,
+    /// `Input Strides`: each input's strides.
+    InputStrides,
+    /// `Input type`: each input's dtype.
+    InputType,
+    /// `Concrete Inputs`: scalar inputs' values as text.
+    ConcreteInputs,
 }
 
-impl ArgKeys {
-    /// A memo of the first four of `keys` over `timeline`'s slices (other keys are read
-    /// directly).
+impl OpArg {
+    /// Every noted arg, in slot order.
+    pub const ALL: [Self; 4] = [
+        Self::InputDims,
+        Self::InputStrides,
+        Self::InputType,
+        Self::ConcreteInputs,
+    ];
+
+    /// The args key.
     #[must_use]
-    pub fn new(timeline: &Timeline, keys: &[&str]) -> Self {
-        Self {
-            keys: keys
+    pub const fn key(self) -> &'static str {
+        match self {
+            Self::InputDims => "Input Dims",
+            Self::InputStrides => "Input Strides",
+            Self::InputType => "Input type",
+            Self::ConcreteInputs => "Concrete Inputs",
+        }
+    }
+
+    fn slot(self) -> u32 {
+        self as u32
+    }
+
+    /// The arg whose key is `key`.
+    fn of_key(key: &[u8]) -> Option<Self> {
+        // By length first: most keys of an op's args have another length.
+        match key.len() {
+            10 => Self::ALL[..]
                 .iter()
-                .take(MAX_KEYS)
-                .map(|k| k.as_bytes().to_vec())
-                .collect(),
-            slots: (0..timeline.slices.len())
-                .map(|_| AtomicU64::new(0))
-                .collect(),
+                .copied()
+                .find(|a| a.key().len() == 10 && a.key().as_bytes() == key),
+            13 if key == Self::InputStrides.key().as_bytes() => Some(Self::InputStrides),
+            15 if key == Self::ConcreteInputs.key().as_bytes() => Some(Self::ConcreteInputs),
+            _ => None,
         }
     }
+}
 
-    /// Slice `i`'s raw value of `key`: what [`Timeline::arg_raw`] gives.
+const BITS: u32 = 15;
+const MASK: u64 = (1 << BITS) - 1;
+/// The places are known.
+const KNOWN: u64 = 1 << 63;
+/// A value starts too far into the args for 15 bits: read them with `find_key`.
+const TOO_FAR: u64 = 1 << 62;
+
+/// Where each [`OpArg`]'s value starts in one slice's args: four 15-bit offsets (plus one; 0 =
+/// absent) and two flags in a word. [`ArgPlaces::UNKNOWN`] when not noted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ArgPlaces(u64);
+
+impl ArgPlaces {
+    /// Not noted: find them by walking the args.
+    pub const UNKNOWN: Self = Self(0);
+
+    /// Whether the places are known (absent keys included).
     #[must_use]
-    pub fn get<'t>(&self, t: &'t Timeline, i: SliceId, key: &str) -> Option<&'t [u8]> {
-        let k = self.keys.iter().position(|x| x == key.as_bytes());
-        let (Some(k), Some(slot)) = (k, self.slots.get(i as usize)) else {
-            return t.arg_raw(i, key);
-        };
-        let raw = t.args_raw(i)?;
-        let mut packed = slot.load(Ordering::Relaxed);
-        if packed & FILLED == 0 {
-            packed = self.starts(raw);
-            slot.store(packed, Ordering::Relaxed);
-        }
-        if packed & TOO_FAR != 0 {
-            return find_key(raw, key.as_bytes());
-        }
-        let at = (packed >> (BITS * k as u32)) & MASK;
-        let start = usize::try_from(at.checked_sub(1)?).ok()?;
-        let value = raw.get(start..)?;
-        let range = Cursor::new(value).skip_value().ok()?;
-        value.get(range)
+    pub fn is_known(self) -> bool {
+        self.0 & KNOWN != 0
     }
 
-    /// One walk over the top-level members of `raw`: where each key's value starts, plus one
-    /// (0: absent). The first member of a name counts, and a walk that meets malformed JSON
-    /// stops there, as `find_key` does.
-    fn starts(&self, raw: &[u8]) -> u64 {
-        let mut packed = FILLED;
+    /// Notes that `arg`'s value starts `offset` bytes into the args; the first member of a
+    /// name counts.
+    fn note(&mut self, arg: OpArg, offset: usize) {
+        let shift = BITS * arg.slot();
+        if self.0 & TOO_FAR != 0 || (self.0 >> shift) & MASK != 0 {
+            return;
+        }
+        match u64::try_from(offset + 1) {
+            Ok(at) if at <= MASK => self.0 |= at << shift,
+            _ => self.0 |= TOO_FAR,
+        }
+    }
+
+    /// One walk over the top-level members of `raw`. The first member of a name counts, and a
+    /// walk that meets malformed JSON stops there, as `find_key` does.
+    #[must_use]
+    pub fn find(raw: &[u8]) -> Self {
+        let mut places = Self(KNOWN);
         let mut cur = Cursor::new(raw);
         if cur.expect(b'{', "{").is_err() || cur.peek() == Some(b'}') {
-            return packed;
+            return places;
         }
         loop {
             let Ok((name, escaped)) = cur.raw_string() else {
-                return packed;
+                return places;
             };
             if cur.expect(b':', ":").is_err() {
-                return packed;
+                return places;
             }
             let Ok(value) = cur.skip_value() else {
-                return packed;
+                return places;
             };
             let unescaped;
             let name = if escaped {
@@ -91,20 +125,86 @@ impl ArgKeys {
             } else {
                 name
             };
-            if let Some(k) = self.keys.iter().position(|x| x == name) {
-                let shift = BITS * k as u32;
-                if (packed >> shift) & MASK == 0 {
-                    let at = value.start as u64 + 1;
-                    if at > MASK {
-                        return packed | TOO_FAR;
-                    }
-                    packed |= at << shift;
-                }
+            if let Some(arg) = OpArg::of_key(name) {
+                places.note(arg, value.start);
+            }
+            if places.0 & TOO_FAR != 0 {
+                return places;
             }
             if !matches!(cur.next_member(b'}', ", or }"), Ok(true)) {
-                return packed;
+                return places;
             }
         }
+    }
+
+    /// Skips the args object at the cursor as `skip_value` does and notes the places on the
+    /// way: unknown when its top level is not clean JSON (a later walk decides then).
+    pub(crate) fn skip_noting(
+        cur: &mut Cursor<'_>,
+    ) -> json::Result<(std::ops::Range<usize>, Self)> {
+        let mut places = Self(KNOWN);
+        let (range, clean) = cur.skip_object_members(|key, offset| {
+            if let Some(arg) = OpArg::of_key(key) {
+                places.note(arg, offset);
+            }
+        })?;
+        Ok((range, if clean { places } else { Self::UNKNOWN }))
+    }
+
+    /// The raw value of `arg` in `raw`, the args these places were found in.
+    fn value(self, raw: &[u8], arg: OpArg) -> Option<&[u8]> {
+        if self.0 & TOO_FAR != 0 {
+            return find_key(raw, arg.key().as_bytes());
+        }
+        let at = (self.0 >> (BITS * arg.slot())) & MASK;
+        let start = usize::try_from(at.checked_sub(1)?).ok()?;
+        let value = raw.get(start..)?;
+        let range = Cursor::new(value).skip_value().ok()?;
+        value.get(range)
+    }
+}
+
+/// Per slice, the [`ArgPlaces`] a walk found where the Timeline has none noted; filled on first
+/// use, safely from several threads (a slot filled twice is filled with the same value).
+#[derive(Debug)]
+pub struct ArgKeys {
+    found: Box<[AtomicU64]>,
+}
+
+impl ArgKeys {
+    /// An empty memo over `timeline`'s slices.
+    #[must_use]
+    pub fn new(timeline: &Timeline) -> Self {
+        Self {
+            found: (0..timeline.slices.len())
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+        }
+    }
+
+    /// Slice `i`'s raw value of `arg`: what [`Timeline::arg_raw`] gives for its key.
+    #[must_use]
+    pub fn get<'t>(&self, t: &'t Timeline, i: SliceId, arg: OpArg) -> Option<&'t [u8]> {
+        let raw = t.args_raw(i)?;
+        let noted = t
+            .slices
+            .arg_places
+            .get(i as usize)
+            .copied()
+            .unwrap_or_default();
+        let places = if noted.is_known() {
+            noted
+        } else if let Some(slot) = self.found.get(i as usize) {
+            let mut places = ArgPlaces(slot.load(Ordering::Relaxed));
+            if !places.is_known() {
+                places = ArgPlaces::find(raw);
+                slot.store(places.0, Ordering::Relaxed);
+            }
+            places
+        } else {
+            ArgPlaces::find(raw)
+        };
+        places.value(raw, arg)
     }
 }
 
@@ -112,18 +212,31 @@ impl ArgKeys {
 mod tests {
     use super::*;
 
-    #[test]
-    fn memoized_keys_read_as_arg_raw_reads_them() {
+    fn args_cases() -> Vec<String> {
         let long = "x".repeat(40_000);
-        let args = [
+        vec![
             r#"{"Input Dims": [[2, 3], []], "Input type": ["float", ""], "b": 1}"#.to_owned(),
             r#"{"a": {"Input Dims": 1}, "Input\u0020Dims": [[4]], "Input Dims": [[5]]}"#.to_owned(),
             r#"{"Input type": "x", "Input Dims": [[1], oops], "Concrete Inputs": ["", "1"]}"#
                 .to_owned(),
             format!(r#"{{"pad": "{long}", "Input Dims": [[7]], "Concrete Inputs": []}}"#),
             r#"{}"#.to_owned(),
-            r#"[1, 2]"#.to_owned(),
-        ];
+            r#"{ "Input Dims" : [[1]] , "Input Strides":[[1]],"Input type":"Input Dims"}"#
+                .to_owned(),
+            r#"{"a": 1 "Input Dims": [[2]]}"#.to_owned(),
+            r#"{"a": 1, "Input Dims": [[2]],}"#.to_owned(),
+            r#"{"a": 1[2], "Input Dims": [[2]]}"#.to_owned(),
+            r#"{"a" 1, "Input Dims": [[2]]}"#.to_owned(),
+            r#"{"a": 1, "Input Dims": [[2]]]"#.to_owned(),
+            r#"{"Input Dims": [[3]], "Input Dims": [[4]], "Input Strides": true}"#.to_owned(),
+            r#"{"Input Dims": -1.5e3, "Concrete Inputs": null}"#.to_owned(),
+        ]
+    }
+
+    /// What a slice's args read as through the noted places, the walk's places and a lookup.
+    #[test]
+    fn noted_and_found_places_read_as_arg_raw_reads_them() {
+        let args = args_cases();
         let events: Vec<String> = args
             .iter()
             .enumerate()
@@ -138,24 +251,85 @@ mod tests {
             r#"{{"traceEvents":[{}]}}"#,
             events.join(",")
         ));
-        let keys = [
-            "Input Dims",
-            "Input type",
-            "Concrete Inputs",
-            "Input Strides",
-        ];
-        let memo = ArgKeys::new(&t, &keys);
+        let memo = ArgKeys::new(&t);
         let mut found = 0;
+        let mut noted = 0;
         for i in 0..t.slices.len() as SliceId {
-            // Twice: filling the slot, then reading it.
+            noted += usize::from(t.slices.arg_places[i as usize].is_known());
+            // Twice: filling the memo, then reading it.
             for _ in 0..2 {
-                for key in keys.iter().chain(&["b", "pad"]) {
-                    let direct = t.arg_raw(i, key);
+                for arg in OpArg::ALL {
+                    let direct = t.arg_raw(i, arg.key());
                     found += usize::from(direct.is_some());
-                    assert_eq!(memo.get(&t, i, key), direct, "slice {i} key {key}");
+                    assert_eq!(memo.get(&t, i, arg), direct, "slice {i} arg {arg:?}");
                 }
             }
         }
         assert!(found > 10, "{found}");
+        // The clean ones are noted at load; the malformed ones are left to the walk.
+        assert!(
+            noted >= 7 && noted < args.len(),
+            "{noted} of {}",
+            args.len()
+        );
+    }
+
+    /// Noting while skipping gives the walk's places on clean args, unknown on the others, and
+    /// always the range `skip_value` gives.
+    #[test]
+    fn noting_skip_agrees_with_the_walk_and_the_skipper() {
+        let mut cases = args_cases();
+        cases.extend(
+            [
+                r#"{"Input Dims": [[1, 2]], "x": {"Input Strides": [[1]]}, "Input Strides": [[2, 1]]}"#,
+                "{\n  \"Input type\":\t[\"float\"],\r\n  \"Input Dims\": [[8]]\n}",
+                r#"{"a": "b\"c", "Concrete Inputs": ["\"", "]"], "Input Dims": [[1]]}"#,
+                r#"{"a": [1, {"b": [2, "}"]}], "Input Dims": [[9]]}"#,
+                r#"{"Input Dims": [[1]]"#,
+                r#"{"a": "unterminated"#,
+                r#"{"Input Dims": true false}"#,
+                r#"{"Input Dims": "#,
+                r#"{,}"#,
+                r#"{:}"#,
+            ]
+            .map(str::to_owned),
+        );
+        // Every case again with one byte dropped or one structural byte put in, anywhere.
+        let mut mutated = Vec::new();
+        for case in cases.iter().filter(|c| c.len() < 200) {
+            for at in 0..case.len() {
+                if case.is_char_boundary(at) && case.is_char_boundary(at + 1) {
+                    mutated.push(format!("{}{}", &case[..at], &case[at + 1..]));
+                }
+                if case.is_char_boundary(at) {
+                    for extra in [",", ":", "\"", "{", "}", "[", "]", " ", "\\", "x"] {
+                        mutated.push(format!("{}{extra}{}", &case[..at], &case[at..]));
+                    }
+                }
+            }
+        }
+        let mut known = 0;
+        for case in cases.iter().chain(&mutated) {
+            let bytes = case.as_bytes();
+            // The reader notes only what it skips as an object.
+            if Cursor::new(bytes).peek() != Some(b'{') {
+                continue;
+            }
+            let skipped = Cursor::new(bytes).skip_value();
+            let noted = ArgPlaces::skip_noting(&mut Cursor::new(bytes));
+            match (&skipped, &noted) {
+                (Ok(range), Ok((noted_range, places))) => {
+                    assert_eq!(range, noted_range, "{case}");
+                    if places.is_known() {
+                        known += 1;
+                        assert_eq!(*places, ArgPlaces::find(&bytes[range.clone()]), "{case}");
+                    }
+                }
+                (Err(a), Err(b)) => assert_eq!(a.offset, b.offset, "{case}"),
+                _ => panic!("{case}: {skipped:?} against {noted:?}"),
+            }
+        }
+        // Most damage leaves a clean top level only by chance; many cases still are clean.
+        assert!(known > 500, "{known} of {}", cases.len() + mutated.len());
     }
 }
