@@ -223,27 +223,13 @@ impl<'a> Cursor<'a> {
     }
 }
 
-/// Where a top-level member skipped by [`Cursor::skip_object_members`] is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Member {
-    /// After `{` or `,`: a key comes next.
-    Key,
-    /// After a key: `:` comes next.
-    Colon,
-    /// After `:`: a value comes next.
-    Value,
-    /// Inside a number or literal.
-    Scalar,
-    /// After a value: `,` or `}` comes next.
-    After,
-}
-
 impl<'a> Cursor<'a> {
     /// Skips the object at the cursor exactly as [`Cursor::skip_value`] does (same range, same
     /// errors), and meanwhile calls `on_member(key, value_offset)` for each top-level member
-    /// whose key has no escapes (`value_offset` from the object's `{`). Returns the range and
-    /// whether the object's top level is clean JSON a member walk reads the same way: when it
-    /// is not, the members reported are not to be trusted.
+    /// (`value_offset` from the object's `{`). Returns the range and whether the members were
+    /// read: only when the object's top level is clean JSON that a member walk reads the same
+    /// way (no escaped keys) — else it is skipped whole and the members reported so far are not
+    /// to be trusted.
     pub(crate) fn skip_object_members(
         &mut self,
         mut on_member: impl FnMut(&'a [u8], usize),
@@ -251,114 +237,99 @@ impl<'a> Cursor<'a> {
         if self.peek() != Some(b'{') {
             return self.err("an object");
         }
+        let start = self.pos;
+        if let Some(end) = self.members_end(&mut on_member) {
+            self.pos = end;
+            return Ok((start..end, true));
+        }
+        // Damaged or unusual: the plain skip decides the range or the error.
+        self.skip_container()?;
+        Ok((start..self.pos, false))
+    }
+
+    /// Where the object at the cursor ends, reading its top level member by member; `None` at
+    /// anything a member walk could read otherwise, or an error of any kind.
+    fn members_end(&self, on_member: &mut impl FnMut(&'a [u8], usize)) -> Option<usize> {
         let buf = self.buf;
         let start = self.pos;
-        let mut at = start;
-        let mut depth = 0usize;
-        let mut top = Member::Key;
-        let mut members = 0usize;
-        let mut key: &'a [u8] = &[];
-        let mut clean = true;
-        while let Some(&b) = buf.get(at) {
-            match MEMBER_CLASS[usize::from(b)] {
-                PLAIN => {
-                    if depth == 1 {
-                        match top {
-                            Member::Value => {
-                                on_member(key, at - start);
-                                top = Member::Scalar;
-                            }
-                            Member::Scalar => {}
-                            _ => clean = false,
-                        }
-                    }
-                }
-                WS => {
-                    if depth == 1 && top == Member::Scalar {
-                        top = Member::After;
-                    }
-                }
-                COLON => {
-                    if depth == 1 {
-                        if top == Member::Colon {
-                            top = Member::Value;
-                        } else {
-                            clean = false;
-                        }
-                    }
-                }
-                COMMA => {
-                    if depth == 1 {
-                        if matches!(top, Member::After | Member::Scalar) {
-                            top = Member::Key;
-                        } else {
-                            clean = false;
-                        }
-                    }
-                }
-                QUOTE => {
-                    let Some((end, escaped)) = string_end(buf, at + 1) else {
-                        self.pos = buf.len();
-                        return self.err("the end of a string");
-                    };
-                    if depth == 1 {
-                        match top {
-                            Member::Key => {
-                                clean &= !escaped;
-                                key = &buf[at + 1..end];
-                                members += 1;
-                                top = Member::Colon;
-                            }
-                            Member::Value => {
-                                on_member(key, at - start);
-                                top = Member::After;
-                            }
-                            _ => clean = false,
-                        }
-                    }
-                    at = end;
-                }
-                OPEN => {
-                    if depth == 1 {
-                        if top == Member::Value {
-                            on_member(key, at - start);
-                            // Read again when the container closes back to this level.
-                            top = Member::After;
-                        } else {
-                            clean = false;
-                        }
-                    }
-                    depth += 1;
-                    if depth > self.max_depth {
-                        self.pos = at;
-                        return Err(SyntaxError {
-                            offset: at,
-                            expected: "shallower nesting",
-                            depth_limit: true,
-                        });
-                    }
-                }
-                _ => {
-                    if depth == 1 {
-                        let closes = match top {
-                            Member::After | Member::Scalar => true,
-                            Member::Key => members == 0,
-                            _ => false,
-                        };
-                        clean &= closes && b == b'}';
-                    }
-                    depth -= 1;
-                    if depth == 0 {
-                        self.pos = at + 1;
-                        return Ok((start..self.pos, clean));
-                    }
-                }
-            }
-            at += 1;
+        let mut at = ws_end(buf, start + 1);
+        if *buf.get(at)? == b'}' {
+            return Some(at + 1);
         }
-        self.pos = at;
-        self.err("the end of an object or array")
+        loop {
+            if *buf.get(at)? != b'"' {
+                return None;
+            }
+            let (end, escaped) = string_end(buf, at + 1)?;
+            if escaped {
+                return None;
+            }
+            let key = &buf[at + 1..end];
+            at = ws_end(buf, end + 1);
+            if *buf.get(at)? != b':' {
+                return None;
+            }
+            at = ws_end(buf, at + 1);
+            let first = *buf.get(at)?;
+            on_member(key, at - start);
+            at = match STRUCTURAL[usize::from(first)] {
+                QUOTE => string_end(buf, at + 1)?.0 + 1,
+                OPEN => {
+                    // One level down: the object's own brace counts against the depth limit.
+                    let mut inner = Cursor::with_max_depth(buf, self.max_depth.saturating_sub(1));
+                    inner.pos = at;
+                    inner.skip_container().ok()?;
+                    inner.pos
+                }
+                CLOSE => return None,
+                _ => {
+                    let scalar = at;
+                    while let Some(&b) = buf.get(at) {
+                        // Where a literal ends for `scalar_text`, and the brackets that
+                        // open a container for `skip_container`.
+                        if matches!(
+                            b,
+                            b',' | b'}'
+                                | b']'
+                                | b' '
+                                | b'\n'
+                                | b'\r'
+                                | b'\t'
+                                | b':'
+                                | b'"'
+                                | b'{'
+                                | b'['
+                        ) {
+                            break;
+                        }
+                        at += 1;
+                    }
+                    if at == scalar {
+                        return None;
+                    }
+                    at
+                }
+            };
+            at = ws_end(buf, at);
+            match *buf.get(at)? {
+                b',' => at = ws_end(buf, at + 1),
+                b'}' => return Some(at + 1),
+                _ => return None,
+            }
+        }
     }
+}
+
+/// The first offset from `at` that is not JSON whitespace.
+#[inline]
+fn ws_end(buf: &[u8], mut at: usize) -> usize {
+    while buf
+        .get(at)
+        .is_some_and(|b| matches!(b, b' ' | b'\n' | b'\r' | b'\t'))
+    {
+        at += 1;
+    }
+    at
 }
 
 /// [`STRUCTURAL`] classes: what the container skipper must look at.
@@ -377,23 +348,6 @@ static STRUCTURAL: [u8; 256] = {
     table[b'[' as usize] = OPEN;
     table[b'}' as usize] = CLOSE;
     table[b']' as usize] = CLOSE;
-    table
-};
-
-/// [`MEMBER_CLASS`] classes beyond [`STRUCTURAL`]'s: what a top-level member walk looks at.
-const COMMA: u8 = 4;
-const COLON: u8 = 5;
-const WS: u8 = 6;
-
-/// Each byte's class for [`Cursor::skip_object_members`].
-static MEMBER_CLASS: [u8; 256] = {
-    let mut table = STRUCTURAL;
-    table[b',' as usize] = COMMA;
-    table[b':' as usize] = COLON;
-    table[b' ' as usize] = WS;
-    table[b'\n' as usize] = WS;
-    table[b'\r' as usize] = WS;
-    table[b'\t' as usize] = WS;
     table
 };
 

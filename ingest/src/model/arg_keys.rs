@@ -294,6 +294,15 @@ mod tests {
             ]
             .map(str::to_owned),
         );
+        // Nesting at the depth limit and past it, counted from the object's own brace.
+        let limit = crate::limits::DEFAULT_MAX_JSON_DEPTH;
+        for levels in [limit - 2, limit - 1, limit] {
+            cases.push(format!(
+                r#"{{"Input Dims": [[1]], "a": {}{}}}"#,
+                "[".repeat(levels),
+                "]".repeat(levels)
+            ));
+        }
         // Every case again with one byte dropped or one structural byte put in, anywhere.
         let mut mutated = Vec::new();
         for case in cases.iter().filter(|c| c.len() < 200) {
