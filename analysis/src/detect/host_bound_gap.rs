@@ -10,7 +10,7 @@
 use rustc_hash::FxHashMap;
 use steplens_ingest::model::{CategoryClass, NO_PARENT, SliceId};
 
-use super::{BLOCKING_CALLS, Context, human_ns, is_compile_span, ranked_names};
+use super::{BLOCKING_CALLS, Context, NameSet, human_ns, is_compile_span, ranked_names};
 use crate::finding::{Cost, Evidence, Finding, FindingKind, Severity};
 use crate::intervals::IntervalSet;
 
@@ -32,6 +32,8 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
     let mut host_ops: FxHashMap<u16, Vec<SliceId>> = FxHashMap::default();
     let mut blocked: FxHashMap<u16, Vec<(i64, i64)>> = FxHashMap::default();
     let mut compiling: FxHashMap<u16, Vec<(i64, i64)>> = FxHashMap::default();
+    let blocking = NameSet::new(t, |name| BLOCKING_CALLS.contains(&name));
+    let compile = NameSet::new(t, |name| name == "synGraphCompile" || is_compile_span(name));
     for (_, track) in ctx.host_tracks() {
         for i in track.slices.clone() {
             let class = t.slice_class(i);
@@ -39,16 +41,13 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
                 continue;
             }
             let range = (t.slices.start[i as usize], t.slices.end(i));
-            let name = t.slice_name(i);
+            let compiling_here = compile.has(t, i);
             // Waiting in a sync, or compiling a graph, is the device idle for reasons that
             // have their own kinds (`sync_point`, `recompile`).
-            if (class == CategoryClass::Runtime && BLOCKING_CALLS.contains(&name))
-                || name == "synGraphCompile"
-                || is_compile_span(name)
-            {
+            if (class == CategoryClass::Runtime && blocking.has(t, i)) || compiling_here {
                 blocked.entry(track.source).or_default().push(range);
             }
-            if name == "synGraphCompile" || is_compile_span(name) {
+            if compiling_here {
                 compiling.entry(track.source).or_default().push(range);
             }
             let parent = t.slices.parent[i as usize];

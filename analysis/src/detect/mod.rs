@@ -145,7 +145,35 @@ pub struct Context<'a> {
     /// What encloses each slice, made on first use.
     enclosure: std::sync::OnceLock<enclosure::Enclosure>,
     /// Per interned name, whether it is an elementwise ATen op; made on first use.
-    pointwise_names: std::sync::OnceLock<Vec<bool>>,
+    pointwise_names: std::sync::OnceLock<NameSet>,
+}
+
+/// Per interned name, whether it passes a test: detectors look at every slice's name, and a
+/// trace has far fewer names than slices, so each name is tested once.
+pub(crate) struct NameSet(Vec<bool>);
+
+impl NameSet {
+    /// The names of `timeline` that pass `test`.
+    pub(crate) fn new(timeline: &Timeline, test: impl Fn(&str) -> bool) -> Self {
+        Self(
+            timeline
+                .strings
+                .iter()
+                .map(|(_, name)| test(name))
+                .collect(),
+        )
+    }
+
+    /// Whether slice `slice`'s name is in the set.
+    pub(crate) fn has(&self, timeline: &Timeline, slice: SliceId) -> bool {
+        timeline
+            .slices
+            .name
+            .get(slice as usize)
+            .and_then(|&n| self.0.get(n as usize))
+            .copied()
+            .unwrap_or(false)
+    }
 }
 
 impl<'a> Context<'a> {
@@ -169,19 +197,9 @@ impl<'a> Context<'a> {
     /// Whether slice `slice` is an elementwise ATen op ([`torch_ops::is_pointwise`] of its
     /// name, classified once per name: a transformer trace has a million ops).
     pub(crate) fn is_pointwise_op(&self, slice: SliceId) -> bool {
-        let t = self.timeline;
-        let names = self.pointwise_names.get_or_init(|| {
-            t.strings
-                .iter()
-                .map(|(_, name)| torch_ops::is_pointwise(name))
-                .collect()
-        });
-        t.slices
-            .name
-            .get(slice as usize)
-            .and_then(|&n| names.get(n as usize))
-            .copied()
-            .unwrap_or(false)
+        self.pointwise_names
+            .get_or_init(|| NameSet::new(self.timeline, torch_ops::is_pointwise))
+            .has(self.timeline, slice)
     }
 
     /// Whether `slice` is inside a range of the kind `what` (at any depth).
@@ -423,6 +441,17 @@ pub fn run_all(ctx: &Context<'_>) -> Vec<Finding> {
     let (mut findings, second) = side_by_side(
         || {
             let mut findings = Vec::new();
+            findings.extend(dataloader_stall::detect(ctx));
+            findings.extend(recompile::detect(ctx));
+            findings.extend(mme_idle::detect(ctx));
+            findings.extend(gaudi::detect(ctx));
+            // The costliest detector on torch traces (it reads the shapes of every transpose
+            // and copy): the other half takes the rest.
+            findings.extend(non_logical_transpose::detect(ctx));
+            findings
+        },
+        || {
+            let mut findings = Vec::new();
             // Host-to-device copies from pageable or freshly made host tensors are their own
             // findings', not syncs.
             let copies = host_copies::host_copies(ctx);
@@ -430,17 +459,8 @@ pub fn run_all(ctx: &Context<'_>) -> Vec<Finding> {
                 ctx,
                 &host_copies::claimed_copy_ops(&copies),
             ));
-            findings.extend(dataloader_stall::detect(ctx));
-            findings.extend(recompile::detect(ctx));
-            findings.extend(host_bound_gap::detect(ctx));
-            findings.extend(mme_idle::detect(ctx));
-            findings.extend(gaudi::detect(ctx));
-            findings.extend(non_logical_transpose::detect(ctx));
             findings.extend(host_copies::detect(ctx, &copies));
-            findings
-        },
-        || {
-            let mut findings = Vec::new();
+            findings.extend(host_bound_gap::detect(ctx));
             findings.extend(slow_zero_grad::detect(ctx));
             findings.extend(debug_api::detect(ctx));
             findings.extend(layer_patterns::detect(ctx));

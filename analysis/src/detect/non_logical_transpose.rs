@@ -32,7 +32,7 @@ use steplens_ingest::model::{CategoryClass, OpArg, SliceId, StrId, Timeline};
 use super::torch_ops::{
     EVALUATE_PREFIX, children, concrete_inputs, dtype_bytes, in_backward, ints, tensor_arg,
 };
-use super::{Context, human_ns};
+use super::{Context, Under, human_ns};
 use crate::finding::{Cost, Finding, FindingKind, Severity};
 use crate::nodes::{DeviceNode, NodeKernels, device_nodes};
 use crate::units::human_bytes;
@@ -352,6 +352,10 @@ impl Names {
 
 /// The innermost enclosing `cpu_op`, if any.
 fn cpu_parent(ctx: &Context<'_>, slice: SliceId) -> Option<SliceId> {
+    if !ctx.is_under(slice, Under::OP) {
+        // Most ops are outermost: no walk up through their Python frames.
+        return None;
+    }
     ctx.ancestors(slice)
         .find(|&a| ctx.timeline.slice_class(a) == CategoryClass::CpuOp)
 }
@@ -443,10 +447,11 @@ fn copy(ctx: &Context<'_>, names: &Names, op: SliceId) -> Option<Copy> {
     let index = usize::from(name == "aten::copy_");
     let dims = tensor_arg(ctx, op, OpArg::InputDims, index)?;
     let strides = tensor_arg(ctx, op, OpArg::InputStrides, index)?;
-    let user_level = ctx
-        .ancestors(op)
-        .filter(|&a| t.slice_class(a) == CategoryClass::CpuOp)
-        .all(|a| names.wrappers.contains(&t.slices.name[a as usize]));
+    let user_level = !ctx.is_under(op, Under::OP)
+        || ctx
+            .ancestors(op)
+            .filter(|&a| t.slice_class(a) == CategoryClass::CpuOp)
+            .all(|a| names.wrappers.contains(&t.slices.name[a as usize]));
     Some(Copy {
         op,
         start: t.slices.start[op as usize],

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use steplens_ingest::model::{CategoryClass, OpArg, SliceId};
 
-use super::{Context, human_ns};
+use super::{Context, NameSet, human_ns};
 use crate::finding::{Cost, Evidence, Finding, FindingKind, Severity};
 
 /// Outermost spans of a compile.
@@ -42,12 +42,15 @@ struct Compile {
 pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
     let t = ctx.timeline;
     let mut compiles: BTreeMap<(u16, u32, u32), Compile> = BTreeMap::new();
+    let marks = NameSet::new(t, |name| {
+        name.contains("compile_id=") || name.starts_with("Torch-Compiled Region: ")
+    });
     for (_, track) in ctx.host_tracks() {
         for i in track.slices.clone() {
-            let name = t.slice_name(i);
-            if !name.contains("compile_id=") && !name.starts_with("Torch-Compiled Region: ") {
+            if !marks.has(t, i) {
                 continue;
             }
+            let name = t.slice_name(i);
             let Some((frame, index)) = compile_id(name) else {
                 continue;
             };

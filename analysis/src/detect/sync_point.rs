@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use steplens_ingest::model::{CategoryClass, SliceId};
 
-use super::{BLOCKING_CALLS, Context, Under, human_ns};
+use super::{BLOCKING_CALLS, Context, NameSet, Under, human_ns};
 use crate::finding::{Cost, Finding, FindingKind, Severity};
 use crate::intervals::IntervalSet;
 
@@ -56,13 +56,14 @@ pub(crate) fn detect(ctx: &Context<'_>, claimed: &[SliceId]) -> Vec<Finding> {
     let t = ctx.timeline;
     let dtoh_launches = dtoh_launches(ctx);
     let mut calls: BTreeMap<SliceId, Call> = BTreeMap::new();
+    let value_ops = NameSet::new(t, |name| VALUE_OPS.contains(&name));
+    let blocking = NameSet::new(t, |name| BLOCKING_CALLS.contains(&name));
     for (_, track) in ctx.host_tracks() {
         for i in track.slices.clone() {
             let class = t.slice_class(i);
-            let name = t.slice_name(i);
-            let value_op = class == CategoryClass::CpuOp && VALUE_OPS.contains(&name);
+            let value_op = class == CategoryClass::CpuOp && value_ops.has(t, i);
             let runtime = matches!(class, CategoryClass::Runtime | CategoryClass::Driver)
-                && (BLOCKING_CALLS.contains(&name) || dtoh_launches.binary_search(&i).is_ok());
+                && (blocking.has(t, i) || dtoh_launches.binary_search(&i).is_ok());
             if !value_op && !runtime {
                 continue;
             }
