@@ -13,9 +13,7 @@
 
 use std::path::Path;
 
-use crate::model::{
-    ArgPlaces, DeviceKind, LaneId, NO_PARENT, SliceId, StrId, Timeline, TrackId, TrackKind,
-};
+use crate::model::{DeviceKind, LaneId, NO_PARENT, SliceId, StrId, Timeline, TrackId, TrackKind};
 use crate::{IngestError, LoadOptions};
 
 /// Whether a loaded single-input Timeline can be laid next to others as it is.
@@ -153,11 +151,6 @@ fn append(out: &mut Timeline, part: Timeline) {
     }
     let s = part.slices;
     let o = &mut out.slices;
-    // Kept aligned with the other columns whatever a part holds.
-    o.arg_places.resize(o.start.len(), ArgPlaces::UNKNOWN);
-    o.arg_places.extend(s.arg_places);
-    o.arg_places
-        .resize(o.start.len() + s.start.len(), ArgPlaces::UNKNOWN);
     o.start.extend(s.start);
     o.dur.extend(s.dur);
     o.track

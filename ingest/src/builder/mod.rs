@@ -9,8 +9,8 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use crate::model::{
-    ArgPlaces, ArgsRef, CatId, CategoryClass, Flow, LaneId, NodeMetrics, Slices, SourceInfo, StrId,
-    Timeline, TrackId, TrackKind,
+    ArgsRef, CatId, CategoryClass, Flow, LaneId, NodeMetrics, Slices, SourceInfo, StrId, Timeline,
+    TrackId, TrackKind,
 };
 use crate::source::SourceData;
 
@@ -171,7 +171,6 @@ impl TimelineBuilder {
         raw.name.reserve(additional);
         raw.cat.reserve(additional);
         raw.args.reserve(additional);
-        raw.arg_places.reserve(additional);
     }
 
     /// Registers an input and its bytes; returns its source index.
@@ -313,27 +312,10 @@ impl TimelineBuilder {
         &mut self,
         track: TrackId,
         start: i64,
-        dur: i64,
-        name: StrId,
-        cat: CatId,
-        args: ArgsRef,
-    ) {
-        self.push_slice_with_places(track, start, dur, name, cat, args, ArgPlaces::UNKNOWN);
-    }
-
-    /// [`TimelineBuilder::push_slice`] with where the op args are in `args`, as the reader
-    /// noted while it read them.
-    #[inline]
-    #[allow(clippy::too_many_arguments)]
-    pub fn push_slice_with_places(
-        &mut self,
-        track: TrackId,
-        start: i64,
         mut dur: i64,
         name: StrId,
         cat: CatId,
         args: ArgsRef,
-        places: ArgPlaces,
     ) {
         if dur < 0 {
             self.timeline.stats.negative_durations += 1;
@@ -357,7 +339,6 @@ impl TimelineBuilder {
         self.raw.name.push(name);
         self.raw.cat.push(cat);
         self.raw.args.push(args);
-        self.raw.arg_places.push(places);
     }
 
     /// Opens a `B` slice.
@@ -471,10 +452,6 @@ impl TimelineBuilder {
     ) {
         for args in self.raw.args.iter_mut().skip(slices_from) {
             *args = map(*args);
-        }
-        // Places noted in the old args mean nothing in the new ones.
-        for places in self.raw.arg_places.iter_mut().skip(slices_from) {
-            *places = ArgPlaces::UNKNOWN;
         }
         let instants = &mut self.timeline.instants.args;
         for args in instants.iter_mut().skip(instants_from) {

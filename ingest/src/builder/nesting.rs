@@ -3,8 +3,8 @@
 
 use super::{OpenSlice, TimelineBuilder};
 use crate::model::{
-    ArgPlaces, ArgsRef, CatId, CategoryClass, Counters, Flow, Instants, NO_PARENT, SliceId, Slices,
-    StrId, TrackId,
+    ArgsRef, CatId, CategoryClass, Counters, Flow, Instants, NO_PARENT, SliceId, Slices, StrId,
+    TrackId,
 };
 
 /// Slices from which sorting and gathering use a second thread.
@@ -119,16 +119,15 @@ impl TimelineBuilder {
                 .collect();
             (gather_i64(&raw.start), gather_i64(&raw.dur), track)
         };
-        let ids_of = || -> (Vec<StrId>, Vec<CatId>, Vec<ArgsRef>, Vec<ArgPlaces>) {
+        let ids_of = || -> (Vec<StrId>, Vec<CatId>, Vec<ArgsRef>) {
             (
                 perm.iter().map(|&i| raw.name[i as usize]).collect(),
                 perm.iter().map(|&i| raw.cat[i as usize]).collect(),
                 perm.iter().map(|&i| raw.args[i as usize]).collect(),
-                perm.iter().map(|&i| raw.arg_places[i as usize]).collect(),
             )
         };
         // The columns are gathered on two threads on large inputs: each is independent.
-        let ((start, dur, track), (name, cat, args, arg_places)) = if parallel {
+        let ((start, dur, track), (name, cat, args)) = if parallel {
             std::thread::scope(|scope| {
                 let times = std::thread::Builder::new().spawn_scoped(scope, times_of);
                 let ids = ids_of();
@@ -152,7 +151,6 @@ impl TimelineBuilder {
             depth: vec![0; n],
             parent: vec![NO_PARENT; n],
             args,
-            arg_places,
         };
         drop(raw);
         drop(perm);

@@ -5,7 +5,6 @@
 use std::borrow::Cow;
 
 use crate::json::{self, Cursor};
-use crate::model::{ArgPlaces, CategoryClass};
 
 /// Event keys with a meaning steplens reads past on purpose: thread-clock times, stack frames,
 /// the second id of old async events, display colours. Each is counted in an `ignored_keys`
@@ -38,8 +37,6 @@ pub(super) struct RawEvent<'a> {
     pub(super) flow_out: bool,
     pub(super) scope: u8,
     pub(super) args: Option<std::ops::Range<usize>>,
-    /// Where the op args the detectors read are in `args`, noted while skipping them.
-    pub(super) arg_places: ArgPlaces,
 }
 
 fn parse_lane<'a>(cur: &mut Cursor<'a>) -> json::Result<RawLane<'a>> {
@@ -118,20 +115,7 @@ pub(super) fn parse_event<'a>(
                 ev.scope = cur.raw_string()?.0.first().copied().unwrap_or(b't');
             }
             b"args" if cur.peek() == Some(b'{') => {
-                // Only ops' args are read per op; noting costs a member walk, so the other
-                // events' args (and those of an event whose category comes after them) are
-                // skipped whole and walked only if someone asks.
-                let op = ev
-                    .cat
-                    .as_deref()
-                    .is_some_and(|c| CategoryClass::of(c) == CategoryClass::CpuOp);
-                if op {
-                    let (range, places) = ArgPlaces::skip_noting(cur)?;
-                    ev.args = Some(range);
-                    ev.arg_places = places;
-                } else {
-                    ev.args = Some(cur.skip_value()?);
-                }
+                ev.args = Some(cur.skip_value()?);
             }
             other => {
                 if let Some(k) = IGNORED_KEYS.iter().position(|k| k.as_bytes() == other) {

@@ -731,7 +731,7 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
                         note_device_hints(b, source, b.cat_class(cat), name, ev.cat.as_deref());
                         let name = b.intern(name);
                         let index = b.slice_count();
-                        b.push_slice_with_places(track, ts, dur, name, cat, args, ev.arg_places);
+                        b.push_slice(track, ts, dur, name, cat, args);
                         if let Some(id) = ev.bind_id
                             && b.slice_count() > index
                         {

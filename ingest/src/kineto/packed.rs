@@ -14,7 +14,6 @@ use rustc_hash::FxHashMap;
 
 use super::event::{IGNORED_KEYS, RawEvent, RawLane, parse_event};
 use crate::json::{self, Cursor};
-use crate::model::ArgPlaces;
 
 /// Bits of [`PackedEvent::flags`].
 pub(super) mod flags {
@@ -54,7 +53,6 @@ pub(super) struct PackedEvent {
     tid: i64,
     args_start: u64,
     args_end: u64,
-    arg_places: ArgPlaces,
     /// Indexes in [`ParsedRest::texts`], or [`NO_TEXT`].
     name: u32,
     cat: u32,
@@ -74,7 +72,6 @@ impl Default for PackedEvent {
             tid: 0,
             args_start: 0,
             args_end: 0,
-            arg_places: ArgPlaces::UNKNOWN,
             name: NO_TEXT,
             cat: NO_TEXT,
             flags: 0,
@@ -221,7 +218,6 @@ impl PackedEvent {
             tid,
             args_start: args.start as u64,
             args_end: args.end as u64,
-            arg_places: ev.arg_places,
             name: texts.index(ev.name),
             cat: texts.index(ev.cat),
             flags,
@@ -261,7 +257,6 @@ impl PackedEvent {
             flow_out: has(flags::FLOW_OUT),
             scope: self.scope,
             args: has(flags::HAS_ARGS).then_some(args_start..args_end),
-            arg_places: self.arg_places,
         }
     }
 }

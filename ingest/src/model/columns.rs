@@ -3,7 +3,7 @@
 
 use std::ops::Range;
 
-use super::{ArgPlaces, CatId, SliceId, StrId, TrackId};
+use super::{CatId, SliceId, StrId, TrackId};
 
 /// Reference to a slice's args in its source: byte offset and length packed in a `u64`
 /// (40 bits of offset, 24 of length). Zero means "no args".
@@ -59,8 +59,6 @@ pub struct Slices {
     pub parent: Vec<SliceId>,
     /// Where the args are in the source.
     pub args: Vec<ArgsRef>,
-    /// Where the op args the detectors read are in the args, where the reader noted them.
-    pub arg_places: Vec<ArgPlaces>,
 }
 
 impl Slices {
@@ -71,8 +69,7 @@ impl Slices {
         + size_of::<CatId>()
         + size_of::<u16>()
         + size_of::<SliceId>()
-        + size_of::<ArgsRef>()
-        + size_of::<ArgPlaces>();
+        + size_of::<ArgsRef>();
 
     /// Number of slices.
     #[must_use]
@@ -104,7 +101,6 @@ impl Slices {
             depth: Vec::with_capacity(n),
             parent: Vec::with_capacity(n),
             args: Vec::with_capacity(n),
-            arg_places: Vec::with_capacity(n),
         }
     }
 
@@ -117,7 +113,6 @@ impl Slices {
             + self.depth.capacity() * 2
             + self.parent.capacity() * 4
             + self.args.capacity() * 8
-            + self.arg_places.capacity() * 8
     }
 }
 

@@ -6,7 +6,7 @@
 //! Timeline is built. Names are interned; args stay in the source bytes and are decoded only when
 //! someone asks ([`Timeline::args`], [`Timeline::arg_raw`]).
 //!
-//! Memory: a slice costs [`Slices::BYTES_PER_SLICE`] bytes (48) beyond its args, which stay in
+//! Memory: a slice costs [`Slices::BYTES_PER_SLICE`] bytes (40) beyond its args, which stay in
 //! the (memory-mapped) source.
 
 use std::fmt;
@@ -22,7 +22,7 @@ mod columns;
 mod gaudi;
 mod strings;
 
-pub use arg_keys::{ArgKeys, ArgPlaces, OpArg};
+pub use arg_keys::{ArgKeys, OpArg};
 pub use columns::{ArgsRef, Counters, Flow, Instants, Slices};
 pub use gaudi::{MetricDump, NodeMetrics};
 pub use strings::{Categories, CategoryClass, StringTable};
