@@ -217,7 +217,7 @@ fn host_transposes(ctx: &Context<'_>) -> Vec<Finding> {
     let mut pairs: Vec<Pair> = Vec::new();
     for (_, track) in ctx.host_tracks() {
         let mut candidates = Vec::new();
-        let mut copies = Vec::new();
+        let mut copy_ops = Vec::new();
         for i in track.slices.clone() {
             let name = t.slices.name[i as usize];
             if t.slice_class(i) != CategoryClass::CpuOp {
@@ -227,13 +227,21 @@ fn host_transposes(ctx: &Context<'_>) -> Vec<Finding> {
                 if let Some(c) = candidate(ctx, &names, i) {
                     candidates.push(c);
                 }
-            } else if names.copies.contains(&name)
-                && let Some(c) = copy(ctx, &names, i)
-            {
-                copies.push(c);
+            } else if names.copies.contains(&name) {
+                copy_ops.push(i);
             }
         }
-        if candidates.is_empty() || copies.is_empty() {
+        if candidates.is_empty() {
+            continue;
+        }
+        // A copy pairs only with a candidate whose view has the shape it reads: the others'
+        // strides (and their other args) are never read.
+        let wanted: FxHashSet<&[i64]> = candidates.iter().map(|c| &c.out_dims[..]).collect();
+        let copies: Vec<Copy> = copy_ops
+            .into_iter()
+            .filter_map(|i| copy(ctx, &names, &wanted, i))
+            .collect();
+        if copies.is_empty() {
             continue;
         }
         // Slices are in start order on a track: pair each candidate with the first unused
@@ -420,9 +428,19 @@ fn candidate(ctx: &Context<'_>, names: &Names, op: SliceId) -> Option<Candidate>
     })
 }
 
-fn copy(ctx: &Context<'_>, names: &Names, op: SliceId) -> Option<Copy> {
+/// The copy `op`, when it is one and reads a view of one of the `wanted` shapes.
+fn copy(ctx: &Context<'_>, names: &Names, wanted: &FxHashSet<&[i64]>, op: SliceId) -> Option<Copy> {
     let t = ctx.timeline;
     let name = t.slice_name(op);
+    if ctx.under_compile(op) {
+        return None;
+    }
+    // `dst.copy_(src)` copies its second input.
+    let index = usize::from(name == "aten::copy_");
+    let dims = tensor_arg(ctx, op, OpArg::InputDims, index)?;
+    if !wanted.contains(&dims[..]) {
+        return None;
+    }
     let copies = match name {
         // A reshape copies only when it clones; `contiguous` only when it has work to do.
         "aten::reshape" => children(t, op).any(|c| Some(t.slices.name[c as usize]) == names.clone),
@@ -440,12 +458,6 @@ fn copy(ctx: &Context<'_>, names: &Names, op: SliceId) -> Option<Copy> {
     if !copies {
         return None;
     }
-    if ctx.under_compile(op) {
-        return None;
-    }
-    // `dst.copy_(src)` copies its second input.
-    let index = usize::from(name == "aten::copy_");
-    let dims = tensor_arg(ctx, op, OpArg::InputDims, index)?;
     let strides = tensor_arg(ctx, op, OpArg::InputStrides, index)?;
     let user_level = !ctx.is_under(op, Under::OP)
         || ctx
