@@ -209,8 +209,8 @@ impl<'a> Context<'a> {
             .is_under(slice, what)
     }
 
-    /// The raw JSON value of one of slice `slice`'s op args (`Timeline::arg_raw` of its key,
-    /// read from where the reader noted it or a walk found it).
+    /// The raw JSON value of one of slice `slice`'s op args (`Timeline::arg_raw` of its key;
+    /// the first read walks the slice's args once and remembers where all four start).
     pub(crate) fn arg(&self, slice: SliceId, arg: OpArg) -> Option<&'a [u8]> {
         self.op_args.get(self.timeline, slice, arg)
     }

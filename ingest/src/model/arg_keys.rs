@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::{SliceId, Timeline};
 use crate::json::{Cursor, find_key, unescape};
 
-/// An op arg whose place is noted per slice.
+/// An op arg the detectors read of nearly every op, its place memoized per slice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OpArg {
     /// `Input Dims`: each input's shape.
@@ -26,7 +26,7 @@ pub enum OpArg {
 }
 
 impl OpArg {
-    /// Every noted arg, in slot order.
+    /// Every memoized arg, in slot order.
     pub const ALL: [Self; 4] = [
         Self::InputDims,
         Self::InputStrides,
