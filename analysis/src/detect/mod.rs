@@ -188,7 +188,7 @@ impl<'a> Context<'a> {
             timeline,
             thresholds,
             channels,
-            op_args: ArgKeys::new(timeline),
+            op_args: ArgKeys::default(),
             enclosure: std::sync::OnceLock::new(),
             pointwise_names: std::sync::OnceLock::new(),
         }

@@ -51,36 +51,24 @@ fn advice(device: DeviceKind) -> &'static str {
     }
 }
 
-/// Outermost ops inside the optimizer range `step` on its thread.
+/// Outermost ops inside the optimizer range `step` on its thread: no op between them and the
+/// step.
 fn own_ops(ctx: &Context<'_>, step: SliceId) -> Vec<SliceId> {
     let t = ctx.timeline;
-    if !ctx.is_under(step, Under::OP) {
-        // No op around the step: an op inside it is its own exactly when no op encloses it.
-        return ctx
-            .descendants(step)
-            .filter(|&j| ctx.is_outermost_op(j))
-            .collect();
-    }
-    // Whether an op sits between each descendant and the step: its parent (the step, or a
-    // descendant met before it) answers.
-    let mut under_op: FxHashMap<SliceId, bool> = FxHashMap::default();
-    let mut own = Vec::new();
-    for j in ctx.descendants(step) {
-        let parent = t.slices.parent[j as usize];
-        let below = parent != step
-            && (t.slice_class(parent) == CategoryClass::CpuOp
-                || under_op.get(&parent).copied().unwrap_or_else(|| {
-                    // A parent not met yet (never so in a built Timeline): ask the ancestors.
-                    ctx.ancestors(parent)
+    // Without an op around the step (the usual case), "no op between" is "no op around it".
+    let step_in_op = ctx.is_under(step, Under::OP);
+    ctx.descendants(step)
+        .filter(|&j| {
+            t.slice_class(j) == CategoryClass::CpuOp
+                && if step_in_op {
+                    !ctx.ancestors(j)
                         .take_while(|&a| a != step)
                         .any(|a| t.slice_class(a) == CategoryClass::CpuOp)
-                }));
-        under_op.insert(j, below);
-        if t.slice_class(j) == CategoryClass::CpuOp && !below {
-            own.push(j);
-        }
-    }
-    own
+                } else {
+                    !ctx.is_under(j, Under::OP)
+                }
+        })
+        .collect()
 }
 
 /// Whether an op's first input is a tensor of more than one element (shape unknown: assumed).

@@ -146,31 +146,22 @@ impl ArgPlaces {
 }
 
 /// Per slice, the [`ArgPlaces`] of its args; filled on first use, safely from several threads
-/// (a slot filled twice is filled with the same value).
-#[derive(Debug)]
+/// (a slot filled twice is filled with the same value). One memo serves one Timeline: it is
+/// sized by the first Timeline it reads.
+#[derive(Debug, Default)]
 pub struct ArgKeys {
-    slices: usize,
     /// Made on the first read: an analysis that reads no op arg pays nothing.
     found: std::sync::OnceLock<Box<[AtomicU64]>>,
 }
 
 impl ArgKeys {
-    /// An empty memo over `timeline`'s slices.
-    #[must_use]
-    pub fn new(timeline: &Timeline) -> Self {
-        Self {
-            slices: timeline.slices.len(),
-            found: std::sync::OnceLock::new(),
-        }
-    }
-
     /// Slice `i`'s raw value of `arg`: what [`Timeline::arg_raw`] gives for its key.
     #[must_use]
     pub fn get<'t>(&self, t: &'t Timeline, i: SliceId, arg: OpArg) -> Option<&'t [u8]> {
         let raw = t.args_raw(i)?;
         let found = self
             .found
-            .get_or_init(|| (0..self.slices).map(|_| AtomicU64::new(0)).collect());
+            .get_or_init(|| (0..t.slices.len()).map(|_| AtomicU64::new(0)).collect());
         let Some(slot) = found.get(i as usize) else {
             return ArgPlaces::find(raw).value(raw, arg);
         };
@@ -226,7 +217,7 @@ mod tests {
             r#"{{"traceEvents":[{}]}}"#,
             events.join(",")
         ));
-        let memo = ArgKeys::new(&t);
+        let memo = ArgKeys::default();
         let mut found = 0;
         for i in 0..t.slices.len() as SliceId {
             // Twice: filling the memo, then reading it.
