@@ -8,6 +8,8 @@
 
 use std::borrow::Cow;
 
+mod skip;
+
 /// A syntax error at a byte offset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct SyntaxError {
@@ -164,42 +166,28 @@ impl<'a> Cursor<'a> {
 
     /// Skips a balanced object or array starting at the current byte.
     fn skip_container(&mut self) -> Result<()> {
-        let buf = self.buf;
-        let mut at = self.pos;
-        let mut depth = 0usize;
-        while let Some(&b) = buf.get(at) {
-            match STRUCTURAL[usize::from(b)] {
-                PLAIN => {}
-                QUOTE => {
-                    let Some((end, _)) = string_end(buf, at + 1) else {
-                        self.pos = buf.len();
-                        return self.err("the end of a string");
-                    };
-                    at = end;
-                }
-                OPEN => {
-                    depth += 1;
-                    if depth > self.max_depth {
-                        self.pos = at;
-                        return Err(SyntaxError {
-                            offset: at,
-                            expected: "shallower nesting",
-                            depth_limit: true,
-                        });
-                    }
-                }
-                _ => {
-                    depth -= 1;
-                    if depth == 0 {
-                        self.pos = at + 1;
-                        return Ok(());
-                    }
-                }
+        match skip::container_end(self.buf, self.pos, self.max_depth) {
+            skip::Skipped::Closed(end) => {
+                self.pos = end;
+                Ok(())
             }
-            at += 1;
+            skip::Skipped::Unterminated { in_string } => {
+                self.pos = self.buf.len();
+                self.err(if in_string {
+                    "the end of a string"
+                } else {
+                    "the end of an object or array"
+                })
+            }
+            skip::Skipped::TooDeep(at) => {
+                self.pos = at;
+                Err(SyntaxError {
+                    offset: at,
+                    expected: "shallower nesting",
+                    depth_limit: true,
+                })
+            }
         }
-        self.pos = at;
-        self.err("the end of an object or array")
     }
 
     /// The text of a number or literal (`true`, `null`, `-1.5e3`).
@@ -222,25 +210,6 @@ impl<'a> Cursor<'a> {
         Ok(&self.buf[start..self.pos])
     }
 }
-
-/// [`STRUCTURAL`] classes: what the container skipper must look at.
-const PLAIN: u8 = 0;
-const QUOTE: u8 = 1;
-const OPEN: u8 = 2;
-const CLOSE: u8 = 3;
-
-/// Each byte's class for [`Cursor::skip_container`]: one table load per byte instead of a chain
-/// of compares (args, skipped whole at load and scanned again by every key lookup, are most of
-/// a torch trace's bytes).
-static STRUCTURAL: [u8; 256] = {
-    let mut table = [PLAIN; 256];
-    table[b'"' as usize] = QUOTE;
-    table[b'{' as usize] = OPEN;
-    table[b'[' as usize] = OPEN;
-    table[b'}' as usize] = CLOSE;
-    table[b']' as usize] = CLOSE;
-    table
-};
 
 /// Bytes of a string read one at a time before handing the rest to `memchr`.
 const SHORT_STRING: usize = 16;
