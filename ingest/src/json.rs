@@ -8,6 +8,7 @@
 
 use std::borrow::Cow;
 
+mod simd;
 mod skip;
 
 /// A syntax error at a byte offset.
@@ -59,6 +60,20 @@ impl<'a> Cursor<'a> {
 
     #[inline]
     pub(crate) fn skip_ws(&mut self) {
+        // Most calls sit on a token already.
+        match self.buf.get(self.pos) {
+            Some(b' ' | b'\n' | b'\r' | b'\t') => {}
+            _ => return,
+        }
+        // Pretty-printed traces indent every member: skip the run 16 bytes a step.
+        while let Some(chunk) = self.buf.get(self.pos..).and_then(|r| r.first_chunk::<16>()) {
+            let not_space = !simd::whitespace(chunk) & 0xFFFF;
+            if not_space != 0 {
+                self.pos += not_space.trailing_zeros() as usize;
+                return;
+            }
+            self.pos += 16;
+        }
         while let Some(&b) = self.buf.get(self.pos) {
             if !matches!(b, b' ' | b'\n' | b'\r' | b'\t') {
                 break;
@@ -195,6 +210,15 @@ impl<'a> Cursor<'a> {
     pub(crate) fn scalar_text(&mut self) -> Result<&'a [u8]> {
         self.skip_ws();
         let start = self.pos;
+        // Timestamps run to 17 digits: 16 bytes a step.
+        while let Some(chunk) = self.buf.get(self.pos..).and_then(|r| r.first_chunk::<16>()) {
+            let stops = simd::scalar_stops(chunk);
+            if stops != 0 {
+                self.pos += stops.trailing_zeros() as usize;
+                return self.scalar_end(start);
+            }
+            self.pos += 16;
+        }
         while let Some(&b) = self.buf.get(self.pos) {
             if matches!(
                 b,
@@ -204,6 +228,12 @@ impl<'a> Cursor<'a> {
             }
             self.pos += 1;
         }
+        self.scalar_end(start)
+    }
+
+    /// The scalar that started at `start` and stops at the cursor.
+    #[inline]
+    fn scalar_end(&self, start: usize) -> Result<&'a [u8]> {
         if self.pos == start || self.pos >= self.buf.len() {
             return self.err("a number or literal");
         }
@@ -211,20 +241,28 @@ impl<'a> Cursor<'a> {
     }
 }
 
-/// Bytes of a string read one at a time before handing the rest to `memchr`.
-const SHORT_STRING: usize = 16;
-
 /// The offset of the `"` that closes the string whose contents start at `start`, and whether a
 /// backslash came before it; `None` when the input ends first.
 #[inline]
 fn string_end(buf: &[u8], start: usize) -> Option<(usize, bool)> {
     let mut at = start;
     let mut escaped = false;
-    // Keys, categories, phases and most names are a few bytes long: a plain loop over them is
-    // quicker than setting up a vector search.
-    let short_end = buf.len().min(start.saturating_add(SHORT_STRING));
-    while at < short_end {
-        match buf[at] {
+    // 16 bytes a step: keys and most names end in the first chunk, with no per-byte branch.
+    while let Some(chunk) = buf.get(at..).and_then(|rest| rest.first_chunk::<16>()) {
+        let stops = simd::string_stops(chunk);
+        if stops == 0 {
+            at += 16;
+            continue;
+        }
+        let hit = at + stops.trailing_zeros() as usize;
+        if buf[hit] == b'"' {
+            return Some((hit, escaped));
+        }
+        escaped = true;
+        at = hit + 2;
+    }
+    while let Some(&b) = buf.get(at) {
+        match b {
             b'"' => return Some((at, escaped)),
             b'\\' => {
                 escaped = true;
@@ -233,14 +271,7 @@ fn string_end(buf: &[u8], start: usize) -> Option<(usize, bool)> {
             _ => at += 1,
         }
     }
-    loop {
-        at += memchr::memchr2(b'"', b'\\', buf.get(at..)?)?;
-        if buf[at] == b'"' {
-            return Some((at, escaped));
-        }
-        escaped = true;
-        at += 2;
-    }
+    None
 }
 
 /// Decodes JSON string escapes; invalid sequences and invalid UTF-8 become U+FFFD.
@@ -462,6 +493,70 @@ mod tests {
         assert_eq!(cur.string().unwrap(), "plain");
         let mut bad = Cursor::new(b"\"abc");
         assert!(bad.string().is_err());
+    }
+
+    /// String ends, numbers and whitespace runs of every length up to 40, from every start offset up
+    /// to 20, against a byte-at-a-time reading: both scanners step 16 bytes at a time, so this
+    /// covers ends and escapes on each side of a chunk boundary and in the short tail.
+    #[test]
+    fn chunked_scans_agree_with_byte_reading() {
+        fn by_bytes(buf: &[u8], start: usize) -> Option<(usize, bool)> {
+            let (mut at, mut escaped) = (start, false);
+            loop {
+                match buf.get(at)? {
+                    b'"' => return Some((at, escaped)),
+                    b'\\' => (at, escaped) = (at + 2, true),
+                    _ => at += 1,
+                }
+            }
+        }
+        for start in 0..20 {
+            for len in 0..40usize {
+                for escape_at in [None, Some(0), Some(len / 2), Some(len.saturating_sub(1))] {
+                    let mut buf = vec![b'x'; start];
+                    buf.extend((0..len).map(|i| b"ab c\t"[i % 5]));
+                    if let Some(e) = escape_at.filter(|&e| e < len) {
+                        buf[start + e] = b'\\';
+                    }
+                    for tail in [&b""[..], b"\"", b"\" rest of the line, long enough"] {
+                        let mut whole = buf.clone();
+                        whole.extend_from_slice(tail);
+                        assert_eq!(
+                            string_end(&whole, start),
+                            by_bytes(&whole, start),
+                            "{:?} from {start}",
+                            String::from_utf8_lossy(&whole)
+                        );
+                    }
+                }
+                let mut number = vec![b' '; start];
+                number.extend((0..len).map(|i| b"-1.5e+09"[i % 8]));
+                // (With no digits the scalar would start after the tail's whitespace.)
+                let tails: &[&[u8]] = if len == 0 {
+                    &[]
+                } else {
+                    &[b"", b",", b"]", b"\t and more than sixteen bytes"]
+                };
+                for tail in tails {
+                    let mut whole = number.clone();
+                    whole.extend_from_slice(tail);
+                    let mut cur = Cursor::new(&whole);
+                    cur.pos = start;
+                    let expected = (!tail.is_empty()).then(|| &whole[start..start + len]);
+                    assert_eq!(cur.scalar_text().ok(), expected, "{whole:?}");
+                }
+                let mut spaced = vec![b'x'; start];
+                spaced.extend((0..len).map(|i| b" \n\r\t"[i % 4]));
+                for tail in [&b""[..], b"}", b"\x0b and more than sixteen bytes"] {
+                    let mut whole = spaced.clone();
+                    whole.extend_from_slice(tail);
+                    let mut cur = Cursor::new(&whole);
+                    cur.pos = start;
+                    cur.skip_ws();
+                    assert_eq!(cur.pos, start + len, "{whole:?}");
+                }
+            }
+        }
     }
 
     #[test]

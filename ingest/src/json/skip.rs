@@ -8,6 +8,8 @@
 //! the nesting limit. A block with a backslash (rare in traces) is read byte by byte, since an
 //! escaped quote does not toggle the string mask.
 
+use super::simd::{Masks, prefix_xor};
+
 /// How a container skip ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Skipped {
@@ -130,116 +132,27 @@ fn bytes(chunk: &[u8], at: usize, state: &mut State, max_depth: usize) -> Option
     None
 }
 
-/// Bit i of the result is the XOR of bits 0..=i of `bits`.
-#[inline]
-fn prefix_xor(mut bits: u64) -> u64 {
-    bits ^= bits << 1;
-    bits ^= bits << 2;
-    bits ^= bits << 4;
-    bits ^= bits << 8;
-    bits ^= bits << 16;
-    bits ^= bits << 32;
-    bits
-}
-
-/// One bit per byte of a 64-byte block, bit i for byte i.
-struct Masks {
-    quote: u64,
-    backslash: u64,
-    open: u64,
-    close: u64,
-}
-
-impl Masks {
-    #[cfg(target_arch = "x86_64")]
-    #[inline]
-    fn of(block: &[u8]) -> Self {
-        use std::arch::x86_64::{
-            __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128,
-            _mm_set1_epi8,
-        };
-        // `{` and `[` differ only in bit 0x20, as do `}` and `]`: one compare each after
-        // setting it (no other byte maps onto them).
-        // SAFETY: SSE2 is part of the x86_64 baseline.
-        #[allow(unsafe_code)]
-        let [case, quote, backslash, open, close] = unsafe {
-            [
-                _mm_set1_epi8(0x20),
-                _mm_set1_epi8(b'"' as i8),
-                _mm_set1_epi8(b'\\' as i8),
-                _mm_set1_epi8(b'{' as i8),
-                _mm_set1_epi8(b'}' as i8),
-            ]
-        };
-        let mut masks = Self {
-            quote: 0,
-            backslash: 0,
-            open: 0,
-            close: 0,
-        };
-        for (lane, bytes) in block.chunks_exact(16).enumerate() {
-            // SAFETY: SSE2 is part of the x86_64 baseline, so its intrinsics are always
-            // available; `bytes` is 16 readable bytes (`chunks_exact`) and `loadu` has no
-            // alignment requirement.
-            #[allow(unsafe_code)]
-            let [q, b, o, c] = unsafe {
-                let v = _mm_loadu_si128(bytes.as_ptr().cast::<__m128i>());
-                let folded = _mm_or_si128(v, case);
-                [
-                    _mm_movemask_epi8(_mm_cmpeq_epi8(v, quote)),
-                    _mm_movemask_epi8(_mm_cmpeq_epi8(v, backslash)),
-                    _mm_movemask_epi8(_mm_cmpeq_epi8(folded, open)),
-                    _mm_movemask_epi8(_mm_cmpeq_epi8(folded, close)),
-                ]
-            };
-            // `movemask` fills the low 16 bits of an i32.
-            let bits = |m: i32| u64::from(m as u16) << (16 * lane);
-            masks.quote |= bits(q);
-            masks.backslash |= bits(b);
-            masks.open |= bits(o);
-            masks.close |= bits(c);
-        }
-        masks
-    }
-
-    #[cfg(not(target_arch = "x86_64"))]
-    #[inline]
-    fn of(block: &[u8]) -> Self {
-        let mut masks = Self {
-            quote: 0,
-            backslash: 0,
-            open: 0,
-            close: 0,
-        };
-        for (i, &b) in block.iter().enumerate() {
-            let bit = 1u64 << i;
-            match b {
-                b'"' => masks.quote |= bit,
-                b'\\' => masks.backslash |= bit,
-                b'{' | b'[' => masks.open |= bit,
-                b'}' | b']' => masks.close |= bit,
-                _ => {}
-            }
-        }
-        masks
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The byte-at-a-time skipper this module replaced (strings jumped with `string_end`),
-    /// kept as the reference reading.
+    /// The byte-at-a-time skipper this module replaced, kept as the reference reading.
     fn reference(buf: &[u8], start: usize, max_depth: usize) -> Skipped {
         let mut at = start;
         let mut depth = 0usize;
         while let Some(&b) = buf.get(at) {
             match b {
-                b'"' => match super::super::string_end(buf, at + 1) {
-                    Some((end, _)) => at = end,
-                    None => return Skipped::Unterminated { in_string: true },
-                },
+                b'"' => {
+                    at += 1;
+                    loop {
+                        match buf.get(at) {
+                            None => return Skipped::Unterminated { in_string: true },
+                            Some(b'"') => break,
+                            Some(b'\\') => at += 2,
+                            Some(_) => at += 1,
+                        }
+                    }
+                }
                 b'{' | b'[' => {
                     depth += 1;
                     if depth > max_depth {
@@ -269,23 +182,6 @@ mod tests {
                 .wrapping_add(1_442_695_040_888_963_407);
             self.0 >> 33
         }
-    }
-
-    #[test]
-    fn masks_mark_each_class() {
-        let mut block = [b'a'; 64];
-        block[0] = b'"';
-        block[17] = b'\\';
-        block[33] = b'[';
-        block[34] = b'{';
-        block[63] = b']';
-        block[62] = b'}';
-        let m = Masks::of(&block);
-        assert_eq!(m.quote, 1);
-        assert_eq!(m.backslash, 1 << 17);
-        assert_eq!(m.open, 1 << 33 | 1 << 34);
-        assert_eq!(m.close, 1 << 62 | 1 << 63);
-        assert_eq!(prefix_xor(0b1001), 0b0111);
     }
 
     #[test]
