@@ -1,5 +1,6 @@
 //! The second thread of a split parse: [`parse_rest`] parses the tail of a large event array
-//! into [`PackedEvent`]s, which the reading thread dispatches once it has read up to the split.
+//! into [`PackedEvent`]s, sent in batches, which the reading thread dispatches once it has read
+//! up to the split (while this thread parses the batches after them).
 //!
 //! A [`RawEvent`] borrows its strings from the input and is about 200 bytes; a packed one
 //! refers to its strings by an index into a table of the distinct strings this thread saw
@@ -9,6 +10,7 @@
 
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
 
 use rustc_hash::FxHashMap;
 
@@ -37,8 +39,10 @@ pub(super) use flags::NON_OBJECT;
 /// A [`PackedEvent`] string field that is absent.
 const NO_TEXT: u32 = u32::MAX;
 
-/// Events per batch of [`ParsedRest::batches`] (one allocation each, never regrown).
-const BATCH: usize = 1 << 16;
+/// Events per [`Parsed::Batch`] (one allocation each, never regrown): small enough that the
+/// reading thread, once past the split, follows the parse closely, so little is left to
+/// dispatch when the parse ends.
+const BATCH: usize = 1 << 14;
 /// Events between two looks at the cancel flag.
 const CANCEL_EVERY: usize = 1024;
 
@@ -48,12 +52,12 @@ pub(super) struct PackedEvent {
     dur: i64,
     id: u64,
     bind_id: u64,
-    /// The pid's value, or its text's index in [`ParsedRest::texts`] with `PID_TEXT`.
+    /// The pid's value, or its text's index in the text table ([`Parsed::Batch::new_texts`]) with `PID_TEXT`.
     pid: i64,
     tid: i64,
     args_start: u64,
     args_end: u64,
-    /// Indexes in [`ParsedRest::texts`], or [`NO_TEXT`].
+    /// Indexes in the text table ([`Parsed::Batch::new_texts`]), or [`NO_TEXT`].
     name: u32,
     cat: u32,
     pub(super) flags: u32,
@@ -81,34 +85,44 @@ impl Default for PackedEvent {
     }
 }
 
-/// What the second thread parsed.
-pub(super) struct ParsedRest<'a> {
-    /// Events in file order, with the offset parsing had reached at the end of each batch.
-    pub(super) batches: Vec<(Vec<PackedEvent>, usize)>,
-    /// The distinct strings (names, categories, textual pids and tids) the events refer to,
-    /// borrowed from the input unless they had to be decoded.
-    pub(super) texts: Vec<Cow<'a, str>>,
-    /// Where the cursor stopped: past the array's `]`, or at the damage.
-    pub(super) end: usize,
-    /// How parsing ended.
-    pub(super) result: json::Result<()>,
-    pub(super) ignored_keys: [u64; IGNORED_KEYS.len()],
+/// What the second thread sends the reading thread, in order: batches as they fill, then
+/// [`Parsed::End`].
+pub(super) enum Parsed<'a> {
+    Batch {
+        /// Events in file order.
+        events: Vec<PackedEvent>,
+        /// The strings first seen in this batch, to append to the reader's copy of the table
+        /// the events' text indexes refer to (names, categories, textual pids and tids;
+        /// borrowed from the input unless they had to be decoded).
+        new_texts: Vec<Cow<'a, str>>,
+        /// The offset parsing had reached at the end of the batch.
+        parsed_to: usize,
+    },
+    End {
+        /// Where the cursor stopped: past the array's `]`, or at the damage.
+        end: usize,
+        /// How parsing ended.
+        result: json::Result<()>,
+        ignored_keys: [u64; IGNORED_KEYS.len()],
+    },
 }
 
 /// Parses the event array from `start` (an element's first byte) to its end, as the reading
-/// thread's loop does, stopping early (with whatever it has) once `cancel` is set.
+/// thread's loop does, sending each batch as it fills so the reading thread can dispatch it
+/// while this one parses on. Stops early once `cancel` is set or the receiver is gone.
 pub(super) fn parse_rest<'a>(
     buf: &'a [u8],
     start: usize,
     max_depth: usize,
     cancel: &AtomicBool,
-) -> ParsedRest<'a> {
+    out: &Sender<Parsed<'a>>,
+) {
     let mut cur = Cursor::with_max_depth(buf, max_depth);
     cur.pos = start;
     let mut texts = Texts::default();
-    let mut batches = Vec::new();
     let mut ignored_keys = [0; IGNORED_KEYS.len()];
     let mut batch = Vec::with_capacity(BATCH);
+    let mut receiver_gone = false;
     let result = (|| -> json::Result<()> {
         loop {
             if batch.len() % CANCEL_EVERY == 0 && cancel.load(Ordering::Relaxed) {
@@ -126,28 +140,44 @@ pub(super) fn parse_rest<'a>(
             }
             let more = cur.next_member(b']', "',' or ']' between events")?;
             if batch.len() == BATCH {
-                let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
-                batches.push((full, cur.pos));
+                let full = Parsed::Batch {
+                    events: std::mem::replace(&mut batch, Vec::with_capacity(BATCH)),
+                    new_texts: texts.take_new(),
+                    parsed_to: cur.pos,
+                };
+                if out.send(full).is_err() {
+                    receiver_gone = true;
+                    return Ok(());
+                }
             }
             if !more {
                 return Ok(());
             }
         }
     })();
-    batches.push((batch, cur.pos));
-    ParsedRest {
-        batches,
-        texts: texts.list,
+    if receiver_gone {
+        return;
+    }
+    // A send fails only when the reader stopped listening, and then nothing more is wanted.
+    let _ = out.send(Parsed::Batch {
+        events: batch,
+        new_texts: texts.take_new(),
+        parsed_to: cur.pos,
+    });
+    let _ = out.send(Parsed::End {
         end: cur.pos,
         result,
         ignored_keys,
-    }
+    });
 }
 
 /// The distinct strings of the packed events, each stored once.
 #[derive(Default)]
 struct Texts<'a> {
-    list: Vec<Cow<'a, str>>,
+    /// Strings added since the last [`Texts::take_new`].
+    new: Vec<Cow<'a, str>>,
+    /// How many strings were taken before `new`.
+    taken: u32,
     index: FxHashMap<Cow<'a, str>, u32>,
 }
 
@@ -160,12 +190,23 @@ impl<'a> Texts<'a> {
         if let Some(&at) = self.index.get(&text) {
             return at;
         }
-        let Ok(at) = u32::try_from(self.list.len()) else {
+        let Some(at) = u32::try_from(self.new.len())
+            .ok()
+            .and_then(|n| self.taken.checked_add(n))
+            .filter(|&at| at != NO_TEXT)
+        else {
             return NO_TEXT;
         };
-        self.list.push(text.clone());
+        self.new.push(text.clone());
         self.index.insert(text, at);
         at
+    }
+
+    /// The strings added since the last call; the next string's index follows theirs.
+    fn take_new(&mut self) -> Vec<Cow<'a, str>> {
+        let new = std::mem::take(&mut self.new);
+        self.taken += new.len() as u32;
+        new
     }
 
     /// A pid or tid: its value, or its text's index with `bits[1]` set; `bits[0]` says it is

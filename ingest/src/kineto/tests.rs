@@ -136,6 +136,25 @@ fn pipelined_parse_builds_the_same_timeline() {
     for (i, case) in edge_cases.iter().enumerate() {
         inputs.push((format!("edge case {i}"), case.to_vec()));
     }
+    // More events than one batch of the parse thread holds, with names, categories and textual
+    // tids first seen in later batches, and a non-object now and then.
+    let mut many = String::from("[");
+    for i in 0..40_000 {
+        if i > 0 {
+            many.push(',');
+        }
+        if i % 9_999 == 0 {
+            many.push_str("null,");
+        }
+        many.push_str(&format!(
+            r#"{{"ph":"X","ts":{i},"dur":1,"pid":1,"tid":"t{}","name":"op{}","cat":"c{}"}}"#,
+            i / 7_000,
+            i / 1_000,
+            i / 20_000
+        ));
+    }
+    many.push(']');
+    inputs.push(("many batches".into(), many.into_bytes()));
     for (name, body) in &inputs {
         let serial = read_with(body, Mode::Serial);
         let mut modes = vec![
