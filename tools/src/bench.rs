@@ -81,6 +81,9 @@ struct Figures {
     detectors_pct_of_ingest: f64,
     report_s: f64,
     report_median_s: f64,
+    /// CPU time (user + system, all threads) of one full report, the median over the runs;
+    /// absent where `/proc/self/stat` is not there to read.
+    report_cpu_median_s: Option<f64>,
     peak_rss_bytes: u64,
     private_bytes: u64,
     peak_private_bytes: u64,
@@ -126,6 +129,19 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         print_figures(&mut out, &figures)?;
     }
     Ok(())
+}
+
+/// CPU time this process has used so far, user and system, all its threads (Linux: utime and
+/// stime of `/proc/self/stat`, in USER_HZ ticks, 100 a second on every Linux architecture).
+/// Less swayed than wall time by a busy machine's scheduling, so A/B runs compare better.
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) may hold spaces: count fields after its closing parenthesis.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace().skip(11);
+    let user: u64 = fields.next()?.parse().ok()?;
+    let system: u64 = fields.next()?.parse().ok()?;
+    Some((user + system) as f64 / 100.0)
 }
 
 fn status_field(field: &str) -> Option<u64> {
@@ -198,10 +214,12 @@ fn measure(trace: &Path, runs: usize) -> Result<Figures> {
     let mut total = Vec::new();
     let mut analysis = Vec::new();
     let mut detectors = Vec::new();
+    let mut cpu = Vec::new();
     let mut last = None;
     let mut private_after_load = 0;
     for _ in 0..runs {
         drop(last.take());
+        let cpu0 = cpu_seconds();
         let t0 = Instant::now();
         let timeline = steplens_ingest::load(trace, &options, None)?;
         let t1 = Instant::now();
@@ -209,6 +227,9 @@ fn measure(trace: &Path, runs: usize) -> Result<Figures> {
         let report = steplens_analysis::build_report(&timeline);
         serde_json::to_writer(io::sink(), &report)?;
         let t2 = Instant::now();
+        if let (Some(before), Some(after)) = (cpu0, cpu_seconds()) {
+            cpu.push(after - before);
+        }
         // The detectors alone (they also ran inside the report), against the 10% budget.
         let t3 = Instant::now();
         let channels = steplens_analysis::steps::channels(&timeline);
@@ -249,6 +270,7 @@ fn measure(trace: &Path, runs: usize) -> Result<Figures> {
         detectors_pct_of_ingest: best_detectors * 100.0 / best_ingest,
         report_s: best_total,
         report_median_s: median(&mut total),
+        report_cpu_median_s: (!cpu.is_empty()).then(|| median(&mut cpu)),
         peak_rss_bytes: status_field("VmHWM:").unwrap_or(0),
         private_bytes: private_after_load,
         peak_private_bytes: peak_private.max(private_after_load),
@@ -348,6 +370,13 @@ fn print_figures(out: &mut dyn Write, f: &Figures) -> io::Result<()> {
         "full report      {:.3} s best, {:.3} s median (ingest + analysis)",
         f.report_s, f.report_median_s
     )?;
+    if let Some(cpu) = f.report_cpu_median_s {
+        writeln!(
+            out,
+            "cpu time         {cpu:.2} s per full report, median (user + system, all threads; {:.2} cores busy)",
+            cpu / f.report_median_s.max(1e-9)
+        )?;
+    }
     writeln!(
         out,
         "private memory   {} after load, {} peak ({:.2} x the JSON size)",
