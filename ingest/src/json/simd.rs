@@ -27,9 +27,60 @@ pub(super) fn string_stops(chunk: &[u8; 16]) -> u32 {
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-#[inline]
-pub(super) fn string_stops(chunk: &[u8; 16]) -> u32 {
-    bits16(chunk, |b| b == b'"' || b == b'\\')
+pub(super) use portable::{scalar_stops, string_stops, whitespace};
+
+/// The byte-loop masks: what the other targets use, and what the SSE2 masks are tested against.
+#[cfg(any(test, not(target_arch = "x86_64")))]
+pub(super) mod portable {
+    #[inline]
+    pub(in crate::json) fn string_stops(chunk: &[u8; 16]) -> u32 {
+        bits16(chunk, |b| b == b'"' || b == b'\\')
+    }
+
+    #[inline]
+    pub(in crate::json) fn whitespace(chunk: &[u8; 16]) -> u32 {
+        bits16(chunk, |b| matches!(b, b' ' | b'\n' | b'\r' | b'\t'))
+    }
+
+    #[inline]
+    pub(in crate::json) fn scalar_stops(chunk: &[u8; 16]) -> u32 {
+        bits16(chunk, |b| {
+            matches!(
+                b,
+                b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t' | b':' | b'"'
+            )
+        })
+    }
+
+    #[inline]
+    fn bits16(chunk: &[u8; 16], class: impl Fn(u8) -> bool) -> u32 {
+        chunk
+            .iter()
+            .enumerate()
+            .filter(|&(_, &b)| class(b))
+            .fold(0, |mask, (i, _)| mask | 1 << i)
+    }
+
+    /// [`super::Masks`] of a 64-byte block, byte by byte.
+    pub(in crate::json) fn masks(block: &[u8]) -> super::Masks {
+        let mut masks = super::Masks {
+            quote: 0,
+            backslash: 0,
+            open: 0,
+            close: 0,
+        };
+        for (i, &b) in block.iter().enumerate().take(64) {
+            let bit = 1u64 << i;
+            match b {
+                b'"' => masks.quote |= bit,
+                b'\\' => masks.backslash |= bit,
+                b'{' | b'[' => masks.open |= bit,
+                b'}' | b']' => masks.close |= bit,
+                _ => {}
+            }
+        }
+        masks
+    }
 }
 
 /// The bytes of a 16-byte chunk that are JSON whitespace (space, `\n`, `\r`, `\t`).
@@ -51,12 +102,6 @@ pub(super) fn whitespace(chunk: &[u8; 16]) -> u32 {
         _mm_movemask_epi8(_mm_or_si128(space_or_newline, tab_or_return))
     };
     u32::from(mask as u16)
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-#[inline]
-pub(super) fn whitespace(chunk: &[u8; 16]) -> u32 {
-    bits16(chunk, |b| matches!(b, b' ' | b'\n' | b'\r' | b'\t'))
 }
 
 /// The bytes of a 16-byte chunk that end a number or literal: `,` `}` `]` `:` `"` and
@@ -85,27 +130,6 @@ pub(super) fn scalar_stops(chunk: &[u8; 16]) -> u32 {
         _mm_movemask_epi8(_mm_or_si128(punctuation, space))
     };
     u32::from(mask as u16)
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-#[inline]
-pub(super) fn scalar_stops(chunk: &[u8; 16]) -> u32 {
-    bits16(chunk, |b| {
-        matches!(
-            b,
-            b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t' | b':' | b'"'
-        )
-    })
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-#[inline]
-fn bits16(chunk: &[u8; 16], class: impl Fn(u8) -> bool) -> u32 {
-    chunk
-        .iter()
-        .enumerate()
-        .filter(|&(_, &b)| class(b))
-        .fold(0, |mask, (i, _)| mask | 1 << i)
 }
 
 /// One bit per byte of a 64-byte block, bit i for byte i.
@@ -167,23 +191,7 @@ impl Masks {
     #[cfg(not(target_arch = "x86_64"))]
     #[inline]
     pub(super) fn of(block: &[u8]) -> Self {
-        let mut masks = Self {
-            quote: 0,
-            backslash: 0,
-            open: 0,
-            close: 0,
-        };
-        for (i, &b) in block.iter().enumerate() {
-            let bit = 1u64 << i;
-            match b {
-                b'"' => masks.quote |= bit,
-                b'\\' => masks.backslash |= bit,
-                b'{' | b'[' => masks.open |= bit,
-                b'}' | b']' => masks.close |= bit,
-                _ => {}
-            }
-        }
-        masks
+        portable::masks(block)
     }
 }
 
@@ -230,5 +238,38 @@ mod tests {
         // Bytes with the high bit set are not mistaken for either class.
         assert_eq!(string_stops(&[0xA2; 16]), 0);
         assert_eq!(whitespace(&[0xA0; 16]), 0);
+    }
+
+    /// The target's masks and the byte-loop ones agree on every byte value in every position.
+    #[test]
+    fn masks_agree_with_the_byte_loop() {
+        for first in (0..=255u8).step_by(16) {
+            let mut block = [0u8; 64];
+            for (i, b) in block.iter_mut().enumerate() {
+                *b = first
+                    .wrapping_add((i % 16) as u8)
+                    .wrapping_add((i / 16) as u8 * 61);
+            }
+            for chunk in block.chunks_exact(16) {
+                let chunk: &[u8; 16] = chunk.try_into().unwrap();
+                assert_eq!(
+                    string_stops(chunk),
+                    portable::string_stops(chunk),
+                    "{chunk:?}"
+                );
+                assert_eq!(whitespace(chunk), portable::whitespace(chunk), "{chunk:?}");
+                assert_eq!(
+                    scalar_stops(chunk),
+                    portable::scalar_stops(chunk),
+                    "{chunk:?}"
+                );
+            }
+            let (ours, bytes) = (Masks::of(&block), portable::masks(&block));
+            assert_eq!(
+                [ours.quote, ours.backslash, ours.open, ours.close],
+                [bytes.quote, bytes.backslash, bytes.open, bytes.close],
+                "{block:?}"
+            );
+        }
     }
 }
