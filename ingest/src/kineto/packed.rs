@@ -52,7 +52,8 @@ pub(super) struct PackedEvent {
     dur: i64,
     id: u64,
     bind_id: u64,
-    /// The pid's value, or its text's index in the text table ([`Parsed::Batch::new_texts`]) with `PID_TEXT`.
+    /// The pid's value, or, with `PID_TEXT`, its text's index in the text table
+    /// ([`Parsed::Batch::new_texts`]).
     pid: i64,
     tid: i64,
     args_start: u64,
