@@ -4,6 +4,32 @@
 use super::{FlowPhase, FlowPoint, TimelineBuilder};
 use crate::model::{Flow, SliceId, TrackId};
 
+/// `points` in the order of (input, category, id, time, starts first), ties in their order.
+///
+/// Sorted as packed 32-byte keys with the point's index last (an unstable sort of unique keys
+/// is the stable order), then gathered: a CUDA trace has two flow points per kernel launch, and
+/// a stable sort comparing the points' fields through the track table took 90 ms for the
+/// generated 496 MiB trace's 760 k points (60 ms this way).
+fn sorted_points(points: &[FlowPoint], source_of: impl Fn(&FlowPoint) -> u16) -> Vec<FlowPoint> {
+    const INDEX: u64 = u64::MAX >> 1;
+    let mut keys: Vec<(u128, u128)> = points
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let group = u128::from(source_of(p)) << 80 | u128::from(p.cat) << 64 | u128::from(p.id);
+            // `ts ^ i64::MIN` as unsigned orders like the signed time.
+            let time = u128::from((p.ts ^ i64::MIN) as u64) << 64
+                | u128::from(p.phase != FlowPhase::Start) << 63
+                | u128::from(i as u64 & INDEX);
+            (group, time)
+        })
+        .collect();
+    keys.sort_unstable();
+    keys.iter()
+        .filter_map(|&(_, time)| points.get((time as u64 & INDEX) as usize).copied())
+        .collect()
+}
+
 impl TimelineBuilder {
     pub(super) fn bind_flows(&mut self, order: &[TrackId]) {
         let mut points = std::mem::take(&mut self.flow_points);
@@ -14,7 +40,7 @@ impl TimelineBuilder {
         // ids are numbered per trace, so two ranks' flow 10 are different flows.
         let tracks = &self.timeline.tracks;
         let source_of = |p: &FlowPoint| tracks.get(p.track as usize).map_or(0, |t| t.source);
-        points.sort_by_key(|p| (source_of(p), p.cat, p.id, p.ts, p.phase != FlowPhase::Start));
+        let points = sorted_points(&points, source_of);
         let same_flow = |a: &FlowPoint, b: &FlowPoint| {
             a.cat == b.cat && a.id == b.id && source_of(a) == source_of(b)
         };
@@ -111,7 +137,9 @@ impl TimelineBuilder {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
     use crate::builder::stage_test::build;
+    use crate::model::CatId;
 
     #[test]
     fn a_launch_flow_binds_the_runtime_call_to_its_kernel() {
@@ -126,5 +154,41 @@ mod tests {
         let f = &t.flows[0];
         assert_eq!(t.slice_name(f.from), "cudaLaunchKernel");
         assert_eq!(t.slice_name(f.to), "k");
+    }
+
+    /// The packed-key sort gives the order the field-by-field stable sort gives, ties included.
+    #[test]
+    fn packed_sort_is_the_stable_field_sort() {
+        let mut seed = 11u64;
+        let mut next = |n: u64| {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) % n
+        };
+        let phases = [FlowPhase::Start, FlowPhase::Step, FlowPhase::Finish];
+        let points: Vec<FlowPoint> = (0..5_000)
+            .map(|_| FlowPoint {
+                cat: next(3) as CatId,
+                id: next(50) * (u64::MAX / 60),
+                phase: phases[next(3) as usize],
+                track: next(4) as TrackId,
+                ts: if next(9) == 0 {
+                    i64::MIN + next(3) as i64
+                } else {
+                    next(40) as i64 - 20
+                },
+                enclosing: next(2) == 0,
+            })
+            .collect();
+        let source_of = |p: &FlowPoint| (p.track / 2) as u16;
+        let mut expected = points.clone();
+        expected.sort_by_key(|p| (source_of(p), p.cat, p.id, p.ts, p.phase != FlowPhase::Start));
+        let fields =
+            |v: &[FlowPoint]| -> Vec<String> { v.iter().map(|p| format!("{p:?}")).collect() };
+        assert_eq!(
+            fields(&sorted_points(&points, source_of)),
+            fields(&expected)
+        );
     }
 }
