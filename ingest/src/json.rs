@@ -67,7 +67,7 @@ impl<'a> Cursor<'a> {
         }
         // Pretty-printed traces indent every member: skip the run 16 bytes a step.
         while let Some(chunk) = self.buf.get(self.pos..).and_then(|r| r.first_chunk::<16>()) {
-            let not_space = !simd::whitespace(chunk) & 0xFFFF;
+            let not_space = !simd::any_of(chunk, simd::WHITESPACE) & 0xFFFF;
             if not_space != 0 {
                 self.pos += not_space.trailing_zeros() as usize;
                 return;
@@ -212,7 +212,7 @@ impl<'a> Cursor<'a> {
         let start = self.pos;
         // Timestamps run to 17 digits: 16 bytes a step.
         while let Some(chunk) = self.buf.get(self.pos..).and_then(|r| r.first_chunk::<16>()) {
-            let stops = simd::scalar_stops(chunk);
+            let stops = simd::any_of(chunk, simd::SCALAR_STOPS);
             if stops != 0 {
                 self.pos += stops.trailing_zeros() as usize;
                 return self.scalar_end(start);
@@ -249,7 +249,7 @@ fn string_end(buf: &[u8], start: usize) -> Option<(usize, bool)> {
     let mut escaped = false;
     // 16 bytes a step: keys and most names end in the first chunk, with no per-byte branch.
     while let Some(chunk) = buf.get(at..).and_then(|rest| rest.first_chunk::<16>()) {
-        let stops = simd::string_stops(chunk);
+        let stops = simd::any_of(chunk, simd::STRING_STOPS);
         if stops == 0 {
             at += 16;
             continue;

@@ -41,7 +41,7 @@ pub(super) fn container_end(buf: &[u8], start: usize, max_depth: usize) -> Skipp
         escape_next: false,
     };
     let mut at = start;
-    while let Some(block) = buf.get(at..at + BLOCK) {
+    while let Some(block) = buf.get(at..).and_then(|rest| rest.first_chunk::<BLOCK>()) {
         let masks = Masks::of(block);
         let done = if masks.backslash != 0 || state.escape_next {
             bytes(block, at, &mut state, max_depth)
