@@ -177,8 +177,7 @@ pub(super) fn parse_rest<'a>(
 struct Texts<'a> {
     /// Strings added since the last [`Texts::take_new`].
     new: Vec<Cow<'a, str>>,
-    /// How many strings were taken before `new`.
-    taken: u32,
+    /// Every string added, with its index (the count of strings before it).
     index: FxHashMap<Cow<'a, str>, u32>,
 }
 
@@ -191,9 +190,8 @@ impl<'a> Texts<'a> {
         if let Some(&at) = self.index.get(&text) {
             return at;
         }
-        let Some(at) = u32::try_from(self.new.len())
+        let Some(at) = u32::try_from(self.index.len())
             .ok()
-            .and_then(|n| self.taken.checked_add(n))
             .filter(|&at| at != NO_TEXT)
         else {
             return NO_TEXT;
@@ -205,9 +203,7 @@ impl<'a> Texts<'a> {
 
     /// The strings added since the last call; the next string's index follows theirs.
     fn take_new(&mut self) -> Vec<Cow<'a, str>> {
-        let new = std::mem::take(&mut self.new);
-        self.taken += new.len() as u32;
-        new
+        std::mem::take(&mut self.new)
     }
 
     /// A pid or tid: its value, or its text's index with `bits[1]` set; `bits[0]` says it is
