@@ -31,8 +31,13 @@ pub struct Finding {
     pub call_site: Option<String>,
     /// How many occurrences the finding groups.
     pub count: u64,
-    /// Estimated time lost, ns.
+    /// Estimated time lost: the time this finding owns, ns.
     pub lost_ns: i64,
+    /// How much shorter the step gets when this is fixed: the finding's time on the step's
+    /// critical path that its fix removes (each kind's model is in `docs/findings.md`), ns.
+    /// Over the finding's step, or the whole run for a finding without one.
+    #[serde(default)]
+    pub saving_ns: i64,
     /// Evidence: slice references the viewer can jump to, or the measurements behind it.
     pub evidence: Vec<Evidence>,
     /// What to change, in plain words.

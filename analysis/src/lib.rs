@@ -9,6 +9,7 @@
 pub mod budget;
 pub mod check;
 pub mod compare;
+pub mod critical_path;
 pub mod detect;
 pub mod diff;
 pub mod engines;

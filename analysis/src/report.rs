@@ -98,7 +98,7 @@ pub struct Report {
     pub device: DeviceReport,
     /// Per-step breakdown, in time order.
     pub steps: Vec<StepStats>,
-    /// Findings, ranked by `lost_ns`.
+    /// Findings, ranked by `saving_ns`, then `lost_ns`.
     pub findings: Vec<Finding>,
     /// Op summary, by total time.
     pub ops: Vec<OpStats>,
@@ -109,6 +109,9 @@ pub struct Report {
     /// Memory per device, from `[memory]` events (`profile_memory=True`); absent without them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub memory: Vec<crate::memory::DeviceMemory>,
+    /// The critical path of the whole trace, when it has no steps (each step has its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub critical_path: Option<crate::critical_path::CriticalPath>,
     /// The ranks of a multi-input run with collectives; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ranks: Option<crate::ranks::RanksReport>,
@@ -140,9 +143,11 @@ pub fn build_report_with(timeline: &Timeline, thresholds: &Thresholds) -> Report
         idle,
         engines,
         mme_tpc_overlap_ns,
+        critical_path,
     } = tables;
     findings.extend(memory_findings);
     findings.extend(straggler);
+    crate::detect::rank_by_saving(&mut findings);
     let mut summary = summarize(timeline, &channels, &steps, &findings);
     summary.mme_tpc_overlap_ns = mme_tpc_overlap_ns;
     Report {
@@ -178,6 +183,7 @@ pub fn build_report_with(timeline: &Timeline, thresholds: &Thresholds) -> Report
         idle,
         engines,
         memory,
+        critical_path,
         ranks,
         summary,
     }
@@ -194,6 +200,7 @@ struct Tables {
     idle: Vec<StreamIdle>,
     engines: Vec<EngineStats>,
     mme_tpc_overlap_ns: Option<i64>,
+    critical_path: Option<crate::critical_path::CriticalPath>,
 }
 
 fn tables(ctx: &Context<'_>) -> Tables {
@@ -207,6 +214,16 @@ fn tables(ctx: &Context<'_>) -> Tables {
     for (step, op_self_ns) in steps.iter_mut().zip(op_steps) {
         step.op_self_ns = op_self_ns;
     }
+    let paths = ctx.critical_paths();
+    for (step, path) in steps.iter_mut().zip(&paths.steps) {
+        step.critical_path.clone_from(path);
+    }
+    // Without steps: the longest input's path.
+    let critical_path = paths
+        .whole
+        .iter()
+        .max_by_key(|(_, p)| p.total_ns)
+        .map(|(_, p)| p.clone());
     let memory = crate::memory::memory_by_device(ctx);
     let memory_findings = crate::memory::findings(ctx, &memory);
     let (ranks, straggler) = match crate::ranks::ranks(timeline) {
@@ -231,6 +248,7 @@ fn tables(ctx: &Context<'_>) -> Tables {
         idle: idle_breakdown(timeline, ctx.thresholds.kernel_wait_max_ns),
         engines,
         mme_tpc_overlap_ns,
+        critical_path,
     }
 }
 

@@ -61,6 +61,10 @@ pub struct StepStats {
     /// compares these per-step distributions. Absent without steps.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub op_self_ns: BTreeMap<String, i64>,
+    /// The step's critical path: what bounds it, by kind of work, and the chain of events
+    /// that does (absent when the step's thread has no ops).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub critical_path: Option<crate::critical_path::CriticalPath>,
     /// The step was derived from the device timeline (`Iteration#N` of a Synapse-only run),
     /// not annotated by the profiler. Absent when false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -208,6 +212,7 @@ pub fn step_breakdown_with(
                 engines_launched,
                 memory_peak_bytes: None,
                 op_self_ns: BTreeMap::new(),
+                critical_path: None,
                 derived: step.derived,
             }
         })

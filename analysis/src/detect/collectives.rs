@@ -102,6 +102,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
                 call_site: None,
                 count: members.len() as u64,
                 lost_ns: lost,
+                saving_ns: 0,
                 evidence: Vec::new(),
                 cost: Cost::pattern(
                     source,

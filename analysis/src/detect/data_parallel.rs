@@ -108,6 +108,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
                 call_site: ctx.call_site(first),
                 count: count as u64,
                 lost_ns: lost,
+                saving_ns: 0,
                 evidence: calls
                     .machinery
                     .iter()

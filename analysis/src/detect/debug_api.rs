@@ -207,6 +207,7 @@ fn finding(
         call_site: site,
         count,
         lost_ns: lost,
+        saving_ns: 0,
         cost: Cost::pattern(
             t.slice_track(first).map_or(0, |tr| tr.source),
             slices

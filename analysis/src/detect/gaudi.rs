@@ -133,6 +133,7 @@ fn new_graphs_without_host(ctx: &Context<'_>) -> Vec<Finding> {
                 call_site: None,
                 count: 1,
                 lost_ns: lost,
+                saving_ns: 0,
                 evidence: vec![ctx.evidence(slice)],
                 recommendation: HPU_RECOMPILE_ADVICE.into(),
                 // The compile itself is not in a device-only capture: the finding is the new
@@ -230,6 +231,7 @@ fn cpu_fallback(ctx: &Context<'_>) -> Vec<Finding> {
             call_site: None,
             count: total,
             lost_ns: lost,
+            saving_ns: 0,
             evidence,
             // The ops may sit in any loaded trace; their count, not a time range, is the point.
             cost: Cost {
@@ -285,6 +287,7 @@ fn metric_recompiles(ctx: &Context<'_>) -> Vec<Finding> {
                 call_site: None,
                 count: new as u64,
                 lost_ns: lost.max(0),
+                saving_ns: 0,
                 // A metrics-file count: no time range to own.
                 cost: Cost::default(),
                 evidence: vec![Evidence::Metric {
@@ -360,6 +363,7 @@ fn compile_calls(ctx: &Context<'_>) -> Vec<Finding> {
                 call_site: ctx.call_site(calls[0]),
                 count: calls.len() as u64,
                 lost_ns: lost,
+                saving_ns: 0,
                 evidence: calls
                     .iter()
                     .take(MAX_EVIDENCE)

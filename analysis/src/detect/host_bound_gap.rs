@@ -179,6 +179,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
             // small remainders still add to the lost time.
             count: gaps.iter().filter(|g| g.2 >= ctx.thresholds.host_gap_min_ns).count().max(1) as u64,
             lost_ns: lost,
+            saving_ns: 0,
             evidence,
             cost: Cost::measured(step.source, ranges),
             recommendation: "The device waits for the host to issue work. Give it more work \

@@ -373,6 +373,7 @@ fn finding(
         call_site,
         count: copies.len() as u64,
         lost_ns: lost,
+        saving_ns: 0,
         evidence,
         cost: Cost::measured(source, ranges),
         recommendation: recommendation.into(),

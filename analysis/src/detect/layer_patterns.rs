@@ -136,6 +136,7 @@ fn explicit_pad(ctx: &Context<'_>) -> Vec<Finding> {
                 call_site,
                 count: pads.len() as u64,
                 lost_ns: lost,
+                saving_ns: 0,
                 evidence: pads.iter().map(|&p| ctx.evidence(p)).collect(),
                 cost: Cost::pattern(
                     source,
@@ -203,6 +204,7 @@ fn bias_before_batchnorm(ctx: &Context<'_>) -> Vec<Finding> {
                 call_site: ctx.call_site(first),
                 count: layers.len() as u64,
                 lost_ns: 0,
+                saving_ns: 0,
                 evidence: layers.iter().map(|&l| ctx.evidence(l)).collect(),
                 cost: Cost::pattern(source, Vec::new()),
                 recommendation: BIAS_ADVICE.into(),

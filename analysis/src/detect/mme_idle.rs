@@ -154,6 +154,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
                 call_site: None,
                 count: stretches.len() as u64,
                 lost_ns: lost,
+                saving_ns: 0,
                 cost: Cost::measured(
                     source,
                     stretches

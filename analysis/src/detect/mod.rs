@@ -20,6 +20,7 @@ mod optimizer;
 mod pointwise;
 mod precision;
 mod recompile;
+mod savings;
 mod slow_zero_grad;
 mod sync_point;
 mod torch_ops;
@@ -146,6 +147,9 @@ pub struct Context<'a> {
     enclosure: std::sync::OnceLock<enclosure::Enclosure>,
     /// Per interned name, whether it is an elementwise ATen op; made on first use.
     pointwise_names: std::sync::OnceLock<NameSet>,
+    /// The critical path of every step, made on first use (the step table and the savings
+    /// both read it, from two threads).
+    critical_paths: std::sync::OnceLock<crate::critical_path::CriticalPaths>,
 }
 
 /// Per interned name, whether it passes a test: detectors look at every slice's name, and a
@@ -191,7 +195,14 @@ impl<'a> Context<'a> {
             op_args: ArgKeys::default(),
             enclosure: std::sync::OnceLock::new(),
             pointwise_names: std::sync::OnceLock::new(),
+            critical_paths: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The critical path of every step (of each input without steps).
+    pub fn critical_paths(&self) -> &crate::critical_path::CriticalPaths {
+        self.critical_paths
+            .get_or_init(|| crate::critical_path::critical_paths(self.timeline))
     }
 
     /// Whether slice `slice` is an elementwise ATen op ([`torch_ops::is_pointwise`] of its
@@ -473,16 +484,34 @@ pub fn run_all(ctx: &Context<'_>) -> Vec<Finding> {
         },
     );
     findings.extend(second);
+    let claimed: Vec<i64> = findings.iter().map(|f| f.lost_ns).collect();
     settle_lost_time(ctx, &mut findings);
     let compiling = compile_time_per_step(ctx, &findings);
-    findings.retain(|f| is_material(ctx, f, &compiling));
+    let material: Vec<bool> = findings
+        .iter()
+        .map(|f| is_material(ctx, f, &compiling))
+        .collect();
+    let (mut findings, claimed): (Vec<Finding>, Vec<i64>) = findings
+        .into_iter()
+        .zip(claimed)
+        .zip(material)
+        .filter(|(_, keep)| *keep)
+        .map(|(pair, _)| pair)
+        .unzip();
+    savings::settle_savings(ctx, &mut findings, &claimed);
+    rank_by_saving(&mut findings);
+    findings
+}
+
+/// Ranks findings by what fixing them saves, then by the time they own, largest first.
+pub fn rank_by_saving(findings: &mut [Finding]) {
     findings.sort_by(|a, b| {
-        b.lost_ns
-            .cmp(&a.lost_ns)
+        b.saving_ns
+            .cmp(&a.saving_ns)
+            .then_with(|| b.lost_ns.cmp(&a.lost_ns))
             .then_with(|| a.start_ns.cmp(&b.start_ns))
             .then_with(|| a.kind.cmp(&b.kind))
     });
-    findings
 }
 
 /// Runs `first` on this thread and `second` on another, and returns both results; a panic in

@@ -191,6 +191,7 @@ fn gaudi_device_transposes(ctx: &Context<'_>) -> Vec<Finding> {
             call_site: None,
             count: nodes.len() as u64,
             lost_ns: lost,
+            saving_ns: 0,
             evidence: nodes
                 .iter()
                 .take(20)
@@ -684,6 +685,7 @@ fn finding(
         call_site: site,
         count,
         lost_ns: lost,
+        saving_ns: 0,
         evidence,
         recommendation: recommendation(first.node.is_some()),
         // The layout choice is the finding, however small the copy is on this trace.

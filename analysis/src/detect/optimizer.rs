@@ -169,6 +169,7 @@ fn finding(
         call_site: ctx.call_site(annotation),
         count: math.len() as u64,
         lost_ns: lost,
+        saving_ns: 0,
         evidence: std::iter::once(annotation)
             .chain(math.iter().copied())
             .take(20)

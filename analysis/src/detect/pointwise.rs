@@ -228,6 +228,7 @@ fn finding(ctx: &Context<'_>, source: u16, step: usize, chains: &[Chain]) -> Fin
         call_site,
         count: chains.len() as u64,
         lost_ns: lost,
+        saving_ns: 0,
         evidence: chains
             .iter()
             .flat_map(|c| c.ops.iter())

@@ -284,6 +284,7 @@ fn finding(
         call_site: None,
         count: ops.len() as u64,
         lost_ns: lost,
+        saving_ns: 0,
         evidence: kernels
             .iter()
             .take(20)

@@ -120,6 +120,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
             call_site: ctx.call_site(marker),
             count: 1,
             lost_ns: lost,
+            saving_ns: 0,
             evidence,
             cost: Cost::measured(
                 source,

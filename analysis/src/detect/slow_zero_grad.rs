@@ -251,6 +251,7 @@ fn finding(ctx: &Context<'_>, step: Option<usize>, ops: &StepOps) -> Option<Find
         call_site: ctx.call_site(first),
         count: grads,
         lost_ns: lost,
+        saving_ns: 0,
         cost: Cost::pattern(
             t.slice_track(first).map_or(0, |tr| tr.source),
             zero_ops

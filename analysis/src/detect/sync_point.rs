@@ -307,6 +307,7 @@ fn finding(
         call_site: site.contains(".py:").then(|| site.to_owned()),
         count,
         lost_ns: lost,
+        saving_ns: 0,
         evidence: calls
             .iter()
             .take(MAX_EVIDENCE)

@@ -23,7 +23,7 @@ mod inputs;
 mod summary;
 
 pub use collectives::{CollectiveLinks, collective_links};
-pub(crate) use collectives::{CollectiveNames, Matched, Occurrence, collect};
+pub(crate) use collectives::{CollectiveNames, Matched, Occurrence, collect, collective_of};
 pub(crate) use inputs::assign_ranks;
 pub use inputs::input_ranks;
 pub(crate) use summary::rank_summary_with;
@@ -350,6 +350,9 @@ fn straggler(
         call_site: None,
         count: row.last_arrivals as u64,
         lost_ns: caused[worst],
+        // Without its extra work the straggler arrives with the others: every rank's step
+        // shortens by the others' average wait, at most by the straggler's extra compute.
+        saving_ns: (caused[worst] / (n as i64 - 1)).min(extra * row.steps.max(1) as i64),
         evidence: Vec::new(),
         cost: Cost::pattern(row.source, Vec::new()),
         recommendation: STRAGGLER_ADVICE.into(),

@@ -1,0 +1,101 @@
+//! What fixing each finding saves: how much shorter its step's critical path gets.
+//!
+//! A finding's cost is a set of wall-clock ranges (what its detector measured) and a lost time
+//! (what its detector says those ranges hold of waste: a chain's measured time less its modelled
+//! fused cost, say). Its saving is the part of the step's critical path inside those ranges that
+//! the fix can remove, scaled by the same share the detector claims of the ranges:
+//! - fixes that take host-side waste away (a sync, a copy, a gap, data loading, a compile,
+//!   host-side op overhead) shorten only the path's host, launch, gap and wait stretches: a
+//!   host thread that waits while the device computes costs the step nothing;
+//! - fixes that take device work away (a transpose copy, a pad, an unfused chain or optimizer
+//!   loop, fp32 matrix work) shorten the path's device stretches too.
+//!
+//! Within a step, savings have one owner per nanosecond, taken in [`FindingKind::OWNER_ORDER`],
+//! so they add up to at most the step.
+
+use rustc_hash::FxHashMap;
+
+use super::Context;
+use crate::critical_path::Bound;
+use crate::finding::{Finding, FindingKind};
+use crate::intervals::IntervalSet;
+
+/// Whether fixing a finding of `kind` removes device work (not just host-side waiting).
+fn removes_device_work(kind: FindingKind) -> bool {
+    matches!(
+        kind,
+        FindingKind::NonLogicalTranspose
+            | FindingKind::ExplicitPad
+            | FindingKind::UnfusedPointwise
+            | FindingKind::UnfusedOptimizer
+            | FindingKind::NoMixedPrecision
+            | FindingKind::DataParallel
+            | FindingKind::FragmentedCollectives
+            | FindingKind::BiasBeforeBatchnorm
+            | FindingKind::MmeIdleBehindTpc
+            | FindingKind::CpuFallback
+    )
+}
+
+/// Whether fixing a finding of `kind` shortens the step at all (memory findings do not).
+fn saves_time(kind: FindingKind) -> bool {
+    !matches!(
+        kind,
+        FindingKind::MemoryGrowth | FindingKind::ReservedSlack | FindingKind::Straggler
+    )
+}
+
+/// Fills in `saving_ns` of every finding that has a measured cost; `claimed[i]` is finding
+/// `i`'s lost time as its detector measured it, before the one-owner settling.
+pub(super) fn settle_savings(ctx: &Context<'_>, findings: &mut [Finding], claimed: &[i64]) {
+    let t = ctx.timeline;
+    let paths = ctx.critical_paths();
+    let mut order: Vec<usize> = (0..findings.len()).collect();
+    order.sort_by_key(|&i| (findings[i].kind.owner_rank(), findings[i].start_ns));
+    // Per (clock, step): the path time already saved by an earlier finding.
+    let mut taken: FxHashMap<(u16, Option<String>), IntervalSet> = FxHashMap::default();
+    for i in order {
+        let f = &mut findings[i];
+        if !saves_time(f.kind) {
+            continue;
+        }
+        f.saving_ns = 0;
+        let Some(source) = f.cost.source else {
+            continue;
+        };
+        if f.cost.ranges.is_empty() {
+            continue;
+        }
+        let Some(path) = paths.of(t, source, f.step.as_deref()) else {
+            continue;
+        };
+        let ranges = IntervalSet::from_ranges(f.cost.ranges.clone());
+        let (lo, hi) = path
+            .slices
+            .first()
+            .zip(path.slices.last())
+            .map_or((0, 0), |(a, b)| (a.start_ns, b.start_ns + b.dur_ns));
+        let ranges = IntervalSet::from_ranges(ranges.within(lo, hi));
+        let measured = ranges.total();
+        if measured <= 0 {
+            continue;
+        }
+        let device_too = removes_device_work(f.kind);
+        let keep = |b: Bound| device_too || !b.is_device_work();
+        let on_path: Vec<(i64, i64)> = path
+            .slices
+            .iter()
+            .filter(|s| keep(s.bound))
+            .flat_map(|s| ranges.within(s.start_ns, s.start_ns + s.dur_ns))
+            .collect();
+        let on_path = IntervalSet::from_ranges(on_path);
+        let owned = taken
+            .entry((t.step_source(source), f.step.clone()))
+            .or_default();
+        let free = on_path.minus(owned);
+        // The detector's claim as a share of what it measured: a chain's fused cost stays.
+        let share = (claimed[i] as f64 / measured as f64).clamp(0.0, 1.0);
+        f.saving_ns = (free.total() as f64 * share).round() as i64;
+        *owned = IntervalSet::from_ranges(owned.iter().chain(free.iter()).collect());
+    }
+}
