@@ -148,6 +148,11 @@ struct ReportArgs {
     /// (docs/findings.md lists them).
     #[arg(long, value_name = "FILE")]
     budget: Option<PathBuf>,
+    /// Add the critical path table to text and Markdown: per step, what bounds it (host
+    /// compute, launch overhead, device compute, communication, kernel gaps, sync waits, data
+    /// loading, compiles) and the event with the most time on the path. JSON always has it.
+    #[arg(long)]
+    critical_path: bool,
     #[command(flatten)]
     load: LoadArgs,
 }
@@ -372,8 +377,18 @@ fn report(args: &ReportArgs) -> Result<()> {
             serde_json::to_writer_pretty(&mut out, &report)?;
             writeln!(out)?;
         }
-        ReportFormat::Text => steplens_output::text::text(&mut out, &report, args.top, color)?,
-        ReportFormat::Md => steplens_output::text::markdown(&mut out, &report, args.top)?,
+        ReportFormat::Text => {
+            steplens_output::text::text(&mut out, &report, args.top, color)?;
+            if args.critical_path {
+                steplens_output::text::critical_path_text(&mut out, &report, color)?;
+            }
+        }
+        ReportFormat::Md => {
+            steplens_output::text::markdown(&mut out, &report, args.top)?;
+            if args.critical_path {
+                steplens_output::text::critical_path_markdown(&mut out, &report)?;
+            }
+        }
         ReportFormat::Html => {
             out.write_all(steplens_output::html::report_page(&report, &timeline).as_bytes())?;
         }

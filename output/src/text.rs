@@ -409,27 +409,39 @@ fn summary_line(report: &Report) -> String {
 /// Findings listed in text and Markdown (the JSON has all).
 const MAX_FINDINGS_SHOWN: usize = 10;
 
-/// `Findings (12: sync_point 9 (1.2 ms), dataloader_stall 3 (3.4 ms); 8.1% of step time lost)`.
+/// `Findings (12, by what fixing them saves: sync_point 9 (saves 1.2 ms), …; fixing them all
+/// saves 8.1% of step time)`, kinds by saving.
 fn findings_heading(report: &Report) -> String {
     let s = &report.summary;
     if report.findings.is_empty() {
         return "Findings".into();
     }
-    let kinds: Vec<String> = s
+    let mut kinds: Vec<(&steplens_analysis::FindingKind, &u64, i64)> = s
         .findings_by_kind
         .iter()
-        .map(|(kind, n)| {
-            let lost = s.lost_ns_by_kind.get(kind).copied().unwrap_or(0);
-            format!("{kind} {n} ({})", human_ns(lost))
-        })
+        .map(|(kind, n)| (kind, n, s.saving_ns_by_kind.get(kind).copied().unwrap_or(0)))
         .collect();
-    let share = s
-        .lost_pct_of_steps
-        .map_or_else(String::new, |pct| format!("; {pct:.1}% of step time lost"));
+    kinds.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(b.0)));
+    let kinds: Vec<String> = kinds
+        .iter()
+        .map(|(kind, n, saving)| format!("{kind} {n} (saves {})", human_ns(*saving)))
+        .collect();
+    let share = s.saving_pct_of_steps.map_or_else(String::new, |pct| {
+        format!("; fixing them all saves {pct:.1}% of step time")
+    });
     format!(
-        "Findings ({}: {}{share})",
+        "Findings ({}, by what fixing them saves: {}{share})",
         report.findings.len(),
         kinds.join(", ")
+    )
+}
+
+/// `saves 1.20 ms · owns 2.40 ms` after a finding's title.
+fn finding_figures(f: &steplens_analysis::Finding) -> String {
+    format!(
+        "saves {} · owns {}",
+        human_ns(f.saving_ns),
+        human_ns(f.lost_ns)
     )
 }
 
@@ -511,7 +523,7 @@ pub fn text(out: &mut dyn Write, report: &Report, top: usize, color: bool) -> io
                 severity_mark(style, f.severity),
                 style.cyan(f.kind.as_str()),
                 f.title,
-                style.dim(&format!("lost {}", human_ns(f.lost_ns)))
+                style.dim(&finding_figures(f))
             )?;
             // The same advice under every finding of a kind is noise: say it once.
             if !advised.contains(&f.recommendation.as_str()) {
@@ -572,6 +584,88 @@ pub fn text(out: &mut dyn Write, report: &Report, top: usize, color: bool) -> io
     Ok(())
 }
 
+/// The critical path table: per step (or for the whole trace), the path's time by what bounds
+/// it, with the event that holds the most of it.
+fn critical_path_table(report: &Report) -> Option<Table> {
+    use steplens_analysis::critical_path::{Bound, CriticalPath};
+    let rows: Vec<(String, &CriticalPath)> = if report.steps.is_empty() {
+        report
+            .critical_path
+            .iter()
+            .map(|p| ("whole trace".to_owned(), p))
+            .collect()
+    } else {
+        let multi_source = report.sources.len() > 1;
+        report
+            .steps
+            .iter()
+            .filter_map(|s| {
+                let name = if multi_source {
+                    format!("{} [{}]", s.name, s.source)
+                } else {
+                    s.name.clone()
+                };
+                s.critical_path.as_ref().map(|p| (name, p))
+            })
+            .collect()
+    };
+    if rows.is_empty() {
+        return None;
+    }
+    let bounds: Vec<Bound> = Bound::ALL
+        .into_iter()
+        .filter(|b| {
+            rows.iter()
+                .any(|(_, p)| p.by_bound.get(b).is_some_and(|&v| v > 0))
+        })
+        .collect();
+    let mut columns: Vec<(&str, bool)> = vec![("step", false), ("path", true)];
+    columns.extend(bounds.iter().map(|b| (b.as_str(), true)));
+    columns.push(("most on the path", false));
+    let mut table = Table::new(&columns);
+    for (name, path) in rows {
+        let mut row = vec![name, human_ns(path.total_ns)];
+        for b in &bounds {
+            let ns = path.by_bound.get(b).copied().unwrap_or(0);
+            row.push(format!("{} {}", human_ns(ns), pct(ns, path.total_ns)));
+        }
+        row.push(path.top.first().map_or_else(String::new, |c| {
+            format!(
+                "{} ({}, {})",
+                truncate(&c.name, 48),
+                c.bound.as_str(),
+                human_ns(c.ns)
+            )
+        }));
+        table.row(row);
+    }
+    Some(table)
+}
+
+/// The critical path section for a terminal (`report --critical-path`).
+pub fn critical_path_text(out: &mut dyn Write, report: &Report, color: bool) -> io::Result<()> {
+    let style = Style { color };
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{}",
+        style.bold("Critical path: what bounds each step")
+    )?;
+    match critical_path_table(report) {
+        Some(table) => table.text(out, style),
+        None => writeln!(out, "  no host ops to build a path from"),
+    }
+}
+
+/// The critical path section as Markdown (`report --critical-path -f md`).
+pub fn critical_path_markdown(out: &mut dyn Write, report: &Report) -> io::Result<()> {
+    writeln!(out, "\n## Critical path: what bounds each step\n")?;
+    match critical_path_table(report) {
+        Some(table) => table.markdown(out),
+        None => writeln!(out, "No host ops to build a path from."),
+    }
+}
+
 /// The report as Markdown.
 pub fn markdown(out: &mut dyn Write, report: &Report, top: usize) -> io::Result<()> {
     writeln!(out, "# steplens report\n")?;
@@ -604,10 +698,10 @@ pub fn markdown(out: &mut dyn Write, report: &Report, top: usize) -> io::Result<
         for f in report.findings.iter().take(MAX_FINDINGS_SHOWN) {
             writeln!(
                 out,
-                "- **{}** {} (lost {}): {}",
+                "- **{}** {} ({}): {}",
                 f.kind,
                 f.title,
-                human_ns(f.lost_ns),
+                finding_figures(f),
                 f.recommendation
             )?;
         }

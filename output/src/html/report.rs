@@ -29,6 +29,7 @@ pub fn report_page(report: &Report, timeline: &Timeline) -> String {
     overview(&mut h, report);
     top_findings(&mut h, report);
     step_chart(&mut h, report);
+    critical_path_chart(&mut h, report);
     utilization_chart(&mut h, timeline);
     lost_chart(&mut h, report);
     ops_chart(&mut h, report);
@@ -48,7 +49,8 @@ fn sources_label(report: &Report) -> String {
         .join(", ")
 }
 
-/// `median step 31.5 ms; 38 % lost: 21 % host_bound_gap, 12 % sync_point …`.
+/// `median step 31.5 ms; fixing the findings saves 38 % of step time: 21 % host_bound_gap, 12 %
+/// sync_point …`. Each part is a share of all steps' time, and they add up to the whole.
 fn headline(report: &Report) -> String {
     let s = &report.summary;
     let total: i64 = report.steps.iter().map(|st| st.dur_ns).sum();
@@ -57,18 +59,33 @@ fn headline(report: &Report) -> String {
         None => format!("no steps; trace spans {}", human_ns(s.trace_ns)),
     };
     if total > 0 {
-        let mut kinds: Vec<(&FindingKind, &i64)> =
-            s.lost_ns_by_kind.iter().filter(|(_, v)| **v > 0).collect();
-        kinds.sort_by_key(|(_, v)| std::cmp::Reverse(**v));
+        let mut kinds: Vec<(&FindingKind, i64)> = s
+            .saving_ns_by_kind
+            .iter()
+            .filter(|(_, v)| **v > 0)
+            .map(|(k, v)| (k, *v))
+            .collect();
+        kinds.sort_by_key(|(_, v)| std::cmp::Reverse(*v));
+        // The parts never add up to more than the steps: a whole-run saving (a straggler's)
+        // takes what the per-step ones left.
+        let mut left = total;
         let parts: Vec<String> = kinds
             .iter()
-            .map(|(k, v)| format!("{:.0}% {k}", pct(**v, total)))
+            .map(|(k, v)| {
+                let v = (*v).min(left);
+                left -= v;
+                format!("{:.0}% {k}", v as f64 * 100.0 / total as f64)
+            })
             .collect();
-        let lost = s.lost_pct_of_steps.unwrap_or(0.0);
+        let saved = (total - left) as f64 * 100.0 / total as f64;
         if parts.is_empty() {
-            line.push_str("; no time lost to findings");
+            line.push_str("; no finding would shorten a step");
         } else {
-            let _ = write!(line, "; {lost:.0}% lost: {}", parts.join(", "));
+            let _ = write!(
+                line,
+                "; fixing the findings saves {saved:.0}% of step time: {}",
+                parts.join(", ")
+            );
         }
     }
     line
@@ -130,9 +147,10 @@ fn top_findings(h: &mut String, report: &Report) {
     for f in report.findings.iter().take(5) {
         let _ = write!(
             h,
-            "<li><span class=\"kind\">{}</span> — {} <span class=\"muted\">(lost {})</span>",
+            "<li><span class=\"kind\">{}</span> — {} <span class=\"muted\">(saves {} · owns {})</span>",
             esc(f.kind.as_str()),
             esc(&f.title),
+            human_ns(f.saving_ns),
             human_ns(f.lost_ns)
         );
         if !advised.contains(&f.recommendation.as_str()) {
@@ -254,6 +272,73 @@ fn step_chart(h: &mut String, report: &Report) {
             y - 3.0,
             human_ns(p50)
         );
+    }
+    h.push_str("</svg>");
+}
+
+/// One stacked bar per step: its critical path by what bounds it.
+fn critical_path_chart(h: &mut String, report: &Report) {
+    use steplens_analysis::critical_path::Bound;
+    let paths: Vec<(&str, &steplens_analysis::critical_path::CriticalPath)> = report
+        .steps
+        .iter()
+        .filter_map(|s| s.critical_path.as_ref().map(|p| (s.name.as_str(), p)))
+        .chain(report.critical_path.iter().map(|p| ("whole trace", p)))
+        .collect();
+    if paths.is_empty() {
+        return;
+    }
+    h.push_str("<h2>Critical path: what bounds each step</h2>");
+    let colour = |i: usize| PALETTE[i % PALETTE.len()];
+    let series: Vec<(&str, &str)> = Bound::ALL
+        .iter()
+        .enumerate()
+        .map(|(i, b)| (b.as_str(), colour(i)))
+        .collect();
+    legend(h, &series);
+    let (w, ht, left, bottom) = (1100.0, 220.0, 60.0, 40.0);
+    let max = paths
+        .iter()
+        .map(|(_, p)| p.total_ns)
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64;
+    let n = paths.len() as f64;
+    let bar = ((w - left) / n * 0.8).max(1.0);
+    let _ = write!(
+        h,
+        "<svg width=\"{w}\" height=\"{ht}\" role=\"img\" aria-label=\"critical path by bound\">"
+    );
+    axis_y(h, left, ht - bottom, max);
+    for (i, (name, path)) in paths.iter().enumerate() {
+        let x = left + i as f64 * (w - left) / n + 2.0;
+        let mut y = ht - bottom;
+        for (k, b) in Bound::ALL.iter().enumerate() {
+            let v = path.by_bound.get(b).copied().unwrap_or(0);
+            if v <= 0 {
+                continue;
+            }
+            let hh = v as f64 / max * (ht - bottom - 10.0);
+            y -= hh;
+            let _ = write!(
+                h,
+                "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{bar:.1}\" height=\"{hh:.1}\" fill=\"{}\"><title>{}: {} {} ({:.0}% of the path)</title></rect>",
+                colour(k),
+                esc(name),
+                b.as_str(),
+                human_ns(v),
+                pct(v, path.total_ns)
+            );
+        }
+        if paths.len() <= 40 {
+            let _ = write!(
+                h,
+                "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+                x + bar / 2.0,
+                ht - bottom + 14.0,
+                esc(name.trim_start_matches("ProfilerStep"))
+            );
+        }
     }
     h.push_str("</svg>");
 }
@@ -410,11 +495,12 @@ fn findings(h: &mut String, report: &Report) {
     for f in &report.findings {
         let _ = write!(
             h,
-            "<div class=\"finding sev-{}\" data-kind=\"{}\"><div><span class=\"kind\">{}</span> <span class=\"muted\">{} · lost {}{}{}</span></div><div>{}</div>",
+            "<div class=\"finding sev-{}\" data-kind=\"{}\"><div><span class=\"kind\">{}</span> <span class=\"muted\">{} · saves {} · owns {}{}{}</span></div><div>{}</div>",
             esc(f.severity.as_str()),
             esc(f.kind.as_str()),
             esc(f.kind.as_str()),
             esc(f.severity.as_str()),
+            human_ns(f.saving_ns),
             human_ns(f.lost_ns),
             f.step
                 .as_deref()
