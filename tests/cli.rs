@@ -172,6 +172,8 @@ fn report_json_contract() {
             "mean_step_ns",
             "mme_tpc_overlap_ns",
             "p50_step_ns",
+            "saving_ns_by_kind",
+            "saving_pct_of_steps",
             "steps",
             "trace_ns"
         ]
@@ -186,6 +188,8 @@ fn report_json_contract() {
     assert!(summary["trace_ns"].as_i64().unwrap() > 42_000_000);
     assert_eq!(summary["findings_by_kind"], serde_json::json!({}));
     assert_eq!(summary["lost_ns_by_kind"], serde_json::json!({}));
+    assert_eq!(summary["saving_ns_by_kind"], serde_json::json!({}));
+    assert_eq!(summary["saving_pct_of_steps"], 0.0);
 }
 
 #[test]

@@ -478,7 +478,7 @@ struct Window {
     clock: u16,
     start: i64,
     end: i64,
-    /// The step's thread; `None` for a whole input (the busiest host thread is taken).
+    /// The step's thread; `None` for a whole input (the thread with the most host work leads).
     main: Option<u32>,
 }
 
@@ -541,7 +541,6 @@ struct HostChain {
     top: Vec<(u32, u32)>,
     first: Option<u32>,
     last: Option<u32>,
-    busy: i64,
 }
 
 impl Window {
@@ -556,20 +555,25 @@ impl Window {
             })
             .map(|(i, _)| i as u32)
             .collect();
+        // Without a step, the thread with the most host work in the window leads.
+        let main_track = match self.main {
+            Some(m) => m,
+            None => *host_tracks.iter().max_by_key(|&&tr| {
+                let range = t.track_slices_between(&t.tracks[tr as usize], self.start, self.end);
+                range
+                    .filter(|&i| t.slice_class(i).is_host_work())
+                    .map(|i| t.slices.dur[i as usize])
+                    .sum::<i64>()
+            })?,
+        };
         let mut chains: Vec<HostChain> = host_tracks
             .iter()
-            .map(|&tr| self.host_chain(t, shared, &mut g, tr))
+            .map(|&tr| self.host_chain(t, shared, &mut g, tr, tr == main_track))
             .collect();
-        let main = match self.main {
-            Some(m) => chains.iter().position(|c| c.track == m)?,
-            None => {
-                let (i, c) = chains.iter().enumerate().max_by_key(|(_, c)| c.busy)?;
-                if c.first.is_none() {
-                    return None;
-                }
-                i
-            }
-        };
+        let main = chains.iter().position(|c| c.track == main_track)?;
+        if self.main.is_none() && chains[main].first.is_none() {
+            return None;
+        }
         // The window's ends on the main thread.
         let source = g.node(self.start, chains[main].track);
         let sink = g.node(self.end, chains[main].track);
@@ -737,7 +741,8 @@ impl Window {
         }
         // Without steps the path may end in device work still running after the host is done.
         if self.main.is_none() {
-            for &(ts, node, slice) in &device_ends {
+            let host_done = chains[main].last.map_or(self.start, |n| g.ts[n as usize]);
+            for &(ts, node, slice) in device_ends.iter().filter(|(ts, _, _)| *ts > host_done) {
                 g.edge(node, sink, self.end - ts, EdgeKind::KernelGap(slice));
             }
         }
@@ -746,9 +751,15 @@ impl Window {
     }
 
     /// Builds the nodes and nesting edges of one host thread's ops in the window.
-    fn host_chain(&self, t: &Timeline, shared: &Shared, g: &mut Graph, track: u32) -> HostChain {
+    fn host_chain(
+        &self,
+        t: &Timeline,
+        shared: &Shared,
+        g: &mut Graph,
+        track: u32,
+        is_main: bool,
+    ) -> HostChain {
         let tr = &t.tracks[track as usize];
-        let is_main = self.main == Some(track);
         let mut chain = HostChain {
             track,
             gap_points: Vec::new(),
@@ -756,7 +767,6 @@ impl Window {
             top: Vec::new(),
             first: None,
             last: None,
-            busy: 0,
         };
         // Open slices: (slice, end, start node).
         let mut stack: Vec<(SliceId, i64, u32)> = Vec::new();
@@ -817,7 +827,6 @@ impl Window {
             }
             if stack.is_empty() {
                 chain.gap_points.push((start, s_node, false));
-                chain.busy += end - start;
             }
             if chain.first.is_none() {
                 chain.first = Some(s_node);

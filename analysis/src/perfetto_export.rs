@@ -2,7 +2,8 @@
 //! Timeline's own tracks (written by `steplens_ingest::perfetto::write`) plus annotation
 //! tracks built from the [`Report`]: a `Steps` track with one slice per step, and one
 //! `finding: KIND` track per finding kind with one slice per finding (title, lost time,
-//! recommendation … as args) and flow arrows from each finding to its evidence slices.
+//! recommendation … as args) and flow arrows from each finding to its evidence slices; the
+//! critical path of every step as flow arrows in the `critical_path` category.
 
 use std::io::Write;
 
@@ -125,7 +126,45 @@ pub fn overlay(timeline: &Timeline, report: &Report) -> Overlay {
             slices,
         });
     }
-    Overlay { tracks }
+    Overlay {
+        tracks,
+        links: critical_path_links(timeline, report),
+        links_category: CRITICAL_PATH_CATEGORY.to_owned(),
+    }
+}
+
+/// Flow category of the critical path's arrows, as in HTA's overlaid trace.
+pub const CRITICAL_PATH_CATEGORY: &str = "critical_path";
+
+/// The critical path of every step as arrows between the events on it: from each event to the
+/// next one on the path that sits on another track (a launch to its kernel, a kernel to the
+/// sync that waited for it, one thread to another).
+fn critical_path_links(timeline: &Timeline, report: &Report) -> Vec<(SliceId, SliceId)> {
+    let mut links = Vec::new();
+    let paths = report
+        .steps
+        .iter()
+        .filter_map(|s| s.critical_path.as_ref())
+        .chain(report.critical_path.as_ref());
+    let n = timeline.slices.len();
+    for path in paths {
+        let mut prev: Option<SliceId> = None;
+        for s in &path.slices {
+            let Some(slice) = s.slice.filter(|&i| (i as usize) < n) else {
+                continue;
+            };
+            if let Some(p) = prev
+                && p != slice
+                && timeline.slices.track[p as usize] != timeline.slices.track[slice as usize]
+            {
+                links.push((p, slice));
+            }
+            prev = Some(slice);
+        }
+    }
+    links.sort_unstable();
+    links.dedup();
+    links
 }
 
 fn finding_slice(timeline: &Timeline, f: &Finding) -> OverlaySlice {
@@ -135,6 +174,7 @@ fn finding_slice(timeline: &Timeline, f: &Finding) -> OverlaySlice {
         ("severity".to_owned(), text(f.severity.as_str())),
         ("title".to_owned(), text(&f.title)),
         ("lost_ns".to_owned(), Annotation::Int(f.lost_ns)),
+        ("saving_ns".to_owned(), Annotation::Int(f.saving_ns)),
         (
             "count".to_owned(),
             Annotation::Int(i64::try_from(f.count).unwrap_or(i64::MAX)),

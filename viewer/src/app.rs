@@ -75,6 +75,8 @@ pub struct Session {
     details: Option<SliceDetails>,
     aggregate: Option<RangeAggregate>,
     flows: Vec<(SliceId, bool)>,
+    /// Whether the critical path of the step in view is drawn.
+    pub show_critical_path: bool,
     /// Height of the track area in the last frame (to scroll rows into view).
     track_height: f32,
 }
@@ -100,6 +102,7 @@ impl Session {
             details: None,
             aggregate: None,
             flows: Vec::new(),
+            show_critical_path: false,
             track_height: 400.0,
         }
     }
@@ -294,6 +297,39 @@ impl Session {
         self.next_match(true);
     }
 
+    /// The step whose critical path the toggle draws: the one holding the selected slice, else
+    /// the one under the middle of the view (the whole trace's path without steps).
+    #[must_use]
+    pub fn critical_path_step(&self) -> Option<usize> {
+        let t = &self.data.timeline;
+        let at = match self.view.selected {
+            Some(id) if (id as usize) < t.slices.len() => {
+                let source = t.slice_track(id).map_or(0, |tr| tr.source);
+                (source, t.slices.start[id as usize])
+            }
+            _ => {
+                let mid = self
+                    .view
+                    .abs((self.view.visible.start + self.view.visible.end) / 2.0);
+                (t.steps.first().map_or(0, |s| s.source), mid)
+            }
+        };
+        t.step_at(at.0, at.1).or_else(|| {
+            // Between steps: the nearest one.
+            t.steps
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, s)| (s.start - at.1).abs().min((s.end() - at.1).abs()))
+                .map(|(i, _)| i)
+        })
+    }
+
+    /// The critical path the toggle draws (see [`Self::critical_path_step`]).
+    #[must_use]
+    pub fn critical_path_in_view(&self) -> Option<&steplens_analysis::critical_path::CriticalPath> {
+        path_of_step(&self.data.report, self.critical_path_step())
+    }
+
     /// Draws the whole session (panels and timeline).
     pub fn ui(&mut self, ui: &mut egui::Ui) {
         egui::Panel::right("findings")
@@ -308,12 +344,14 @@ impl Session {
             let before = self.view.selected;
             self.track_height = (ui.available_height() - timeline::RULER_H).max(60.0);
             let data = Arc::clone(&self.data);
+            let path_step = self.show_critical_path.then(|| self.critical_path_step());
             let input = TimelineInput {
                 timeline: &data.timeline,
                 index: &data.index,
                 marks: &self.marks,
                 flows: &self.flows,
                 active_finding: self.active_finding,
+                critical_path: path_step.and_then(|step| path_of_step(&data.report, step)),
             };
             self.timeline.ui(ui, &input, &mut self.view);
             if self.view.selected != before {
@@ -763,6 +801,22 @@ impl ViewerApp {
                 if ui.button("Fit all").clicked() {
                     session.view.fit_all();
                 }
+                ui.checkbox(&mut session.show_critical_path, "Critical path")
+                    .on_hover_text(
+                        "Draw the critical path of the step in view (or of the selected slice's \
+                         step): what bounds it, coloured by host, launch, device, gap and wait",
+                    );
+                if session.show_critical_path
+                    && let Some(path) = session.critical_path_in_view()
+                {
+                    let parts: Vec<String> = path
+                        .by_bound
+                        .iter()
+                        .filter(|(_, v)| **v > 0)
+                        .map(|(b, v)| format!("{} {}", b.as_str(), human_ns(*v)))
+                        .collect();
+                    ui.label(parts.join(" · "));
+                }
                 let mut note = None;
                 ui.menu_button("Report", |ui| {
                     if ui.button("Copy as Markdown").clicked() {
@@ -834,5 +888,16 @@ fn truncate(s: &str, max: usize) -> String {
         let mut t: String = s.chars().take(max).collect();
         t.push('…');
         t
+    }
+}
+
+/// The critical path of step `step` of `report`, or the whole trace's without a step.
+fn path_of_step(
+    report: &steplens_analysis::Report,
+    step: Option<usize>,
+) -> Option<&steplens_analysis::critical_path::CriticalPath> {
+    match step {
+        Some(i) => report.steps.get(i).and_then(|s| s.critical_path.as_ref()),
+        None => report.critical_path.as_ref(),
     }
 }

@@ -109,6 +109,24 @@ pub struct TimelineInput<'a> {
     pub flows: &'a [(SliceId, bool)],
     /// The finding whose marks are emphasised.
     pub active_finding: Option<usize>,
+    /// A step's critical path to draw over the slices, when the toggle is on.
+    pub critical_path: Option<&'a steplens_analysis::critical_path::CriticalPath>,
+}
+
+/// The colour of a critical-path stretch of `bound`.
+#[must_use]
+pub fn bound_colour(bound: steplens_analysis::critical_path::Bound) -> Color32 {
+    use steplens_analysis::critical_path::Bound;
+    match bound {
+        Bound::HostCompute => Color32::from_rgb(80, 160, 255),
+        Bound::LaunchOverhead => Color32::from_rgb(255, 200, 60),
+        Bound::DeviceCompute => Color32::from_rgb(60, 200, 90),
+        Bound::Communication => Color32::from_rgb(190, 110, 255),
+        Bound::KernelGap => Color32::from_rgb(255, 120, 60),
+        Bound::SyncWait => Color32::from_rgb(240, 60, 60),
+        Bound::DataLoading => Color32::from_rgb(40, 200, 200),
+        Bound::Compile => Color32::from_rgb(255, 100, 200),
+    }
 }
 
 /// State of the timeline widget kept between frames.
@@ -246,6 +264,7 @@ impl TimelineWidget {
         self.paint_counters(&track_painter, &vp, &row_y, &visuals);
         self.paint_marks(&track_painter, &painter, input, &vp, &row_y, tracks, ruler);
         self.paint_flows(&track_painter, input, view, &vp, &row_y);
+        self.paint_critical_path(&track_painter, input, &vp, &row_y);
         if let Some(range) = view.range {
             let x0 = vp.x_rel(range.start).max(tracks.left());
             let x1 = vp.x_rel(range.end).min(tracks.right());
@@ -650,6 +669,49 @@ impl TimelineWidget {
                     Stroke::NONE,
                 ));
             }
+        }
+    }
+
+    /// The critical path: a bar under each event on it, coloured by what bounds it, and a
+    /// connector from each event to the next one on the path.
+    fn paint_critical_path(
+        &self,
+        painter: &egui::Painter,
+        input: &TimelineInput<'_>,
+        vp: &Viewport,
+        row_y: &dyn Fn(usize) -> Option<(f32, f32)>,
+    ) {
+        let Some(path) = input.critical_path else {
+            return;
+        };
+        let t = input.timeline;
+        let row_of = |id: SliceId| -> Option<(f32, f32)> {
+            let track = *t.slices.track.get(id as usize)?;
+            let depth = *t.slices.depth.get(id as usize)?;
+            row_y(self.layout.lane_row(track, depth)?)
+        };
+        let visible = painter.clip_rect();
+        let mut prev: Option<(Pos2, SliceId)> = None;
+        for s in &path.slices {
+            let Some(id) = s.slice else { continue };
+            let Some((y0, y1)) = row_of(id) else {
+                continue;
+            };
+            let (x0, x1) = (vp.x(s.start_ns), vp.x(s.start_ns + s.dur_ns));
+            let colour = bound_colour(s.bound);
+            if x1 >= visible.left() && x0 <= visible.right() {
+                let bar =
+                    Rect::from_min_max(Pos2::new(x0, y1 - 3.0), Pos2::new(x1.max(x0 + 1.0), y1));
+                painter.rect_filled(bar, CornerRadius::ZERO, colour);
+            }
+            let here = Pos2::new(x0, (y0 + y1) / 2.0);
+            if let Some((from, prev_id)) = prev
+                && prev_id != id
+                && (from.y - here.y).abs() > 1.0
+            {
+                painter.line_segment([from, here], Stroke::new(1.5, colour));
+            }
+            prev = Some((Pos2::new(x1, (y0 + y1) / 2.0), id));
         }
     }
 

@@ -32,6 +32,11 @@ use args::{Annotator, Converted};
 pub struct Overlay {
     /// The tracks, in display order.
     pub tracks: Vec<OverlayTrack>,
+    /// Extra flow arrows between Timeline slices (from, to), in the flow category
+    /// `links_category` (a critical path's edges).
+    pub links: Vec<(SliceId, SliceId)>,
+    /// The category of `links`.
+    pub links_category: String,
 }
 
 /// One annotation track.
@@ -123,7 +128,7 @@ fn write_timeline_with(
     threaded: bool,
 ) -> io::Result<WriteStats> {
     let mut w = Writer::new(timeline, out);
-    w.meta()?;
+    w.meta(overlay)?;
     let incoming = w.flow_ends(overlay);
     w.incoming = incoming;
     if let Some(overlay) = overlay {
@@ -201,6 +206,8 @@ struct Writer<'t, 'o> {
     next_pid: i32,
     next_tid: i64,
     flow_cat_index: FxHashMap<CatId, u64>,
+    /// Flow category index of the overlay's links.
+    links_cat: u64,
     time_offset: i64,
 }
 
@@ -242,6 +249,7 @@ impl<'t, 'o> Writer<'t, 'o> {
             next_pid: 0x4000_0000,
             next_tid: 0x4000_0000,
             flow_cat_index: FxHashMap::default(),
+            links_cat: 0,
             // Perfetto timestamps are unsigned: a Timeline reaching below 0 is shifted.
             time_offset: (-min_time).max(0),
         }
@@ -286,19 +294,25 @@ impl<'t, 'o> Writer<'t, 'o> {
 
     /// First packet: clears the sequence's state and describes the trace (flow categories,
     /// device) for steplens' reader.
-    fn meta(&mut self) -> io::Result<()> {
+    fn meta(&mut self, overlay: Option<&Overlay>) -> io::Result<()> {
         let mut categories: Vec<CatId> = self.t.flows.iter().map(|f| f.cat).collect();
         categories.sort_unstable();
         categories.dedup();
         for (i, &c) in categories.iter().enumerate() {
             self.flow_cat_index.insert(c, i as u64);
         }
+        let mut flow_categories: Vec<String> = categories
+            .iter()
+            .map(|&c| self.t.categories.name(c).to_owned())
+            .collect();
+        // The overlay's links come after the Timeline's categories.
+        self.links_cat = flow_categories.len() as u64;
+        if let Some(o) = overlay.filter(|o| !o.links.is_empty()) {
+            flow_categories.push(o.links_category.clone());
+        }
         let note = TraceNote {
             version: NOTE_VERSION,
-            flow_categories: categories
-                .iter()
-                .map(|&c| self.t.categories.name(c).to_owned())
-                .collect(),
+            flow_categories,
             device_kind: self.t.device.kind.as_str().to_owned(),
             device_name: self.t.device.name.clone(),
             device_memory_bytes: self.t.device.memory_bytes,
@@ -337,6 +351,16 @@ impl<'t, 'o> Writer<'t, 'o> {
             let id = (cat << FLOW_CAT_SHIFT) | (k as u64 + 1);
             self.outgoing.push((f.from, id));
             incoming.push((f.to, id));
+        }
+        for (j, &(from, to)) in overlay
+            .map(|o| o.links.as_slice())
+            .unwrap_or(&[])
+            .iter()
+            .enumerate()
+        {
+            let id = (self.links_cat << FLOW_CAT_SHIFT) | (j as u64 + 1);
+            self.outgoing.push((from, id));
+            incoming.push((to, id));
         }
         let mut k = 0u64;
         for track in overlay.map(|o| o.tracks.as_slice()).unwrap_or(&[]) {
@@ -551,6 +575,7 @@ mod tests {
                     flows_to: vec![3],
                 }],
             }],
+            ..Overlay::default()
         };
         for overlay in [None, Some(&overlay)] {
             let mut one = Vec::new();

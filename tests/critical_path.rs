@@ -1,0 +1,221 @@
+//! The critical path against Holistic Trace Analysis' model, on HTA's own critical-path test
+//! traces (`../shared/corpus/hta/critical_path/`), and its invariants on every sample: the path
+//! covers each step once, in time order, and its bounds add up to the step.
+//!
+//! The expected stretches below are read off the traces' raw events (µs) by HTA's documented
+//! rules, not from steplens' output: a launch-delay edge when the stream's previous work ended
+//! before the launch began (strictly), else a kernel-to-kernel edge; a blocking call's own span
+//! weighs 0 and its end waits for the device work its `cuda_sync` event names.
+
+mod support;
+
+use steplens_analysis::critical_path::{Bound, CriticalPath, PathSlice};
+use support::{corpus_path, report, sample_traces};
+
+/// Asserts that `path` holds, one after the other, stretches of these (name prefix, bound,
+/// start µs, duration µs).
+fn assert_chain(path: &CriticalPath, expected: &[(&str, Bound, i64, i64)]) {
+    let first = path
+        .slices
+        .iter()
+        .position(|s| s.start_ns == expected[0].2 * 1000 && s.name.starts_with(expected[0].0))
+        .unwrap_or_else(|| panic!("no stretch {:?} on the path", expected[0]));
+    for (k, &(name, bound, start_us, dur_us)) in expected.iter().enumerate() {
+        let s: &PathSlice = &path.slices[first + k];
+        assert!(
+            s.name.starts_with(name)
+                && s.bound == bound
+                && s.start_ns == start_us * 1000
+                && s.dur_ns == dur_us * 1000,
+            "stretch {k}: expected {name} {bound:?} at {start_us} µs for {dur_us} µs, got {s:?}"
+        );
+    }
+}
+
+fn assert_covers(path: &CriticalPath, start: i64, dur: i64, what: &str) {
+    assert_eq!(path.total_ns, dur, "{what}: path length");
+    assert_eq!(path.by_bound.values().sum::<i64>(), dur, "{what}: bounds");
+    let mut at = start;
+    for s in &path.slices {
+        assert_eq!(s.start_ns, at, "{what}: gap or overlap before {s:?}");
+        assert!(s.dur_ns > 0, "{what}: empty stretch {s:?}");
+        at += s.dur_ns;
+    }
+    assert_eq!(at, start + dur, "{what}: path ends before the step");
+}
+
+#[test]
+fn event_sync_waits_for_the_recorded_kernel_as_hta_says() {
+    let Some(path) = corpus_path("hta/critical_path/cuda_event_sync/event_sync_trace.json.gz")
+    else {
+        return;
+    };
+    let r = report(&path);
+    let step = &r.steps[0];
+    let cp = step.critical_path.as_ref().expect("a path");
+    assert_covers(cp, step.start_ns, step.dur_ns, "ProfilerStep#100");
+    // The pageable DtoH copy: cudaMemcpyAsync (ts …252, 29 µs) is blocking, so its own span
+    // weighs 0 and the path runs launch (252 → 270), the copy (2 µs), its wake-up (272 → 281).
+    // The spin kernel: launched at …362 after the stream's last work ended (…272), so a launch
+    // delay (362 → 372); it runs 36 µs; cudaEventSynchronize (…382, 34 µs) waits for it
+    // (`Event Sync` on the record at …376, stream 7) and wakes at …416.
+    let t0 = 1_707_417_525_512_000;
+    assert_chain(
+        cp,
+        &[
+            ("launch → Memcpy DtoH", Bound::LaunchOverhead, t0 + 252, 18),
+            ("Memcpy DtoH", Bound::DeviceCompute, t0 + 270, 2),
+            ("cudaMemcpyAsync", Bound::SyncWait, t0 + 272, 9),
+        ],
+    );
+    assert_chain(
+        cp,
+        &[
+            ("launch → at::cuda::", Bound::LaunchOverhead, t0 + 362, 10),
+            ("at::cuda::", Bound::DeviceCompute, t0 + 372, 36),
+            ("cudaEventSynchronize", Bound::SyncWait, t0 + 408, 8),
+        ],
+    );
+}
+
+#[test]
+fn context_sync_after_a_stream_wait_follows_the_last_stream() {
+    let Some(path) =
+        corpus_path("hta/critical_path/cuda_event_sync_multi_stream/event_sync_trace.json.gz")
+    else {
+        return;
+    };
+    let r = report(&path);
+    assert!(r.steps.is_empty());
+    let cp = r.critical_path.as_ref().expect("a whole-trace path");
+    let first = cp.slices[0].start_ns;
+    assert_covers(cp, first, cp.total_ns, "whole trace");
+    // Stream 24 after the cudaStreamWaitEvent: cudaMemsetAsync (…368020) launches the memset
+    // at …368034 (1 µs); the sgemm's launch (…368035) does not begin strictly after the memset
+    // ended (…368035), so HTA links them kernel to kernel (15 µs); the sgemm runs 123 µs and
+    // cudaDeviceSynchronize (`Context Sync`, …368166 + 20) wakes 13 µs after it.
+    let t0 = 1_712_867_402_368_000;
+    assert_chain(
+        cp,
+        &[
+            ("launch → Memset", Bound::LaunchOverhead, t0 + 20, 14),
+            ("Memset (Device)", Bound::DeviceCompute, t0 + 34, 1),
+            ("gap before ampere_sgemm", Bound::KernelGap, t0 + 35, 15),
+            ("ampere_sgemm_128x64_nn", Bound::DeviceCompute, t0 + 50, 123),
+            ("cudaDeviceSynchronize", Bound::SyncWait, t0 + 173, 13),
+        ],
+    );
+}
+
+#[test]
+fn alexnet_steps_are_covered_once_and_bounded_by_the_device_where_it_waits() {
+    let Some(path) =
+        corpus_path("hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz")
+    else {
+        return;
+    };
+    let r = report(&path);
+    let cp = match r.steps.first() {
+        Some(step) => {
+            let cp = step.critical_path.as_ref().expect("a path");
+            assert_covers(cp, step.start_ns, step.dur_ns, &step.name);
+            cp
+        }
+        None => {
+            let cp = r.critical_path.as_ref().expect("a whole-trace path");
+            assert_covers(cp, cp.slices[0].start_ns, cp.total_ns, "whole trace");
+            cp
+        }
+    };
+    // AlexNet on an A100 with 41 syncs: the device work the syncs wait for is on the path.
+    assert!(cp.by_bound.get(&Bound::DeviceCompute).copied().unwrap_or(0) > 0);
+    assert!(
+        cp.by_bound
+            .get(&Bound::LaunchOverhead)
+            .copied()
+            .unwrap_or(0)
+            > 0
+    );
+}
+
+#[test]
+fn every_sample_step_path_covers_the_step_once() {
+    for trace in sample_traces() {
+        let r = report(&trace);
+        for step in &r.steps {
+            if let Some(cp) = &step.critical_path {
+                assert_covers(
+                    cp,
+                    step.start_ns,
+                    step.dur_ns,
+                    &format!("{} {}", trace.display(), step.name),
+                );
+            }
+        }
+        if let Some(cp) = &r.critical_path {
+            assert_covers(
+                cp,
+                cp.slices[0].start_ns,
+                cp.total_ns,
+                &format!("{} whole trace", trace.display()),
+            );
+        }
+    }
+}
+
+#[test]
+fn savings_never_exceed_the_path_time_the_fix_can_remove() {
+    // On a device-bound step a host-side fix saves at most the path's non-device time, and the
+    // savings of a step add up to at most the step.
+    for trace in sample_traces() {
+        let r = report(&trace);
+        for step in &r.steps {
+            let Some(cp) = &step.critical_path else {
+                continue;
+            };
+            let saved: i64 = r
+                .findings
+                .iter()
+                .filter(|f| f.step.as_deref() == Some(step.name.as_str()))
+                .filter(|f| r.sources.len() == 1 || f.track.is_some())
+                .map(|f| f.saving_ns)
+                .sum();
+            if r.sources.len() == 1 {
+                assert!(
+                    saved <= step.dur_ns,
+                    "{} {}: savings {saved} > step {}",
+                    trace.display(),
+                    step.name,
+                    step.dur_ns
+                );
+            }
+            let not_device: i64 = cp
+                .by_bound
+                .iter()
+                .filter(|(b, _)| !b.is_device_work())
+                .map(|(_, v)| v)
+                .sum();
+            for f in r
+                .findings
+                .iter()
+                .filter(|f| f.step.as_deref() == Some(step.name.as_str()))
+            {
+                if matches!(
+                    f.kind.as_str(),
+                    "sync_point" | "pageable_copy" | "host_created_tensor" | "host_bound_gap"
+                ) && r.sources.len() == 1
+                {
+                    assert!(
+                        f.saving_ns <= not_device,
+                        "{} {}: {} saves {} but the path has {} off the device",
+                        trace.display(),
+                        step.name,
+                        f.kind,
+                        f.saving_ns,
+                        not_device
+                    );
+                }
+            }
+        }
+    }
+}
