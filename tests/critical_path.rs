@@ -7,6 +7,8 @@
 //! before the launch began (strictly), else a kernel-to-kernel edge; a blocking call's own span
 //! weighs 0 and its end waits for the device work its `cuda_sync` event names.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod support;
 
 use steplens_analysis::critical_path::{Bound, CriticalPath, PathSlice};

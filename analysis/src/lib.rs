@@ -22,6 +22,7 @@ pub mod nodes;
 pub mod op_rows;
 pub mod ops;
 pub mod perfetto_export;
+pub mod profiler_overhead;
 pub mod ranks;
 pub mod report;
 pub mod stats;
@@ -29,6 +30,7 @@ pub mod steps;
 #[cfg(feature = "tables")]
 pub mod table;
 pub mod units;
+pub mod whatif;
 
 pub use detect::Thresholds;
 pub use finding::{Evidence, Finding, FindingKind, Severity};

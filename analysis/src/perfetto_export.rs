@@ -134,7 +134,7 @@ pub fn overlay(timeline: &Timeline, report: &Report) -> Overlay {
 }
 
 /// Flow category of the critical path's arrows, as in HTA's overlaid trace.
-pub const CRITICAL_PATH_CATEGORY: &str = "critical_path";
+pub use steplens_ingest::perfetto::CRITICAL_PATH_FLOW_CATEGORY as CRITICAL_PATH_CATEGORY;
 
 /// The critical path of every step as arrows between the events on it: from each event to the
 /// next one on the path that sits on another track (a launch to its kernel, a kernel to the

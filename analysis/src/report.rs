@@ -119,6 +119,10 @@ pub struct Report {
     /// The critical path of the whole trace, when it has no steps (each step has its own).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub critical_path: Option<crate::critical_path::CriticalPath>,
+    /// Whether the profiler's own cost distorts the trace's timings (and so the savings): its
+    /// estimated share of a step and the steps' drift; absent without steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profiler_overhead: Option<crate::profiler_overhead::ProfilerOverhead>,
     /// The ranks of a multi-input run with collectives; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ranks: Option<crate::ranks::RanksReport>,
@@ -191,6 +195,7 @@ pub fn build_report_with(timeline: &Timeline, thresholds: &Thresholds) -> Report
         engines,
         memory,
         critical_path,
+        profiler_overhead: crate::profiler_overhead::profiler_overhead(timeline),
         ranks,
         summary,
     }

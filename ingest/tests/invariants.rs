@@ -131,6 +131,22 @@ fn samples_are_all_found() {
             "train_sync.json.gz",
             "train_transpose.json.gz",
             "train_zero_grad.json.gz",
+            "anomaly_detection.fixed.json.gz",
+            "anomaly_detection.problem.json.gz",
+            "dataloader_work.fixed.json.gz",
+            "dataloader_work.problem.json.gz",
+            "explicit_pad.fixed.json.gz",
+            "explicit_pad.problem.json.gz",
+            "pointwise_chain.fixed.json.gz",
+            "pointwise_chain.problem.json.gz",
+            "recompile_shapes.fixed.json.gz",
+            "recompile_shapes.problem.json.gz",
+            "tensor_from_list.fixed.json.gz",
+            "tensor_from_list.problem.json.gz",
+            "unfused_optimizer.fixed.json.gz",
+            "unfused_optimizer.problem.json.gz",
+            "zero_grad.fixed.json.gz",
+            "zero_grad.problem.json.gz",
         ]
     );
 }

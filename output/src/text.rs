@@ -494,6 +494,9 @@ pub fn text(out: &mut dyn Write, report: &Report, top: usize, color: bool) -> io
             writeln!(out, "  {} {}", style.yellow("warning:"), w.message)?;
         }
     }
+    if let Some(p) = report.profiler_overhead.as_ref().filter(|p| p.distorts) {
+        writeln!(out, "  {} {}", style.yellow("profiler:"), p.message)?;
+    }
     writeln!(out)?;
     if report.steps.is_empty() {
         writeln!(out, "{}", style.bold("Steps"))?;
@@ -684,6 +687,9 @@ pub fn markdown(out: &mut dyn Write, report: &Report, top: usize) -> io::Result<
         for w in &source.warnings {
             writeln!(out, "- **warning:** {}", w.message)?;
         }
+    }
+    if let Some(p) = report.profiler_overhead.as_ref().filter(|p| p.distorts) {
+        writeln!(out, "- **profiler:** {}", p.message)?;
     }
     writeln!(out, "\n## Steps\n")?;
     if report.steps.is_empty() {

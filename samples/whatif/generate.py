@@ -38,6 +38,18 @@ BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 0
 VARIANTS = ("problem", "fixed")
 
+# The steplens finding kind whose advice each pair's fix applies.
+FINDING_KIND = {
+    "unfused_optimizer": "unfused_optimizer",
+    "pointwise_chain": "unfused_pointwise",
+    "explicit_pad": "explicit_pad",
+    "zero_grad": "slow_zero_grad",
+    "anomaly_detection": "debug_api_enabled",
+    "dataloader_work": "dataloader_stall",
+    "tensor_from_list": "host_created_tensor",
+    "recompile_shapes": "recompile",
+}
+
 PAIRS = ("unfused_optimizer", "pointwise_chain", "explicit_pad", "zero_grad",
          "anomaly_detection", "dataloader_work", "tensor_from_list", "recompile_shapes")
 
@@ -462,10 +474,12 @@ def worker(pair, variant, trace_path, times_path):
 # Parent side: runs, then an independent reading of the traces (plain json, exact decimals)
 # ============================================================================================
 def with_stack(pair):
-    """with_stack=True everywhere but recompile_shapes: there the Python tracer records every
-    dynamo/inductor call of the 3 in-step recompiles (~8 M python_function events, a 2.8 GB
-    JSON / 197 MB gzipped trace, ~10 s per recompile step), so that pair records without it."""
-    return pair != "recompile_shapes"
+    """with_stack=True everywhere but in two pairs where the Python tracer explodes the trace:
+    recompile_shapes (it records every dynamo/inductor call of the 3 in-step recompiles: ~8 M
+    python_function events, a 2.8 GB JSON / 197 MB gzipped trace, ~10 s per recompile step) and
+    anomaly_detection (anomaly mode captures a Python traceback for every autograd node: a
+    4.3 MB gzipped problem trace). Both record with record_shapes only."""
+    return pair not in ("recompile_shapes", "anomaly_detection")
 
 
 def us_to_ns(v):
@@ -595,6 +609,7 @@ def run_pair(pair):
             x["median_step_ns"] = median(x["step_ns"])
     truth = {
         "pair": pair,
+        "finding_kind": FINDING_KIND[pair],
         "files": {v: f"{pair}.{v}.json.gz" for v in VARIANTS},
         "generator": "samples/whatif/generate.py",
         "torch": meta.get("torch"),

@@ -106,9 +106,29 @@ pub(crate) fn torch_cpu_trace(name: &str) -> Option<PathBuf> {
     corpus_path(&format!("torch-cpu/{name}.json.gz"))
 }
 
+/// The finding kind a fix pair's problem trace plants (`samples/whatif/<pair>.problem.json.gz`,
+/// from `<pair>.truth.json`'s `finding_kind`).
+pub(crate) fn whatif_kind(trace: &Path) -> Option<String> {
+    let name = trace.file_name()?.to_str()?;
+    let pair = name.strip_suffix(".problem.json.gz")?;
+    let truth = trace.with_file_name(format!("{pair}.truth.json"));
+    truth
+        .exists()
+        .then(|| {
+            read_json(&truth)["finding_kind"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .flatten()
+}
+
 /// Whether the truth file beside `trace` (`<stem>.truth.json`) plants a finding of `kind` in
-/// some step (the generated Gaudi cases of `samples/gaudi-cases/`).
+/// some step (the generated Gaudi cases of `samples/gaudi-cases/`, the fix pairs of
+/// `samples/whatif/`).
 pub(crate) fn truth_plants(trace: &Path, kind: &str) -> bool {
+    if whatif_kind(trace).as_deref() == Some(kind) {
+        return true;
+    }
     let name = trace.file_name().and_then(|n| n.to_str()).unwrap_or("");
     let stem = name
         .strip_suffix(".json.gz")

@@ -28,8 +28,13 @@ use steplens_output::text::{human_bytes, thousands};
     about = "Measure steplens ingest and report speed and memory on a (generated) large trace"
 )]
 pub struct BenchArgs {
-    /// Trace to measure (generated first with --generate).
+    /// Trace to measure (generated first with --generate); `whatif` compares the estimated
+    /// savings with the realized ones on the fix pairs of `--pairs`.
     trace: Option<PathBuf>,
+    /// `whatif`: the folder of fix pairs (`<pair>.problem.json.gz`, `<pair>.fixed.json.gz`,
+    /// `<pair>.truth.json`).
+    #[arg(long, default_value = "samples/whatif")]
+    pairs: PathBuf,
     /// Write a generated Kineto trace to this path, then measure it.
     #[arg(long, value_name = "OUT")]
     generate: Option<PathBuf>,
@@ -78,6 +83,10 @@ struct Figures {
     events_per_s: f64,
     analysis_s: f64,
     detectors_s: f64,
+    /// The critical paths of every step alone (they also ran inside the report), s.
+    critical_path_s: f64,
+    /// … as a share of the full report's time (load + analysis), percent.
+    critical_path_pct_of_report: f64,
     detectors_pct_of_ingest: f64,
     report_s: f64,
     report_median_s: f64,
@@ -99,6 +108,9 @@ struct Figures {
 /// # Errors
 /// When the trace cannot be written or read.
 pub fn run(args: &BenchArgs) -> Result<()> {
+    if args.generate.is_none() && args.trace.as_deref() == Some(Path::new("whatif")) {
+        return crate::whatif::run(&args.pairs, args.format == "json");
+    }
     let trace = match (&args.generate, &args.trace) {
         (Some(out), _) => {
             let started = Instant::now();
@@ -214,6 +226,7 @@ fn measure(trace: &Path, runs: usize) -> Result<Figures> {
     let mut total = Vec::new();
     let mut analysis = Vec::new();
     let mut detectors = Vec::new();
+    let mut critical = Vec::new();
     let mut cpu = Vec::new();
     let mut last = None;
     let mut private_after_load = 0;
@@ -239,6 +252,10 @@ fn measure(trace: &Path, runs: usize) -> Result<Figures> {
         );
         detectors.push(t3.elapsed().as_secs_f64());
         drop(findings);
+        let t4 = Instant::now();
+        let paths = steplens_analysis::critical_path::critical_paths(&timeline);
+        critical.push(t4.elapsed().as_secs_f64());
+        drop(paths);
         ingest.push((t1 - t0).as_secs_f64());
         analysis.push((t2 - t1).as_secs_f64());
         total.push((t2 - t0).as_secs_f64());
@@ -254,6 +271,7 @@ fn measure(trace: &Path, runs: usize) -> Result<Figures> {
     let best_total = total.iter().copied().fold(f64::INFINITY, f64::min);
     let best_analysis = analysis.iter().copied().fold(f64::INFINITY, f64::min);
     let best_detectors = detectors.iter().copied().fold(f64::INFINITY, f64::min);
+    let best_critical = critical.iter().copied().fold(f64::INFINITY, f64::min);
     Ok(Figures {
         trace: trace.display().to_string(),
         file_bytes,
@@ -268,6 +286,8 @@ fn measure(trace: &Path, runs: usize) -> Result<Figures> {
         analysis_s: best_analysis,
         detectors_s: best_detectors,
         detectors_pct_of_ingest: best_detectors * 100.0 / best_ingest,
+        critical_path_s: best_critical,
+        critical_path_pct_of_report: best_critical * 100.0 / best_total,
         report_s: best_total,
         report_median_s: median(&mut total),
         report_cpu_median_s: (!cpu.is_empty()).then(|| median(&mut cpu)),
@@ -364,6 +384,11 @@ fn print_figures(out: &mut dyn Write, f: &Figures) -> io::Result<()> {
         out,
         "detectors        {:.3} s ({:.1}% of ingest; budget 10%)",
         f.detectors_s, f.detectors_pct_of_ingest
+    )?;
+    writeln!(
+        out,
+        "critical path    {:.3} s ({:.1}% of the full report; budget 10%)",
+        f.critical_path_s, f.critical_path_pct_of_report
     )?;
     writeln!(
         out,

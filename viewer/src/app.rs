@@ -432,9 +432,10 @@ impl Session {
             egui::Frame::group(ui.style()).show(ui, |ui| {
                 ui.label(RichText::new(&f.title).strong());
                 ui.label(format!(
-                    "{} · {} · {} lost{}",
+                    "{} · {} · saves {} · owns {}{}",
                     f.kind,
                     f.severity,
+                    human_ns(f.saving_ns),
                     human_ns(f.lost_ns),
                     f.step
                         .as_ref()
@@ -460,7 +461,7 @@ impl Session {
             .id_salt("findings-list")
             .auto_shrink([false, false])
             .show_rows(ui, row_h, shown.len(), |ui, range| {
-                // The report ranks findings by lost time already.
+                // The report ranks findings by what fixing them saves already.
                 for &i in &shown[range] {
                     let Some(f) = findings.get(i) else {
                         continue;
@@ -470,7 +471,7 @@ impl Session {
                         Severity::Warning => Color32::from_rgb(240, 180, 80),
                         Severity::Info => ui.visuals().text_color(),
                     };
-                    let text = format!("{}. {} - {} lost", i + 1, f.title, human_ns(f.lost_ns));
+                    let text = format!("{}. {} - saves {}", i + 1, f.title, human_ns(f.saving_ns));
                     let selected = self.active_finding == Some(i);
                     let button =
                         egui::Button::selectable(selected, RichText::new(text).color(color))
@@ -809,13 +810,20 @@ impl ViewerApp {
                 if session.show_critical_path
                     && let Some(path) = session.critical_path_in_view()
                 {
+                    let total = path.total_ns.max(1) as f64;
                     let parts: Vec<String> = path
                         .by_bound
                         .iter()
-                        .filter(|(_, v)| **v > 0)
-                        .map(|(b, v)| format!("{} {}", b.as_str(), human_ns(*v)))
+                        .filter(|(_, v)| **v * 100 >= path.total_ns)
+                        .map(|(b, v)| format!("{} {:.0}%", b.as_str(), *v as f64 * 100.0 / total))
                         .collect();
-                    ui.label(parts.join(" · "));
+                    ui.label(parts.join(" · ")).on_hover_text(
+                        path.by_bound
+                            .iter()
+                            .map(|(b, v)| format!("{}: {}", b.as_str(), human_ns(*v)))
+                            .collect::<Vec<_>>()
+                            .join("\n"),
+                    );
                 }
                 let mut note = None;
                 ui.menu_button("Report", |ui| {

@@ -288,6 +288,22 @@ fn snapshot_torch_ops_table() {
     harness.snapshot("torch_ops_table");
 }
 
+/// The CUDA sample with the critical path toggle on: the step's path drawn over its events
+/// (host ops, the launch to the spin kernel, the kernel, the event sync that waited for it),
+/// and its split by bound in the toolbar.
+#[test]
+fn snapshot_cuda_critical_path() {
+    let mut harness = harness(app(CUDA), 1400.0, 700.0);
+    {
+        let session = harness.state_mut().session_mut().unwrap();
+        session.show_critical_path = true;
+        assert!(session.critical_path_in_view().is_some());
+    }
+    harness.run_steps(2);
+    harness.get_by_label_contains("device_compute 1%");
+    harness.snapshot("cuda_critical_path");
+}
+
 #[test]
 fn the_app_draws_without_a_trace() {
     let mut harness = harness(ViewerApp::new(), 800.0, 400.0);

@@ -10,6 +10,12 @@
 //!   (`with_stack=True`): `torch/autograd/gradcheck.py(…): gradcheck` and `…: gradgradcheck`
 //!   (gradgradcheck runs gradcheck inside: counted once, as gradgradcheck).
 //!
+//! Anomaly mode also records a Python stack for every autograd node the forward pass creates,
+//! inside the op that creates it: the trace shows it only as those ops' self time. Its cost is
+//! estimated per node from the view ops (whose own work is negligible) that recorded a node,
+//! less the same views that recorded none, times the forward ops that recorded a node (a
+//! `Sequence number` arg outside the backward pass; needs `record_shapes`-era Kineto args).
+//!
 //! `record_function` ranges and nested profilers cannot be told from intended instrumentation in
 //! a trace, so they are not reported. One finding per step and API.
 
@@ -18,7 +24,7 @@ use std::collections::BTreeMap;
 use rustc_hash::{FxHashMap, FxHashSet};
 use steplens_ingest::model::{CategoryClass, SliceId, StrId};
 
-use super::torch_ops::{EVALUATE_PREFIX, children};
+use super::torch_ops::{EVALUATE_PREFIX, children, in_backward};
 use super::{Context, human_ns};
 use crate::finding::{Cost, Finding, FindingKind, Severity};
 
@@ -124,7 +130,13 @@ fn finding(
         return None;
     }
     let first = *slices.first()?;
-    let lost: i64 = slices.iter().map(|&i| t.slices.dur[i as usize]).sum();
+    let checks_ns: i64 = slices.iter().map(|&i| t.slices.dur[i as usize]).sum();
+    // Anomaly mode also records a Python stack for every autograd node the forward pass makes.
+    let capture = match (api, step) {
+        (Api::Anomaly, Some(step)) => stack_capture(ctx, step),
+        _ => StackCapture::default(),
+    };
+    let lost = checks_ns + capture.cost_ns;
     let start = t.slices.start[first as usize];
     let end = slices
         .iter()
@@ -161,7 +173,16 @@ fn finding(
             (
                 format!(
                     "autograd anomaly detection is on: {checks} gradient NaN checks after \
-                     {nodes} backward nodes ({}{in_step})",
+                     {nodes} backward nodes{} ({}{in_step})",
+                    if capture.recording_ops.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            ", a stack recorded for each of {} forward autograd nodes (≈ {} each)",
+                            capture.recording_ops.len(),
+                            human_ns(capture.per_node_ns)
+                        )
+                    },
                     human_ns(lost)
                 ),
                 ops,
@@ -212,6 +233,7 @@ fn finding(
             t.slice_track(first).map_or(0, |tr| tr.source),
             slices
                 .iter()
+                .chain(&capture.recording_ops)
                 .map(|&i| (t.slices.start[i as usize], t.slices.end(i)))
                 .collect(),
         ),
@@ -222,6 +244,87 @@ fn finding(
             .collect(),
         recommendation: recommendation.into(),
     })
+}
+
+/// Ops that only make a view: their own work is a few hundred nanoseconds of metadata, so in
+/// anomaly mode their self time is almost all the stack capture of the node they record.
+const VIEW_OPS: &[&str] = &[
+    "aten::view",
+    "aten::_unsafe_view",
+    "aten::transpose",
+    "aten::t",
+    "aten::permute",
+    "aten::expand",
+    "aten::unsqueeze",
+    "aten::squeeze",
+    "aten::select",
+    "aten::slice",
+    "aten::as_strided",
+    "aten::alias",
+    "aten::unflatten",
+];
+
+/// The forward cost of anomaly mode in one step.
+#[derive(Default)]
+struct StackCapture {
+    /// Forward ops that recorded an autograd node (a `Sequence number` outside the backward).
+    recording_ops: Vec<SliceId>,
+    /// Estimated stack capture per node, ns.
+    per_node_ns: i64,
+    /// `per_node_ns` × the recording ops, ns.
+    cost_ns: i64,
+}
+
+/// Anomaly mode's stack capture in step `step`: per node, the median self time of the view ops
+/// that recorded a node less that of the same views that recorded none (in the backward pass,
+/// under `no_grad`); times the forward ops that recorded a node. Nothing without such views.
+fn stack_capture(ctx: &Context<'_>, step: usize) -> StackCapture {
+    let t = ctx.timeline;
+    let s = &t.steps[step];
+    let mut recording = Vec::new();
+    let mut view_with: Vec<i64> = Vec::new();
+    let mut view_without: Vec<i64> = Vec::new();
+    for (_, track) in ctx.host_tracks() {
+        if t.step_source(track.source) != s.source {
+            continue;
+        }
+        for i in t.track_slices_between(track, s.start, s.end()) {
+            if t.slice_class(i) != CategoryClass::CpuOp {
+                continue;
+            }
+            let name = t.slice_name(i);
+            let is_view = VIEW_OPS.contains(&name);
+            let backward = in_backward(ctx, i) || name.contains("Backward");
+            let records = !backward && t.arg_raw(i, "Sequence number").is_some();
+            if records {
+                recording.push(i);
+            }
+            if is_view {
+                let own = t.slices.dur[i as usize]
+                    - children(t, i)
+                        .map(|c| t.slices.dur[c as usize])
+                        .sum::<i64>();
+                if records {
+                    view_with.push(own);
+                } else {
+                    view_without.push(own);
+                }
+            }
+        }
+    }
+    let median = |v: &mut Vec<i64>| -> Option<i64> {
+        v.sort_unstable();
+        (!v.is_empty()).then(|| v[(v.len() - 1) / 2])
+    };
+    let Some(with) = median(&mut view_with) else {
+        return StackCapture::default();
+    };
+    let per_node_ns = (with - median(&mut view_without).unwrap_or(0)).max(0);
+    StackCapture {
+        cost_ns: per_node_ns * recording.len() as i64,
+        per_node_ns,
+        recording_ops: recording,
+    }
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ mod non_logical_transpose;
 mod optimizer;
 mod pointwise;
 mod precision;
+mod python_data_tensor;
 mod recompile;
 mod savings;
 mod slow_zero_grad;
@@ -126,7 +127,7 @@ impl Default for Thresholds {
             pointwise_chain_min_ops: 4,
             pointwise_min_elems: 1024,
             optimizer_loop_min_ops: 8,
-            optimizer_loop_min_pct: 2.0,
+            optimizer_loop_min_pct: 5.0,
             fragmented_min_per_step: 8,
             fragmented_max_bytes: 1 << 20,
         }
@@ -471,6 +472,7 @@ pub fn run_all(ctx: &Context<'_>) -> Vec<Finding> {
                 &host_copies::claimed_copy_ops(&copies),
             ));
             findings.extend(host_copies::detect(ctx, &copies));
+            findings.extend(python_data_tensor::detect(ctx));
             findings.extend(host_bound_gap::detect(ctx));
             findings.extend(slow_zero_grad::detect(ctx));
             findings.extend(debug_api::detect(ctx));

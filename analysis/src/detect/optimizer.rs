@@ -11,9 +11,10 @@
 //!
 //! One finding per optimizer step; count = the per-parameter math ops. Lost time, the model: a
 //! multi-tensor op costs about as much as one of the per-parameter ops it replaces (small
-//! tensors are launch- and dispatch-bound), so of each op name all calls but one are lost. It
-//! must reach `optimizer_loop_min_pct` of the step: a loop that costs less is not worth
-//! changing the optimizer for.
+//! tensors are launch- and dispatch-bound), and the Python loop around them goes too, so the
+//! fused step costs one call of each op name plus the optimizer's other ops (bookkeeping);
+//! the rest of the `Optimizer.step` range is lost. It must reach `optimizer_loop_min_pct` of
+//! the step: a loop that costs less is not worth changing the optimizer for.
 
 use rustc_hash::FxHashMap;
 use steplens_ingest::model::{CategoryClass, DeviceKind, OpArg, SliceId};
@@ -99,17 +100,17 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
             }) {
                 continue;
             }
-            let math: Vec<SliceId> = ops
+            let (math, others): (Vec<SliceId>, Vec<SliceId>) = ops
                 .into_iter()
-                .filter(|&o| ctx.is_pointwise_op(o) && on_a_tensor(ctx, o))
-                .collect();
+                .partition(|&o| ctx.is_pointwise_op(o) && on_a_tensor(ctx, o));
+            let others_ns: i64 = others.iter().map(|&o| t.slices.dur[o as usize]).sum();
             if math.len() < min_ops {
                 continue;
             }
             let Some(step) = ctx.step_at(track.source, t.slices.start[i as usize]) else {
                 continue;
             };
-            let f = finding(ctx, track.source, step, i, &math);
+            let f = finding(ctx, track.source, step, i, &math, others_ns);
             let step_ns = t.steps[step].dur as f64;
             if f.lost_ns as f64 * 100.0 >= ctx.thresholds.optimizer_loop_min_pct * step_ns {
                 findings.push(f);
@@ -125,6 +126,7 @@ fn finding(
     step: usize,
     annotation: SliceId,
     math: &[SliceId],
+    others_ns: i64,
 ) -> Finding {
     let t = ctx.timeline;
     let s = &t.steps[step];
@@ -135,9 +137,10 @@ fn finding(
         e.0 += 1;
         e.1 += t.slices.dur[o as usize];
     }
-    let total: i64 = by_name.values().map(|v| v.1).sum();
     let one_each: i64 = by_name.values().map(|&(n, d)| d / n.max(1)).sum();
-    let lost = (total - one_each).max(0);
+    // The loop's whole range: its ops and the Python between them, per parameter.
+    let total = t.slices.dur[annotation as usize];
+    let lost = (total - one_each - others_ns).max(0);
     let params = by_name.values().map(|v| v.0).min().unwrap_or(0);
     let mut names: Vec<(String, i64)> = by_name
         .iter()
@@ -177,9 +180,10 @@ fn finding(
             .collect(),
         cost: Cost::measured(
             source,
-            math.iter()
-                .map(|&o| (t.slices.start[o as usize], t.slices.end(o)))
-                .collect(),
+            vec![(
+                t.slices.start[annotation as usize],
+                t.slices.end(annotation),
+            )],
         ),
         recommendation: advice(t.device.kind).into(),
     }

@@ -98,6 +98,11 @@ pub(crate) struct TraceNote {
 /// Bits of an exported flow id below the category index.
 pub(crate) const FLOW_CAT_SHIFT: u32 = 48;
 
+/// Flow category of the critical path steplens overlays on its exports. Its arrows are drawn
+/// for people; reading the file back leaves them out, so the Timeline (and every analysis of
+/// it) is the one that was exported.
+pub const CRITICAL_PATH_FLOW_CATEGORY: &str = "critical_path";
+
 pub(crate) fn kind_from_note(note: &TrackNote) -> Option<TrackKind> {
     Some(match note.kind.as_str() {
         "host" => TrackKind::HostThread,

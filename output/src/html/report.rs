@@ -93,6 +93,9 @@ fn headline(report: &Report) -> String {
 
 fn overview(h: &mut String, report: &Report) {
     let _ = write!(h, "<p class=\"headline\">{}</p>", esc(&headline(report)));
+    if let Some(p) = report.profiler_overhead.as_ref().filter(|p| p.distorts) {
+        let _ = write!(h, "<p class=\"advice\">Profiler: {}</p>", esc(&p.message));
+    }
     h.push_str("<table>");
     let device = match &report.device.name {
         Some(name) => format!(

@@ -212,10 +212,23 @@ impl Reader<'_> {
         if event.flow_ids.is_empty() && event.terminating_flow_ids.is_empty() {
             return;
         }
-        self.flow_keys.insert(key);
-        let leaving = event.flow_ids.iter().map(|id| (id, false));
-        let arriving = event.terminating_flow_ids.iter().map(|id| (id, true));
+        let skipped = self
+            .note
+            .as_ref()
+            .and(self.skipped_flow_cat)
+            .map(|cat| move |id: &u64| (id >> crate::perfetto::FLOW_CAT_SHIFT) == cat);
+        let keep = |id: &u64| skipped.as_ref().is_none_or(|is_skipped| !is_skipped(id));
+        let leaving = event.flow_ids.iter().filter(keep).map(|id| (id, false));
+        let arriving = event
+            .terminating_flow_ids
+            .iter()
+            .filter(keep)
+            .map(|id| (id, true));
         let ends: Vec<(u64, bool)> = leaving.chain(arriving).collect();
+        if ends.is_empty() {
+            return;
+        }
+        self.flow_keys.insert(key);
         for (id, terminating) in ends {
             match self.flow_ends.remove(&id) {
                 // The other end came first: link them whichever order the file has them in.

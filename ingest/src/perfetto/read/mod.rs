@@ -189,6 +189,9 @@ struct Reader<'b> {
     note: Option<TraceNote>,
     time_offset: i64,
     flow_cats: Vec<CatId>,
+    /// Index of the critical-path category in the note's flow categories (its flows are
+    /// skipped).
+    skipped_flow_cat: Option<u64>,
     default_flow_cat: Option<CatId>,
     clocks: Vec<u32>,
     // Counts.
@@ -233,6 +236,7 @@ impl<'b> Reader<'b> {
             note: None,
             time_offset: 0,
             flow_cats: Vec::new(),
+            skipped_flow_cat: None,
             default_flow_cat: None,
             clocks: Vec::new(),
             packets: 0,

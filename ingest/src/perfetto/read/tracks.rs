@@ -50,6 +50,11 @@ impl Reader<'_> {
     }
 
     pub(super) fn apply_trace_note(&mut self, note: TraceNote) {
+        self.skipped_flow_cat = note
+            .flow_categories
+            .iter()
+            .position(|c| c == crate::perfetto::CRITICAL_PATH_FLOW_CATEGORY)
+            .map(|i| i as u64);
         self.flow_cats = note
             .flow_categories
             .iter()

@@ -1,0 +1,127 @@
+//! Savings checked against fixed runs (`samples/whatif/`): each pair is a training loop with a
+//! problem and the same loop with the finding's fix, recorded interleaved; the generator read
+//! the realized saving (median problem step − median fixed step over three runs each) and its
+//! bootstrap interval from the traces itself (`<pair>.truth.json`).
+//!
+//! The realized saving compares median steps, except for recompiles, whose cost falls in the
+//! few steps where shapes change: there the mean step.
+//!
+//! Rule: where the profiler's own cost does not dominate the difference (`profiler_dominates`
+//! false), the saving the problem trace's report estimates for the pair's finding kind is
+//! within ±30 % of the realized saving or inside its interval; and the fixed twin has no finding
+//! whose saving is above 2 % of its step.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::path::Path;
+
+use steplens_analysis::FindingKind;
+use steplens_analysis::stats::Shift;
+use steplens_analysis::whatif::{
+    agrees, estimated_saving_per_step, realized_saving, statistic_for,
+};
+use support::{read_json, repo, report, truth_files};
+
+struct Pair {
+    name: String,
+    kind: FindingKind,
+    realized: Shift,
+    profiler_dominates: bool,
+}
+
+fn pairs() -> Vec<Pair> {
+    let dir = repo().join("samples/whatif");
+    truth_files(&dir)
+        .iter()
+        .map(|p| {
+            let t = read_json(p);
+            let kind: FindingKind = t["finding_kind"].as_str().unwrap().parse().unwrap();
+            // Every profiled step the generator read from its three runs of each variant.
+            let steps = |variant: &str| -> Vec<i64> {
+                t["profiled"]["runs"][variant]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .flat_map(|run| run["step_ns"].as_array().unwrap())
+                    .map(|v| v.as_i64().unwrap())
+                    .collect()
+            };
+            let realized =
+                realized_saving(&steps("problem"), &steps("fixed"), statistic_for(kind)).unwrap();
+            // The generator's own median difference, read independently of steplens.
+            if statistic_for(kind) == steplens_analysis::stats::Statistic::Median {
+                let theirs = t["profiled"]["saving_ns"].as_f64().unwrap();
+                assert!(
+                    (realized.point - theirs).abs() < 1.0,
+                    "{p:?}: {realized:?} vs {theirs}"
+                );
+            }
+            Pair {
+                name: t["pair"].as_str().unwrap().to_owned(),
+                kind,
+                realized,
+                profiler_dominates: t["profiler_dominates"].as_bool().unwrap(),
+            }
+        })
+        .collect()
+}
+
+fn trace(pair: &str, variant: &str) -> std::path::PathBuf {
+    Path::new(&repo().join("samples/whatif")).join(format!("{pair}.{variant}.json.gz"))
+}
+
+#[test]
+fn estimated_savings_agree_with_the_fixed_runs() {
+    let pairs = pairs();
+    assert!(pairs.len() >= 8, "the eight CPU fix pairs");
+    let mut bad = Vec::new();
+    for p in pairs.iter().filter(|p| !p.profiler_dominates) {
+        let r = report(&trace(&p.name, "problem"));
+        let estimated = estimated_saving_per_step(&r, p.kind).unwrap();
+        if !agrees(estimated, &p.realized, 0.3) {
+            bad.push(format!(
+                "{}: {} estimated {:.0} ns per step, realized {:.0} ns [{:.0}, {:.0}]",
+                p.name, p.kind, estimated, p.realized.point, p.realized.low, p.realized.high
+            ));
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+#[test]
+fn problem_traces_raise_their_finding() {
+    for p in pairs() {
+        let r = report(&trace(&p.name, "problem"));
+        assert!(
+            r.findings.iter().any(|f| f.kind == p.kind),
+            "{}: no {} finding",
+            p.name,
+            p.kind
+        );
+    }
+}
+
+#[test]
+fn fixed_twins_have_no_finding_worth_two_percent_of_a_step() {
+    for p in pairs() {
+        let r = report(&trace(&p.name, "fixed"));
+        for f in &r.findings {
+            let step = r
+                .steps
+                .iter()
+                .find(|s| f.step.as_deref() == Some(s.name.as_str()))
+                .map_or(r.summary.p50_step_ns.unwrap_or(0), |s| s.dur_ns);
+            assert!(
+                f.saving_ns * 50 <= step,
+                "{} fixed: {} saves {} of a {} ns step: {}",
+                p.name,
+                f.kind,
+                f.saving_ns,
+                step,
+                f.title
+            );
+        }
+    }
+}
