@@ -133,19 +133,33 @@ pub struct CriticalPath {
     pub by_bound: BTreeMap<Bound, i64>,
     /// The names with the most time on the path, most first.
     pub top: Vec<Contributor>,
-    /// The path, in time order.
+    /// The path in time order: host time inside one top-level op on one thread as that op,
+    /// device work and the edges between events as they are; at most [`MAX_PATH_SLICES`]
+    /// (then the longest, and `slices_total` says how many there were).
     pub slices: Vec<PathSlice>,
+    /// How many stretches the path has, when `slices` holds only the longest of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slices_total: Option<u64>,
+    /// The path as runs of one bound, in time order (what the savings read); not in the JSON.
+    #[serde(skip)]
+    pub bound_runs: Vec<(i64, i64, Bound)>,
 }
 
 impl CriticalPath {
-    /// Time on the path of the bounds `keep` accepts inside `ranges` (sorted, disjoint), ns.
+    /// Where the path runs on bounds that `keep` accepts, as intervals.
     #[must_use]
-    pub fn time_in(&self, ranges: &IntervalSet, keep: impl Fn(Bound) -> bool) -> i64 {
-        self.slices
+    pub fn runs_of(&self, keep: impl Fn(Bound) -> bool) -> Vec<(i64, i64)> {
+        self.bound_runs
             .iter()
-            .filter(|s| keep(s.bound))
-            .map(|s| ranges.covered(s.start_ns, s.start_ns + s.dur_ns))
-            .sum()
+            .filter(|r| keep(r.2))
+            .map(|r| (r.0, r.1))
+            .collect()
+    }
+
+    /// The path's span: its first stretch's start to its last stretch's end.
+    #[must_use]
+    pub fn span(&self) -> Option<(i64, i64)> {
+        Some((self.bound_runs.first()?.0, self.bound_runs.last()?.1))
     }
 }
 
@@ -333,7 +347,11 @@ impl Shared {
     /// Reads Kineto's `cuda_sync` events (PyTorch 2.1+): which device work each blocking call
     /// and each `cudaStreamWaitEvent` waited for, as HTA does.
     fn read_cuda_sync(&mut self, t: &Timeline) {
-        let syncs: Vec<SliceId> = (0..t.slices.len() as SliceId)
+        let syncs: Vec<SliceId> = t
+            .tracks
+            .iter()
+            .filter(|tr| tr.kind.is_device())
+            .flat_map(|tr| tr.slices.clone())
             .filter(|&i| t.slice_class(i) == CategoryClass::DeviceSync)
             .collect();
         if syncs.is_empty() {
@@ -482,7 +500,7 @@ struct Window {
     main: Option<u32>,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum EdgeKind {
     /// An event's own span (or the span between nested nodes of it).
     Span(SliceId),
@@ -505,27 +523,52 @@ struct Edge {
     kind: EdgeKind,
 }
 
-#[derive(Default)]
 struct Graph {
     ts: Vec<i64>,
     track: Vec<u32>,
     edges: Vec<Edge>,
+    /// Whether each node has an edge out of it yet.
+    has_out: Vec<bool>,
+    /// No edge went into a node after an edge left it: the edges are in a topological order
+    /// as appended (a window of one host thread), and the longest path needs one pass.
+    in_order: bool,
+}
+
+impl Default for Graph {
+    fn default() -> Self {
+        Self {
+            ts: Vec::new(),
+            track: Vec::new(),
+            edges: Vec::new(),
+            has_out: Vec::new(),
+            in_order: true,
+        }
+    }
 }
 
 impl Graph {
     fn node(&mut self, ts: i64, track: u32) -> u32 {
         self.ts.push(ts);
         self.track.push(track);
+        self.has_out.push(false);
         (self.ts.len() - 1) as u32
     }
 
     fn edge(&mut self, from: u32, to: u32, weight: i64, kind: EdgeKind) {
-        self.edges.push(Edge {
+        self.push(Edge {
             from,
             to,
             weight: weight.max(0),
             kind,
         });
+    }
+
+    fn push(&mut self, e: Edge) {
+        if self.has_out[e.to as usize] {
+            self.in_order = false;
+        }
+        self.has_out[e.from as usize] = true;
+        self.edges.push(e);
     }
 }
 
@@ -535,7 +578,8 @@ struct HostChain {
     /// Where the thread's top-level gaps open (`true`: a top-level op ended) and close
     /// (`false`: one starts), as (time, node, opens), in time order.
     gap_points: Vec<(i64, u32, bool)>,
-    /// Node ids of each included slice: (slice, start node, end node).
+    /// Node ids of the runtime and driver calls (launches, blocking calls): (slice, start
+    /// node, end node).
     nodes: Vec<(SliceId, u32, u32)>,
     /// Start and end nodes of the top-level ones.
     top: Vec<(u32, u32)>,
@@ -566,26 +610,32 @@ impl Window {
                     .sum::<i64>()
             })?,
         };
+        if self.main.is_some() && !self.has_other_work(t, main_track) {
+            return Some(self.single_thread_path(t, shared, main_track));
+        }
+        // The window's start on the main thread: its chain starts from it.
+        let source = g.node(self.start, main_track);
         let mut chains: Vec<HostChain> = host_tracks
             .iter()
-            .map(|&tr| self.host_chain(t, shared, &mut g, tr, tr == main_track))
+            .map(|&tr| {
+                let from = (tr == main_track).then_some(source);
+                self.host_chain(t, shared, &mut g, tr, from)
+            })
             .collect();
         let main = chains.iter().position(|c| c.track == main_track)?;
         if self.main.is_none() && chains[main].first.is_none() {
             return None;
         }
-        // The window's ends on the main thread.
-        let source = g.node(self.start, chains[main].track);
-        let sink = g.node(self.end, chains[main].track);
+        // … and its end.
+        let sink = g.node(self.end, main_track);
         {
             let chain = &mut chains[main];
-            match (chain.first, chain.last) {
-                (Some(first), Some(last)) => {
-                    let (f_ts, l_ts) = (g.ts[first as usize], g.ts[last as usize]);
-                    g.edge(source, first, f_ts - self.start, EdgeKind::HostGap);
+            match chain.last {
+                Some(last) => {
+                    let l_ts = g.ts[last as usize];
                     g.edge(last, sink, self.end - l_ts, EdgeKind::HostGap);
                 }
-                _ => g.edge(source, sink, self.end - self.start, EdgeKind::HostGap),
+                None => g.edge(source, sink, self.end - self.start, EdgeKind::HostGap),
             }
             chain.gap_points.insert(0, (self.start, source, true));
             chain.gap_points.push((self.end, sink, false));
@@ -702,7 +752,7 @@ impl Window {
                 (device_nodes.get(&dest), device_nodes.get(&src))
                 && g.ts[s_e as usize] <= g.ts[d_s as usize]
             {
-                g.edges.push(Edge {
+                g.push(Edge {
                     from: s_e,
                     to: d_s,
                     weight: 0,
@@ -730,7 +780,7 @@ impl Window {
                 if let Some(&(_, e)) = device_nodes.get(&w)
                     && g.ts[e as usize] <= call_end
                 {
-                    g.edges.push(Edge {
+                    g.push(Edge {
                         from: e,
                         to: end_node,
                         weight: 0,
@@ -747,7 +797,84 @@ impl Window {
             }
         }
         let path = longest_path(&g, source, sink)?;
-        Some(self.summarize(t, shared, &g, &path, &chains[main]))
+        let edges = path.iter().map(|&ei| {
+            let e = &g.edges[ei];
+            (
+                g.ts[e.from as usize],
+                g.ts[e.to as usize],
+                g.track[e.to as usize],
+                e.kind,
+            )
+        });
+        Some(self.summarize(t, shared, main_track, edges))
+    }
+
+    /// The path of a window with one host thread at work and no device work: that thread's
+    /// chain itself (the graph is that one chain), read in one sweep over its ops.
+    fn single_thread_path(&self, t: &Timeline, shared: &Shared, track: u32) -> CriticalPath {
+        let tr = &t.tracks[track as usize];
+        let mut edges: Vec<(i64, i64, u32, EdgeKind)> = Vec::new();
+        let mut at = self.start;
+        // Open ops: (slice, end).
+        let mut stack: Vec<(SliceId, i64)> = Vec::new();
+        let mut emit = |to: i64, stack: &[(SliceId, i64)], at: &mut i64| {
+            let kind = stack
+                .last()
+                .map_or(EdgeKind::HostGap, |&(open, _)| EdgeKind::Span(open));
+            edges.push((*at, to, track, kind));
+            *at = to;
+        };
+        for i in t.track_slices_between(tr, self.start, self.end) {
+            if t.slices.dur[i as usize] <= 0 || !t.slice_class(i).is_host_work() {
+                continue;
+            }
+            let start = t.slices.start[i as usize];
+            while let Some(&(_, end)) = stack.last() {
+                if end > start {
+                    break;
+                }
+                emit(end, &stack, &mut at);
+                stack.pop();
+            }
+            emit(start, &stack, &mut at);
+            let end = t.slices.end(i).min(self.end);
+            let end = stack.last().map_or(end, |p| end.min(p.1));
+            stack.push((i, end.max(start)));
+        }
+        while let Some(&(_, end)) = stack.last() {
+            emit(end, &stack, &mut at);
+            stack.pop();
+        }
+        emit(self.end, &stack, &mut at);
+        self.summarize(t, shared, track, edges.into_iter())
+    }
+
+    /// Whether the window has work on any host thread but `main`, or on the device.
+    fn has_other_work(&self, t: &Timeline, main: u32) -> bool {
+        t.tracks.iter().enumerate().any(|(i, tr)| {
+            if i as u32 == main || t.step_source(tr.source) != self.clock {
+                return false;
+            }
+            let wanted = |c: CategoryClass| match tr.kind {
+                TrackKind::HostThread => c.is_host_work(),
+                TrackKind::DeviceEngine { .. } => c.is_device_work(),
+                _ => false,
+            };
+            if !matches!(
+                tr.kind,
+                TrackKind::HostThread | TrackKind::DeviceEngine { .. }
+            ) {
+                return false;
+            }
+            // Work that starts in the window, or device work running at its start.
+            t.track_slices_between(tr, self.start, self.end)
+                .any(|j| wanted(t.slice_class(j)))
+                || (tr.kind.is_device()
+                    && t.track_slices_between(tr, i64::MIN, self.start)
+                        .rev()
+                        .take(64)
+                        .any(|j| wanted(t.slice_class(j)) && t.slices.end(j) > self.start))
+        })
     }
 
     /// Builds the nodes and nesting edges of one host thread's ops in the window.
@@ -757,8 +884,10 @@ impl Window {
         shared: &Shared,
         g: &mut Graph,
         track: u32,
-        is_main: bool,
+        source: Option<u32>,
     ) -> HostChain {
+        // The main thread's chain starts at the window's start (`source`).
+        let is_main = source.is_some();
         let tr = &t.tracks[track as usize];
         let mut chain = HostChain {
             track,
@@ -770,7 +899,7 @@ impl Window {
         };
         // Open slices: (slice, end, start node).
         let mut stack: Vec<(SliceId, i64, u32)> = Vec::new();
-        let mut last: Option<u32> = None;
+        let mut last: Option<u32> = source;
         let close = |g: &mut Graph,
                      chain: &mut HostChain,
                      last: &mut Option<u32>,
@@ -785,7 +914,9 @@ impl Window {
                 end - g.ts[from as usize]
             };
             g.edge(from, e_node, w, EdgeKind::Span(slice));
-            chain.nodes.push((slice, s_node, e_node));
+            if t.slice_class(slice) != CategoryClass::CpuOp {
+                chain.nodes.push((slice, s_node, e_node));
+            }
             if top_level {
                 chain.gap_points.push((end, e_node, true));
                 chain.top.push((s_node, e_node));
@@ -845,24 +976,36 @@ impl Window {
         chain
     }
 
+    /// The path's figures from its edges in order: (from, to, track of the later end, kind).
     fn summarize(
         &self,
         t: &Timeline,
         shared: &Shared,
-        g: &Graph,
-        path: &[usize],
-        main: &HostChain,
+        main_track: u32,
+        edges: impl Iterator<Item = (i64, i64, u32, EdgeKind)>,
     ) -> CriticalPath {
-        // Data loader and compile ranges of the main thread classify host stretches.
+        // Data loader and compile ranges of the main thread classify host stretches: those in
+        // the window, and the ones around its first slice that began before it.
         let mut loading = Vec::new();
         let mut compiling = Vec::new();
-        let tr = &t.tracks[main.track as usize];
-        for i in t.track_slices_between(tr, i64::MIN, self.end) {
+        let tr = &t.tracks[main_track as usize];
+        let inside = t.track_slices_between(tr, self.start, self.end);
+        let around = inside
+            .clone()
+            .next()
+            .or_else(|| t.slice_at(main_track, self.start))
+            .map(|first| {
+                std::iter::successors(Some(first), |&c| {
+                    let p = t.slices.parent[c as usize];
+                    (p != steplens_ingest::model::NO_PARENT).then_some(p)
+                })
+                .filter(|&a| t.slices.start[a as usize] < self.start)
+                .collect::<Vec<_>>()
+            })
+            .unwrap_or_default();
+        for i in inside.chain(around) {
             let flags = shared.flags(t, i);
             let range = (t.slices.start[i as usize], t.slices.end(i));
-            if range.1 <= self.start {
-                continue;
-            }
             if flags & DATALOADER_FLAG != 0 {
                 loading.push(range);
             }
@@ -870,13 +1013,14 @@ impl Window {
                 compiling.push(range);
             }
         }
-        let loading = IntervalSet::from_ranges(loading);
-        let compiling = IntervalSet::from_ranges(compiling);
-        let host_bound = |a: i64, b: i64, default: Bound| -> Bound {
+        let mut loading = Cursor::new(loading);
+        let mut compiling = Cursor::new(compiling);
+        // Stretches come in time order: the cursors only move forward.
+        let mut host_bound = |a: i64, b: i64, default: Bound| -> Bound {
             let mid = a + (b - a) / 2;
-            if compiling.covered(mid, mid + 1) > 0 {
+            if compiling.covers(mid) {
                 Bound::Compile
-            } else if loading.covered(mid, mid + 1) > 0 {
+            } else if loading.covers(mid) {
                 Bound::DataLoading
             } else {
                 default
@@ -899,111 +1043,335 @@ impl Window {
                 Bound::DeviceCompute
             }
         };
-        let track_name = |track: u32| t.tracks.get(track as usize).map(|tr| tr.name.clone());
-        let mut slices: Vec<PathSlice> = Vec::new();
-        for &ei in path {
-            let e = &g.edges[ei];
-            let (a, b) = (g.ts[e.from as usize], g.ts[e.to as usize]);
+        // The fine stretches, one per path edge (no text yet).
+        let mut fine: Vec<Stretch> = Vec::new();
+        for (a, b, track, kind) in edges {
             if b <= a {
                 continue;
             }
-            let (name, bound, slice, track) = match e.kind {
-                EdgeKind::Span(s) => {
-                    let on_device = t.slice_track(s).is_some_and(|tr| tr.kind.is_device());
+            let (what, bound) = match kind {
+                EdgeKind::Span(slice) => {
+                    let on_device = t.slice_track(slice).is_some_and(|tr| tr.kind.is_device());
+                    let flags = shared.flags(t, slice);
                     let bound = if on_device {
-                        device_bound(s)
-                    } else if shared.flags(t, s) & BLOCKING_FLAG != 0 {
+                        device_bound(slice)
+                    } else if flags & BLOCKING_FLAG != 0 {
                         Bound::SyncWait
-                    } else if shared.flags(t, s) & COMPILE_FLAG != 0 {
+                    } else if flags & COMPILE_FLAG != 0 {
                         Bound::Compile
-                    } else if t.slice_class(s) == CategoryClass::CpuOp {
+                    } else if t.slice_class(slice) == CategoryClass::CpuOp {
                         host_bound(a, b, Bound::HostCompute)
                     } else {
                         host_bound(a, b, Bound::LaunchOverhead)
                     };
-                    (
-                        t.slice_name(s).to_owned(),
-                        bound,
-                        Some(s),
-                        g.track[e.to as usize],
-                    )
+                    (What::Event(slice), bound)
                 }
-                EdgeKind::HostGap => (
-                    "between ops".to_owned(),
-                    host_bound(a, b, Bound::HostCompute),
-                    None,
-                    g.track[e.to as usize],
-                ),
-                EdgeKind::Launch(k) => (
-                    format!("launch → {}", t.slice_name(k)),
-                    Bound::LaunchOverhead,
-                    None,
-                    g.track[e.to as usize],
-                ),
-                EdgeKind::KernelGap(k) | EdgeKind::StreamWait(k) => (
-                    format!("gap before {}", t.slice_name(k)),
-                    Bound::KernelGap,
-                    None,
-                    g.track[e.to as usize],
-                ),
-                EdgeKind::SyncWake(call) => (
-                    t.slice_name(call).to_owned(),
-                    Bound::SyncWait,
-                    Some(call),
-                    g.track[e.to as usize],
-                ),
+                EdgeKind::HostGap => (What::BetweenOps, host_bound(a, b, Bound::HostCompute)),
+                EdgeKind::Launch(k) => (What::LaunchOf(k), Bound::LaunchOverhead),
+                EdgeKind::KernelGap(k) | EdgeKind::StreamWait(k) => {
+                    (What::GapBefore(k), Bound::KernelGap)
+                }
+                EdgeKind::SyncWake(call) => (What::Event(call), Bound::SyncWait),
             };
-            // Consecutive stretches of one event merge.
-            if let Some(prev) = slices.last_mut()
-                && prev.slice == slice
-                && prev.bound == bound
-                && prev.name == name
-                && prev.start_ns + prev.dur_ns == a
-            {
-                prev.dur_ns += b - a;
-                continue;
+            match fine.last_mut() {
+                Some(prev) if prev.what == what && prev.bound == bound && prev.end == a => {
+                    prev.end = b;
+                }
+                _ => fine.push(Stretch {
+                    start: a,
+                    end: b,
+                    track,
+                    what,
+                    bound,
+                }),
             }
-            slices.push(PathSlice {
-                name,
-                track: track_name(track),
-                start_ns: a,
-                dur_ns: b - a,
-                bound,
-                slice,
-            });
         }
-        let total_ns = slices.iter().map(|s| s.dur_ns).sum();
-        let mut by_bound: BTreeMap<Bound, i64> = BTreeMap::new();
-        let mut by_name: FxHashMap<(&str, Bound), (i64, u64)> = FxHashMap::default();
-        for s in &slices {
-            *by_bound.entry(s.bound).or_insert(0) += s.dur_ns;
-            let entry = by_name.entry((s.name.as_str(), s.bound)).or_insert((0, 0));
-            entry.0 += s.dur_ns;
+        let total_ns = fine.iter().map(|s| s.end - s.start).sum();
+        let mut per_bound = [0i64; Bound::ALL.len()];
+        // Per (what, bound), packed in one word: events of one name count together.
+        let mut by_name: FxHashMap<u64, (i64, u64)> = FxHashMap::default();
+        let mut bound_runs: Vec<(i64, i64, Bound)> = Vec::new();
+        for s in &fine {
+            let len = s.end - s.start;
+            per_bound[s.bound as usize] += len;
+            let key = match s.what {
+                What::Event(slice) => What::Name(t.slices.name[slice as usize]),
+                other => other,
+            };
+            let entry = by_name.entry(key.pack(s.bound)).or_insert((0, 0));
+            entry.0 += len;
             entry.1 += 1;
+            match bound_runs.last_mut() {
+                Some(run) if run.2 == s.bound && run.1 == s.start => run.1 = s.end,
+                _ => bound_runs.push((s.start, s.end, s.bound)),
+            }
         }
-        let mut top: Vec<Contributor> = by_name
+        let by_bound: BTreeMap<Bound, i64> = Bound::ALL
+            .iter()
+            .filter(|&&b| per_bound[b as usize] > 0)
+            .map(|&b| (b, per_bound[b as usize]))
+            .collect();
+        let by_name = by_name
             .into_iter()
-            .map(|((name, bound), (ns, count))| Contributor {
-                name: name.to_owned(),
+            .map(|(key, figures)| (What::unpack(key), figures));
+        let mut top: Vec<((What, Bound), (i64, u64))> = by_name.collect();
+        top.sort_by(|a, b| b.1.0.cmp(&a.1.0).then_with(|| a.0.cmp(&b.0)));
+        top.truncate(TOP_CONTRIBUTORS);
+        let top = top
+            .into_iter()
+            .map(|((what, bound), (ns, count))| Contributor {
+                name: what.text(t),
                 bound,
                 ns,
                 count,
             })
             .collect();
-        top.sort_by(|a, b| b.ns.cmp(&a.ns).then_with(|| a.name.cmp(&b.name)));
-        top.truncate(TOP_CONTRIBUTORS);
+        let (slices, slices_total) = coarse_slices(t, &fine);
         CriticalPath {
             total_ns,
             by_bound,
             top,
             slices,
+            slices_total,
+            bound_runs,
         }
     }
+}
+
+/// Whether times given in increasing order fall in a set of intervals, in one pass.
+struct Cursor {
+    ranges: Vec<(i64, i64)>,
+    next: usize,
+}
+
+impl Cursor {
+    fn new(ranges: Vec<(i64, i64)>) -> Self {
+        let ranges = IntervalSet::from_ranges(ranges).iter().collect();
+        Self { ranges, next: 0 }
+    }
+
+    fn covers(&mut self, at: i64) -> bool {
+        while self.ranges.get(self.next).is_some_and(|r| r.1 <= at) {
+            self.next += 1;
+        }
+        self.ranges.get(self.next).is_some_and(|r| r.0 <= at)
+    }
+}
+
+/// What a stretch of the path is.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum What {
+    /// An event's own time.
+    Event(SliceId),
+    /// Events of one name (for `top`).
+    Name(u32),
+    /// The main thread between top-level ops.
+    BetweenOps,
+    /// From a launch call to the work it launched.
+    LaunchOf(SliceId),
+    /// The device idle before this work.
+    GapBefore(SliceId),
+}
+
+impl What {
+    /// `(self, bound)` in one word: 3 bits of kind, 3 of bound, the id above them.
+    fn pack(self, bound: Bound) -> u64 {
+        let (kind, id) = match self {
+            Self::Event(s) => (0, s),
+            Self::Name(n) => (1, n),
+            Self::BetweenOps => (2, 0),
+            Self::LaunchOf(k) => (3, k),
+            Self::GapBefore(k) => (4, k),
+        };
+        (u64::from(id) << 6) | ((bound as u64) << 3) | kind
+    }
+
+    /// The inverse of [`Self::pack`].
+    fn unpack(key: u64) -> (Self, Bound) {
+        let id = (key >> 6) as u32;
+        let bound = Bound::ALL[((key >> 3) & 7) as usize];
+        let what = match key & 7 {
+            0 => Self::Event(id),
+            1 => Self::Name(id),
+            2 => Self::BetweenOps,
+            3 => Self::LaunchOf(id),
+            _ => Self::GapBefore(id),
+        };
+        (what, bound)
+    }
+
+    fn text(self, t: &Timeline) -> String {
+        match self {
+            Self::Event(s) => t.slice_name(s).to_owned(),
+            Self::Name(n) => t.strings.get(n).to_owned(),
+            Self::BetweenOps => "between ops".to_owned(),
+            Self::LaunchOf(k) => format!("launch → {}", t.slice_name(k)),
+            Self::GapBefore(k) => format!("gap before {}", t.slice_name(k)),
+        }
+    }
+}
+
+/// One edge's stretch of the path.
+struct Stretch {
+    start: i64,
+    end: i64,
+    track: u32,
+    what: What,
+    bound: Bound,
+}
+
+/// Most stretches a path lists in `slices`.
+pub const MAX_PATH_SLICES: usize = 1000;
+
+/// The path as people and tools read it: host stretches inside one top-level op on one thread
+/// merge into that op (named by it, bounded by what holds most of its time), device work and
+/// the edges between events stay as they are. A path of more than [`MAX_PATH_SLICES`] keeps
+/// its longest stretches, in time order, and says how many it had.
+fn coarse_slices(t: &Timeline, fine: &[Stretch]) -> (Vec<PathSlice>, Option<u64>) {
+    // The outermost host op holding `slice` on its thread.
+    let top_level = |slice: SliceId| -> SliceId {
+        let mut top = slice;
+        let mut p = t.slices.parent[slice as usize];
+        while p != steplens_ingest::model::NO_PARENT && t.slice_class(p).is_host_work() {
+            top = p;
+            p = t.slices.parent[p as usize];
+        }
+        top
+    };
+    struct Coarse {
+        start: i64,
+        end: i64,
+        track: u32,
+        what: What,
+        parts: Vec<(Bound, i64)>,
+    }
+    let mut out: Vec<Coarse> = Vec::new();
+    // The last top-level op found: top-level ops on a thread do not overlap, so a slice on its
+    // thread inside its range is under it.
+    let mut last_top: Option<(SliceId, u32, i64, i64)> = None;
+    for s in fine {
+        let what = match s.what {
+            What::Event(slice)
+                if s.bound != Bound::SyncWait
+                    && t.slice_track(slice).is_some_and(|tr| !tr.kind.is_device()) =>
+            {
+                let (start, end) = (t.slices.start[slice as usize], t.slices.end(slice));
+                let track = t.slices.track[slice as usize];
+                let top = match last_top {
+                    Some((top, tr, a, b)) if tr == track && a <= start && end <= b => top,
+                    _ => {
+                        let top = top_level(slice);
+                        last_top =
+                            Some((top, track, t.slices.start[top as usize], t.slices.end(top)));
+                        top
+                    }
+                };
+                What::Event(top)
+            }
+            other => other,
+        };
+        let len = s.end - s.start;
+        match out.last_mut() {
+            Some(c) if c.what == what && c.track == s.track && c.end == s.start => {
+                c.end = s.end;
+                match c.parts.iter_mut().find(|(b, _)| *b == s.bound) {
+                    Some(part) => part.1 += len,
+                    None => c.parts.push((s.bound, len)),
+                }
+            }
+            _ => out.push(Coarse {
+                start: s.start,
+                end: s.end,
+                track: s.track,
+                what,
+                parts: vec![(s.bound, len)],
+            }),
+        }
+    }
+    let total = out.len();
+    if total > MAX_PATH_SLICES {
+        let mut order: Vec<usize> = (0..total).collect();
+        order.select_nth_unstable_by_key(MAX_PATH_SLICES - 1, |&i| {
+            (std::cmp::Reverse(out[i].end - out[i].start), i)
+        });
+        let mut keep = vec![false; total];
+        for &i in &order[..MAX_PATH_SLICES] {
+            keep[i] = true;
+        }
+        let mut k = keep.iter();
+        out.retain(|_| k.next().copied().unwrap_or(false));
+    }
+    let slices = out
+        .into_iter()
+        .map(|c| PathSlice {
+            name: c.what.text(t),
+            track: t.tracks.get(c.track as usize).map(|tr| tr.name.clone()),
+            start_ns: c.start,
+            dur_ns: c.end - c.start,
+            bound: c
+                .parts
+                .iter()
+                .max_by_key(|(_, ns)| *ns)
+                .map_or(Bound::HostCompute, |(b, _)| *b),
+            slice: match c.what {
+                What::Event(s) => Some(s),
+                _ => None,
+            },
+        })
+        .collect();
+    (slices, (total > MAX_PATH_SLICES).then_some(total as u64))
 }
 
 /// The longest path from `source` to `sink`, as edge indexes in path order; ties go to the path
 /// with more time in events (ops, kernels) than in gaps.
 fn longest_path(g: &Graph, source: u32, sink: u32) -> Option<Vec<usize>> {
+    let n = g.ts.len();
+    // (length, time in events); unreachable nodes stay at None.
+    let mut best: Vec<Option<(i64, i64)>> = vec![None; n];
+    let mut pred: Vec<u32> = vec![u32::MAX; n];
+    best[source as usize] = Some((0, 0));
+    let mut relax = |ei: usize, e: &Edge, best: &mut Vec<Option<(i64, i64)>>| {
+        if let Some((len, busy)) = best[e.from as usize] {
+            let work = match e.kind {
+                EdgeKind::Span(_) => e.weight,
+                _ => 0,
+            };
+            let cand = (len + e.weight, busy + work);
+            if best[e.to as usize].is_none_or(|cur| cand > cur) {
+                best[e.to as usize] = Some(cand);
+                pred[e.to as usize] = ei as u32;
+            }
+        }
+    };
+    if g.in_order {
+        // Every edge into a node came before the edges out of it: one pass in that order.
+        for (ei, e) in g.edges.iter().enumerate() {
+            relax(ei, e, &mut best);
+        }
+    } else {
+        for ei in topological_edges(g) {
+            relax(ei as usize, &g.edges[ei as usize], &mut best);
+        }
+    }
+    best[sink as usize]?;
+    let mut path = Vec::new();
+    let mut v = sink as usize;
+    while v != source as usize {
+        let ei = pred[v];
+        if ei == u32::MAX {
+            return None;
+        }
+        path.push(ei as usize);
+        v = g.edges[ei as usize].from as usize;
+    }
+    path.reverse();
+    Some(path)
+}
+
+/// The edges in an order where every edge into a node comes before the edges out of it
+/// (Kahn's order of their sources). The graph is acyclic by construction (edges never go back
+/// in time, and same-time edges follow creation); a cycle would only leave its edges out.
+fn topological_edges(g: &Graph) -> Vec<u32> {
     let n = g.ts.len();
     let mut indegree = vec![0u32; n];
     let mut out_start = vec![0u32; n + 1];
@@ -1020,12 +1388,7 @@ fn longest_path(g: &Graph, source: u32, sink: u32) -> Option<Vec<usize>> {
         out[fill[e.from as usize] as usize] = ei as u32;
         fill[e.from as usize] += 1;
     }
-    // (length, time in events); unreachable nodes stay at None.
-    let mut best: Vec<Option<(i64, i64)>> = vec![None; n];
-    let mut pred: Vec<u32> = vec![u32::MAX; n];
-    best[source as usize] = Some((0, 0));
-    // Kahn's order; the graph is acyclic by construction (edges never go back in time, and
-    // same-time edges follow creation), but a cycle would only leave its nodes unvisited.
+    let mut order = Vec::with_capacity(g.edges.len());
     let mut queue: Vec<u32> = (0..n as u32)
         .filter(|&v| indegree[v as usize] == 0)
         .collect();
@@ -1034,36 +1397,13 @@ fn longest_path(g: &Graph, source: u32, sink: u32) -> Option<Vec<usize>> {
         let v = queue[head] as usize;
         head += 1;
         for &ei in &out[out_start[v] as usize..out_start[v + 1] as usize] {
-            let e = &g.edges[ei as usize];
-            let to = e.to as usize;
-            if let Some((len, busy)) = best[v] {
-                let work = match e.kind {
-                    EdgeKind::Span(_) => e.weight,
-                    _ => 0,
-                };
-                let cand = (len + e.weight, busy + work);
-                if best[to].is_none_or(|cur| cand > cur) {
-                    best[to] = Some(cand);
-                    pred[to] = ei;
-                }
-            }
+            order.push(ei);
+            let to = g.edges[ei as usize].to as usize;
             indegree[to] -= 1;
             if indegree[to] == 0 {
                 queue.push(to as u32);
             }
         }
     }
-    best[sink as usize]?;
-    let mut path = Vec::new();
-    let mut v = sink as usize;
-    while v != source as usize {
-        let ei = pred[v];
-        if ei == u32::MAX {
-            return None;
-        }
-        path.push(ei as usize);
-        v = g.edges[ei as usize].from as usize;
-    }
-    path.reverse();
-    Some(path)
+    order
 }

@@ -85,7 +85,8 @@ impl Cost {
     }
 }
 
-/// How much a finding matters, least first: `info` < `warning` < `critical`.
+/// How much a finding matters, least first: `info` < `warning` < `critical`; by the share of its
+/// step that fixing it saves (a measured cost), else by its kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Severity {

@@ -4,7 +4,8 @@
 //! - `explicit_pad`: a pad op (`aten::pad` / `aten::constant_pad_nd`, outermost) whose output is
 //!   the next convolution's input — the input shape grown in its trailing dimensions, the next
 //!   convolution on the same thread. The convolution's own `padding=` does it without the copy.
-//!   Counted per step and call site; lost = the pad op's time (the copy it makes). A pattern
+//!   Counted per step and call site; lost = the pad op's time (the copy it makes) and its backward
+//!   node's (found through the `fwdbwd` flow that leaves the pad). A pattern
 //!   finding: the copy is small next to the convolution, but it is pure waste in every step, so
 //!   it is reported whatever its share.
 //! - `bias_before_batchnorm`: a convolution or linear with a bias (a non-empty third `Input Dims`
@@ -112,11 +113,18 @@ fn explicit_pad(ctx: &Context<'_>) -> Vec<Finding> {
                 .push(i);
         }
     }
+    let backward = pad_backward_nodes(ctx, groups.values().flatten().copied());
     groups
         .into_iter()
         .map(|((source, step, call_site), pads)| {
             let s = &t.steps[step];
-            let lost: i64 = pads.iter().map(|&p| t.slices.dur[p as usize]).sum();
+            // The pad's copy, and its backward node (cutting the gradient back to size).
+            let ranges: Vec<(i64, i64)> = pads
+                .iter()
+                .chain(pads.iter().filter_map(|p| backward.get(p)))
+                .map(|&p| (t.slices.start[p as usize], t.slices.end(p)))
+                .collect();
+            let lost = crate::intervals::IntervalSet::from_ranges(ranges.clone()).total();
             let first = pads[0];
             Finding {
                 kind: FindingKind::ExplicitPad,
@@ -138,16 +146,49 @@ fn explicit_pad(ctx: &Context<'_>) -> Vec<Finding> {
                 lost_ns: lost,
                 saving_ns: 0,
                 evidence: pads.iter().map(|&p| ctx.evidence(p)).collect(),
-                cost: Cost::pattern(
-                    source,
-                    pads.iter()
-                        .map(|&p| (t.slices.start[p as usize], t.slices.end(p)))
-                        .collect(),
-                ),
+                cost: Cost::pattern(source, ranges),
                 recommendation: PAD_ADVICE.into(),
             }
         })
         .collect()
+}
+
+/// The backward node of each pad op (its `evaluate_function` range), from the `fwdbwd` flows that
+/// leave the pad or an op inside it.
+fn pad_backward_nodes(
+    ctx: &Context<'_>,
+    pads: impl Iterator<Item = SliceId>,
+) -> rustc_hash::FxHashMap<SliceId, SliceId> {
+    let t = ctx.timeline;
+    let mut pad_of: rustc_hash::FxHashMap<SliceId, SliceId> = rustc_hash::FxHashMap::default();
+    for pad in pads {
+        pad_of.insert(pad, pad);
+        for d in ctx.descendants(pad) {
+            pad_of.insert(d, pad);
+        }
+    }
+    let mut out = rustc_hash::FxHashMap::default();
+    if pad_of.is_empty() {
+        return out;
+    }
+    for f in &t.flows {
+        let Some(&pad) = pad_of.get(&f.from) else {
+            continue;
+        };
+        let node = f.to;
+        let parent = t.slices.parent.get(node as usize).copied();
+        let range = parent
+            .filter(|&p| {
+                p != steplens_ingest::model::NO_PARENT
+                    && t.slice_name(p)
+                        .starts_with(super::torch_ops::EVALUATE_PREFIX)
+            })
+            .unwrap_or(node);
+        if t.slice_name(node).contains("Backward") {
+            out.insert(pad, range);
+        }
+    }
+    out
 }
 
 fn bias_before_batchnorm(ctx: &Context<'_>) -> Vec<Finding> {

@@ -16,7 +16,6 @@
 use rustc_hash::FxHashMap;
 
 use super::Context;
-use crate::critical_path::Bound;
 use crate::finding::{Finding, FindingKind};
 use crate::intervals::IntervalSet;
 
@@ -70,25 +69,17 @@ pub(super) fn settle_savings(ctx: &Context<'_>, findings: &mut [Finding], claime
             continue;
         };
         let ranges = IntervalSet::from_ranges(f.cost.ranges.clone());
-        let (lo, hi) = path
-            .slices
-            .first()
-            .zip(path.slices.last())
-            .map_or((0, 0), |(a, b)| (a.start_ns, b.start_ns + b.dur_ns));
+        let Some((lo, hi)) = path.span() else {
+            continue;
+        };
         let ranges = IntervalSet::from_ranges(ranges.within(lo, hi));
         let measured = ranges.total();
         if measured <= 0 {
             continue;
         }
         let device_too = removes_device_work(f.kind);
-        let keep = |b: Bound| device_too || !b.is_device_work();
-        let on_path: Vec<(i64, i64)> = path
-            .slices
-            .iter()
-            .filter(|s| keep(s.bound))
-            .flat_map(|s| ranges.within(s.start_ns, s.start_ns + s.dur_ns))
-            .collect();
-        let on_path = IntervalSet::from_ranges(on_path);
+        let on_path = IntervalSet::from_ranges(path.runs_of(|b| device_too || !b.is_device_work()))
+            .intersect(&ranges);
         let owned = taken
             .entry((t.step_source(source), f.step.clone()))
             .or_default();
@@ -97,5 +88,11 @@ pub(super) fn settle_savings(ctx: &Context<'_>, findings: &mut [Finding], claime
         let share = (claimed[i] as f64 / measured as f64).clamp(0.0, 1.0);
         f.saving_ns = (free.total() as f64 * share).round() as i64;
         *owned = IntervalSet::from_ranges(owned.iter().chain(free.iter()).collect());
+        // How much it matters is what fixing it saves: a wait the device would have made
+        // anyway is no emergency.
+        if !f.cost.pattern {
+            let step_ns = path.total_ns;
+            f.severity = crate::finding::Severity::of_share(f.saving_ns, step_ns);
+        }
     }
 }
