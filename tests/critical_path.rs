@@ -234,3 +234,43 @@ fn savings_never_exceed_the_path_time_the_fix_can_remove() {
         }
     }
 }
+
+#[test]
+fn ranks_that_wait_for_a_straggler_are_bound_by_the_wait() {
+    // samples/ci-aa/straggler_rank{0..3}: a real 4-rank gloo DDP run where rank 2 computes an
+    // extra matmul every step (its generator's plant), so ranks 0, 1 and 3 wait for it in every
+    // all_reduce. A collective cannot start before its last rank arrives: on the waiting ranks
+    // that wait is on the path as sync_wait; the straggler never waits for anyone.
+    let dir = support::repo().join("samples/ci-aa");
+    let paths: Vec<std::path::PathBuf> = (0..4)
+        .map(|r| dir.join(format!("straggler_rank{r}.json.gz")))
+        .collect();
+    let refs: Vec<&std::path::Path> = paths.iter().map(|p| p.as_path()).collect();
+    let t =
+        steplens_ingest::load_many(&refs, &steplens_ingest::LoadOptions::default(), None).unwrap();
+    let r = steplens_analysis::build_report(&t);
+    let waited = |source: u16| -> i64 {
+        r.steps
+            .iter()
+            .filter(|s| s.source == source)
+            .filter_map(|s| s.critical_path.as_ref())
+            .map(|p| p.by_bound.get(&Bound::SyncWait).copied().unwrap_or(0))
+            .sum()
+    };
+    let rank_of = |rank: i64| -> u16 {
+        r.sources
+            .iter()
+            .position(|s| s.rank == Some(rank))
+            .map_or(rank as u16, |i| i as u16)
+    };
+    assert_eq!(waited(rank_of(2)), 0, "the straggler waits for nobody");
+    for rank in [0, 1, 3] {
+        let w = waited(rank_of(rank));
+        assert!(w > 0, "rank {rank} waits for rank 2");
+    }
+    // Each waiting rank's path still covers its steps once.
+    for step in &r.steps {
+        let cp = step.critical_path.as_ref().unwrap();
+        assert_covers(cp, step.start_ns, step.dur_ns, &step.name);
+    }
+}

@@ -15,7 +15,9 @@
 //!   `Event Sync`: the work before the waited `cudaEventRecord`); without them (older traces,
 //!   Gaudi's `syn*Synchronize`), the device work that finished last while the call waited;
 //! - `cudaStreamWaitEvent`: the work before the waited record → the next work launched on the
-//!   waiting stream (weight 0).
+//!   waiting stream (weight 0);
+//! - several ranks loaded: a collective cannot start before its last rank arrives, so the time
+//!   a rank waited there for the last arrival is a sync wait on its path.
 //!
 //! One deliberate difference from HTA: on the step's own thread, the time between top-level ops
 //! weighs what it lasts (HTA gives 0), so Python time between ops, data loading and compiles
@@ -286,6 +288,9 @@ struct Shared {
     stream_waits: FxHashMap<SliceId, SliceId>,
     /// Blocking calls whose `cuda_sync` event was read (they use it, not the fallback).
     synced: rustc_hash::FxHashSet<SliceId>,
+    /// Per clock (several ranks loaded): where that rank waited at a collective for the last
+    /// rank to arrive, sorted.
+    rank_waits: FxHashMap<u16, Vec<(i64, i64)>>,
 }
 
 const BLOCKING_FLAG: u8 = 1;
@@ -330,8 +335,17 @@ impl Shared {
             waits_for: FxHashMap::default(),
             stream_waits: FxHashMap::default(),
             synced: rustc_hash::FxHashSet::default(),
+            rank_waits: FxHashMap::default(),
         };
         shared.read_cuda_sync(t);
+        for (source, waits) in crate::ranks::collective_waits(t).into_iter().enumerate() {
+            if !waits.is_empty() {
+                let set = IntervalSet::from_ranges(waits);
+                shared
+                    .rank_waits
+                    .insert(t.step_source(source as u16), set.iter().collect());
+            }
+        }
         shared
     }
 
@@ -1086,6 +1100,9 @@ impl Window {
                 }),
             }
         }
+        if let Some(waits) = shared.rank_waits.get(&self.clock) {
+            fine = waiting_for_last_rank(fine, waits);
+        }
         let total_ns = fine.iter().map(|s| s.end - s.start).sum();
         let mut per_bound = [0i64; Bound::ALL.len()];
         // Per (what, bound), packed in one word: events of one name count together.
@@ -1171,6 +1188,8 @@ enum What {
     LaunchOf(SliceId),
     /// The device idle before this work.
     GapBefore(SliceId),
+    /// Waiting at a collective for the last rank to arrive.
+    LastRank,
 }
 
 impl What {
@@ -1182,6 +1201,7 @@ impl What {
             Self::BetweenOps => (2, 0),
             Self::LaunchOf(k) => (3, k),
             Self::GapBefore(k) => (4, k),
+            Self::LastRank => (5, 0),
         };
         (u64::from(id) << 6) | ((bound as u64) << 3) | kind
     }
@@ -1195,7 +1215,8 @@ impl What {
             1 => Self::Name(id),
             2 => Self::BetweenOps,
             3 => Self::LaunchOf(id),
-            _ => Self::GapBefore(id),
+            4 => Self::GapBefore(id),
+            _ => Self::LastRank,
         };
         (what, bound)
     }
@@ -1207,17 +1228,66 @@ impl What {
             Self::BetweenOps => "between ops".to_owned(),
             Self::LaunchOf(k) => format!("launch → {}", t.slice_name(k)),
             Self::GapBefore(k) => format!("gap before {}", t.slice_name(k)),
+            Self::LastRank => "waiting for the last rank at a collective".to_owned(),
         }
     }
 }
 
 /// One edge's stretch of the path.
+#[derive(Clone, Copy)]
 struct Stretch {
     start: i64,
     end: i64,
     track: u32,
     what: What,
     bound: Bound,
+}
+
+/// The stretches with the time this rank waited at a collective for the last rank (`waits`,
+/// sorted, disjoint) relabelled as a sync wait: the collective could not start sooner. Device
+/// compute keeps its label (another stream's work runs on).
+fn waiting_for_last_rank(fine: Vec<Stretch>, waits: &[(i64, i64)]) -> Vec<Stretch> {
+    let mut out = Vec::with_capacity(fine.len());
+    let mut next = 0;
+    for s in fine {
+        if s.bound == Bound::DeviceCompute {
+            out.push(s);
+            continue;
+        }
+        while waits.get(next).is_some_and(|w| w.1 <= s.start) {
+            next += 1;
+        }
+        let mut at = s.start;
+        let mut k = next;
+        while let Some(&(a, b)) = waits.get(k).filter(|w| w.0 < s.end) {
+            if a > at {
+                out.push(Stretch {
+                    start: at,
+                    end: a,
+                    ..s
+                });
+            }
+            let (from, to) = (a.max(at), b.min(s.end));
+            if to > from {
+                out.push(Stretch {
+                    start: from,
+                    end: to,
+                    what: What::LastRank,
+                    bound: Bound::SyncWait,
+                    ..s
+                });
+            }
+            at = to.max(at);
+            if b > s.end {
+                break;
+            }
+            k += 1;
+        }
+        if s.end > at {
+            out.push(Stretch { start: at, ..s });
+        }
+    }
+    out
 }
 
 /// Most stretches a path lists in `slices`.

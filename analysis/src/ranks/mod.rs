@@ -121,6 +121,29 @@ pub fn ranks(t: &Timeline) -> Option<(RanksReport, Vec<Finding>)> {
 /// from a Timeline, and `report --summaries` from summary files.
 #[must_use]
 pub fn ranks_of(summaries: &[RankSummary]) -> Option<(RanksReport, Vec<Finding>)> {
+    ranks_and_waits(summaries).map(|(report, findings, _)| (report, findings))
+}
+
+/// Where each input waited at a collective for the last rank to arrive: per input (in input
+/// order), the intervals from its own arrival to the last arrival (within the collective), on
+/// its own clock. Empty for one input or inputs without collectives.
+#[must_use]
+pub fn collective_waits(t: &Timeline) -> Vec<Vec<(i64, i64)>> {
+    if t.sources.len() < 2 {
+        return Vec::new();
+    }
+    let children = crate::ops::child_time(t);
+    let names = CollectiveNames::of_timeline(t);
+    let summaries: Vec<RankSummary> = (0..t.sources.len())
+        .map(|source| rank_summary_with(t, source as u16, &children, &names))
+        .collect();
+    ranks_and_waits(&summaries).map_or_else(Vec::new, |(_, _, waits)| waits)
+}
+
+/// Per input, the intervals it waited for the last rank at matched collectives.
+type RankWaits = Vec<Vec<(i64, i64)>>;
+
+fn ranks_and_waits(summaries: &[RankSummary]) -> Option<(RanksReport, Vec<Finding>, RankWaits)> {
     if summaries.len() < 2 {
         return None;
     }
@@ -186,6 +209,7 @@ pub fn ranks_of(summaries: &[RankSummary]) -> Option<(RanksReport, Vec<Finding>)
     let mut wait = vec![0i64; n];
     let mut caused = vec![0i64; n];
     let mut per_name: BTreeMap<String, Vec<Matched>> = BTreeMap::new();
+    let mut waits: RankWaits = vec![Vec::new(); n];
     for m in &matched {
         let starts: Vec<i64> = (0..n)
             .map(|r| occurrences[r][m[r]].start + applied[r])
@@ -197,18 +221,24 @@ pub fn ranks_of(summaries: &[RankSummary]) -> Option<(RanksReport, Vec<Finding>)
         let earliest = starts.iter().copied().min().unwrap_or(0);
         let last = starts.iter().position(|&s| s == latest).unwrap_or(0);
         last_arrivals[last] += 1;
-        let mut waits = 0;
+        let mut waits_here = 0;
         for r in 0..n {
             wait[r] += latest - starts[r];
-            waits += latest - starts[r];
+            waits_here += latest - starts[r];
+            // On rank r's own clock, within its collective.
+            let o = &occurrences[r][m[r]];
+            let until = (latest - applied[r]).min(o.end);
+            if until > o.start {
+                waits[r].push((o.start, until));
+            }
         }
-        caused[last] += waits;
+        caused[last] += waits_here;
         let latency = (0..n).map(|r| ends[r] - starts[r]).min().unwrap_or(0);
         let end_skew = ends.iter().max().unwrap_or(&0) - ends.iter().min().unwrap_or(&0);
         let o = &occurrences[0][m[0]];
         per_name.entry(o.name.clone()).or_default().push(Matched {
             latency,
-            mean_wait: waits / n as i64,
+            mean_wait: waits_here / n as i64,
             start_skew: latest - earliest,
             end_skew,
             bytes: o.bytes,
@@ -272,6 +302,7 @@ pub fn ranks_of(summaries: &[RankSummary]) -> Option<(RanksReport, Vec<Finding>)
             collectives,
         },
         findings,
+        waits,
     ))
 }
 
