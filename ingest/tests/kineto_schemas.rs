@@ -216,6 +216,37 @@ fn flow_v2_bind_ids_join_slices() {
     assert_eq!(t.stats.unbound_flow_ends, 1, "the orphan's end");
 }
 
+/// Perfetto's flow v2 semantics, in the shape of its own JSON test (`flow_events_json_v2`):
+/// ends bound in time order (the file is not); a slice with `flow_in` and `flow_out` on one id
+/// ends the incoming flow and starts the next, which two later slices end (one of them a `B`).
+#[test]
+fn flow_v2_passes_through_a_slice_with_both_ends_and_binds_begin_slices() {
+    let t = load_str(
+        r#"[{"ph":"X","cat":"ipc","name":"send_a","pid":7,"tid":8,"ts":3002,"dur":10,"bind_id":"0x51","flow_out":true},
+            {"ph":"X","cat":"ipc","name":"send_b","pid":8,"tid":9,"ts":0,"dur":10,"bind_id":"0x52","flow_out":true,"flow_in":false},
+            {"ph":"X","cat":"ipc","name":"recv_b","pid":3,"tid":4,"ts":1001,"dur":100,"bind_id":"0x52","flow_in":true},
+            {"ph":"X","cat":"ipc","name":"relay","pid":2,"tid":5,"ts":3200,"dur":500,"bind_id":"0x51","flow_in":true,"flow_out":true},
+            {"ph":"X","cat":"ipc","name":"recv_1","pid":1,"tid":6,"ts":3331,"dur":400,"bind_id":"0x51","flow_in":true},
+            {"ph":"B","cat":"ipc","name":"recv_2","pid":3,"tid":4,"ts":3333,"bind_id":"0x51","flow_in":true},
+            {"ph":"i","cat":"ipc","name":"mark","pid":3,"tid":4,"ts":3366,"s":"t"},
+            {"ph":"E","cat":"ipc","name":"recv_2","pid":3,"tid":4,"ts":4330}]"#,
+    );
+    let mut got = flow_names(&t);
+    got.sort();
+    let mut want: Vec<(String, String)> = [
+        ("relay", "recv_1"),
+        ("relay", "recv_2"),
+        ("send_a", "relay"),
+        ("send_b", "recv_b"),
+    ]
+    .iter()
+    .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+    .collect();
+    want.sort();
+    assert_eq!(got, want);
+    assert_eq!(t.stats.unbound_flow_ends, 0);
+}
+
 #[test]
 fn async_events_become_slices_on_an_async_track() {
     let t = load_str(

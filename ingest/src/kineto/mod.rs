@@ -19,7 +19,7 @@ use crate::error::IngestError;
 use crate::feed::Feed;
 use crate::format::{FormatId, first_non_space};
 use crate::json::{self, Cursor, SyntaxError};
-use crate::model::{ArgsRef, CategoryClass, LaneId, Warning, WarningCode};
+use crate::model::{ArgsRef, CategoryClass, LaneId, TrackId, Warning, WarningCode};
 use crate::reader::{Progress, ReadInput, ReadSummary, Reader};
 
 mod event;
@@ -38,6 +38,28 @@ const PROGRESS_EVERY: u64 = 1 << 16;
 const MAX_TOP_LEVEL_VALUE: usize = 1 << 20;
 
 /// Event arrays at least this long are parsed by two threads ([`KinetoReader::events_split`]).
+/// Ids of the flow v2 bindings made by place (a `B` end), apart from any id a trace writes.
+const V2_POINT_IDS: u64 = 1 << 62;
+
+/// One end of a flow v2 on a slice.
+#[derive(Clone, Copy)]
+struct FlowV2End {
+    id: u64,
+    slice: V2Slice,
+    track: TrackId,
+    ts: i64,
+    flow_in: bool,
+    flow_out: bool,
+}
+
+/// The slice a flow v2 end is on: a complete (`X`) slice by push index, or a `B` slice by its
+/// track and start (its index is known only when its `E` closes it).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum V2Slice {
+    Index(usize),
+    Begin(TrackId, i64),
+}
+
 const SPLIT_MIN_BYTES: usize = 8 << 20;
 /// Share of the array the reading thread parses; the other thread's part is fed to the
 /// builder after it, batch by batch as it is parsed. On the real torch trace the parse thread
@@ -70,10 +92,9 @@ pub(crate) struct KinetoReader<'a, 'b, 'p> {
     flavor: Flavor,
     /// Synapse TEF: pids of the `***Host` process.
     tef_host_pids: Vec<LaneId>,
-    /// Flow v2 (`bind_id` on slices): the slice each id leaves, by push index.
-    flow_v2_out: rustc_hash::FxHashMap<u64, usize>,
-    /// Flow v2: slices a flow arrives at, `(id, push index)`.
-    flow_v2_in: Vec<(u64, usize)>,
+    /// Flow v2 (`bind_id` on slices): every slice end, in file order, bound in time order at
+    /// the end of the read.
+    flow_v2: Vec<FlowV2End>,
     /// Events seen with each of [`IGNORED_KEYS`].
     ignored_keys: [u64; IGNORED_KEYS.len()],
     /// Event arrays at least this long are parsed by two threads ([`SPLIT_MIN_BYTES`]).
@@ -129,8 +150,7 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
             progress,
             flavor: Flavor::Kineto,
             tef_host_pids: Vec::new(),
-            flow_v2_out: rustc_hash::FxHashMap::default(),
-            flow_v2_in: Vec::new(),
+            flow_v2: Vec::new(),
             ignored_keys: [0; IGNORED_KEYS.len()],
             split_min_bytes: SPLIT_MIN_BYTES,
             split_fraction: SPLIT_FRACTION,
@@ -298,25 +318,62 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
         })
     }
 
-    /// Joins flow v2 ends: the slice with `flow_out` and a `bind_id` to each slice with
-    /// `flow_in` and the same id. An end without its partner is counted as unbound.
+    /// Joins flow v2 ends as Perfetto does, in time order (file order on ties): a slice with
+    /// `flow_in` ends the flow its `bind_id` carries from the last slice with `flow_out` on that
+    /// id (several may end the same one); a slice with `flow_out` then carries it on, so one
+    /// with both passes the flow through. An end without its partner is counted as unbound.
     fn bind_flows_v2(&mut self) {
-        if self.flow_v2_out.is_empty() && self.flow_v2_in.is_empty() {
+        if self.flow_v2.is_empty() {
             return;
         }
         let cat = self.builder.intern_cat("flow");
-        let mut arrived: rustc_hash::FxHashSet<u64> = rustc_hash::FxHashSet::default();
-        for (id, to) in std::mem::take(&mut self.flow_v2_in) {
-            match self.flow_v2_out.get(&id) {
-                Some(&from) if from != to => {
-                    self.builder.push_slice_flow(cat, id, from, to);
-                    arrived.insert(id);
+        let mut ends = std::mem::take(&mut self.flow_v2);
+        // Stable: file order on equal times.
+        ends.sort_by_key(|e| e.ts);
+        // Per id: the slice the flow leaves, and whether it arrived anywhere yet.
+        let mut carried: rustc_hash::FxHashMap<u64, (FlowV2End, bool)> =
+            rustc_hash::FxHashMap::default();
+        let mut bound = 0u64;
+        for end in ends {
+            if end.flow_in {
+                match carried.get_mut(&end.id) {
+                    Some((from, arrived)) if from.slice != end.slice => {
+                        *arrived = true;
+                        match (from.slice, end.slice) {
+                            (V2Slice::Index(a), V2Slice::Index(b)) => {
+                                self.builder.push_slice_flow(cat, end.id, a, b);
+                            }
+                            // A `B` slice is only made when its `E` closes it: bind by place,
+                            // under an id of its own.
+                            _ => {
+                                bound += 1;
+                                let id = V2_POINT_IDS | bound;
+                                let (ft, fts) = (from.track, from.ts);
+                                self.builder
+                                    .push_flow(cat, id, FlowPhase::Start, ft, fts, true);
+                                self.builder.push_flow(
+                                    cat,
+                                    id,
+                                    FlowPhase::Finish,
+                                    end.track,
+                                    end.ts,
+                                    true,
+                                );
+                            }
+                        }
+                    }
+                    _ => self.builder.count_unbound_flow_end(),
                 }
-                _ => self.builder.count_unbound_flow_end(),
+            }
+            if end.flow_out {
+                if let Some((_, false)) = carried.get(&end.id) {
+                    self.builder.count_unbound_flow_end();
+                }
+                carried.insert(end.id, (end, false));
             }
         }
-        for id in self.flow_v2_out.keys() {
-            if !arrived.contains(id) {
+        for (_, arrived) in carried.values() {
+            if !arrived {
                 self.builder.count_unbound_flow_end();
             }
         }
@@ -765,18 +822,33 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
                         b.push_slice(track, ts, dur, name, cat, args);
                         if let Some(id) = ev.bind_id
                             && b.slice_count() > index
+                            && (ev.flow_in || ev.flow_out)
                         {
-                            if ev.flow_out {
-                                self.flow_v2_out.insert(id, index);
-                            }
-                            if ev.flow_in {
-                                self.flow_v2_in.push((id, index));
-                            }
+                            self.flow_v2.push(FlowV2End {
+                                id,
+                                slice: V2Slice::Index(index),
+                                track,
+                                ts,
+                                flow_in: ev.flow_in,
+                                flow_out: ev.flow_out,
+                            });
                         }
                     }
                     b'B' => {
                         let name = b.intern(ev.name.as_deref().unwrap_or(""));
                         b.push_begin(track, ts, name, cat, args);
+                        if let Some(id) = ev.bind_id
+                            && (ev.flow_in || ev.flow_out)
+                        {
+                            self.flow_v2.push(FlowV2End {
+                                id,
+                                slice: V2Slice::Begin(track, ts),
+                                track,
+                                ts,
+                                flow_in: ev.flow_in,
+                                flow_out: ev.flow_out,
+                            });
+                        }
                     }
                     b's' | b't' | b'f' => {
                         let Some(id) = ev.id else {
