@@ -325,3 +325,24 @@ fn report_on_the_annotated_export_equals_the_original() {
         assert_eq!(a, b, "{rel}");
     }
 }
+
+/// An args object with a trailing comma (which Perfetto's JSON reader accepts) is exported with
+/// every member, nested objects and arrays included.
+#[test]
+fn args_with_a_trailing_comma_survive_the_export() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("trailing.json");
+    std::fs::write(
+        &json,
+        r#"[{"ph":"X","name":"first","pid":1,"tid":1,"ts":0,"dur":10,"args":{"alpha": 1, "nested": {"k": [1, 2,],}, "beta": "two",}}]"#,
+    )
+    .unwrap();
+    let t = load(&json, &LoadOptions::default(), None).unwrap();
+    let mut bytes = Vec::new();
+    steplens_ingest::perfetto::write::write_timeline(&t, None, &mut bytes).unwrap();
+    let back = reload(&bytes, dir.path());
+    let args = back.args(0).expect("args after the round trip");
+    assert_eq!(args["alpha"], 1);
+    assert_eq!(args["beta"], "two");
+    assert_eq!(args["nested"]["k"], serde_json::json!([1, 2]));
+}

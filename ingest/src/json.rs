@@ -457,6 +457,40 @@ pub(crate) fn find_key<'a>(object: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
     }
 }
 
+/// `raw` without the commas that end an object or array (`{"a": 1, "b": 2,}`), which Perfetto's
+/// JSON reader accepts and strict JSON does not; `None` when it has none. Strings are left as
+/// they are.
+pub(crate) fn without_trailing_commas(raw: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(raw.len());
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut dropped = false;
+    for (i, &b) in raw.iter().enumerate() {
+        if in_string {
+            out.push(b);
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+            continue;
+        }
+        if b == b'"' {
+            in_string = true;
+        } else if b == b',' {
+            let next = raw[i + 1..].iter().find(|c| !c.is_ascii_whitespace());
+            if matches!(next, Some(b'}' | b']')) {
+                dropped = true;
+                continue;
+            }
+        }
+        out.push(b);
+    }
+    dropped.then_some(out)
+}
+
 /// `raw` as text, borrowed when it is valid UTF-8 (nearly always: the standard library's check
 /// is several times faster than `String::from_utf8_lossy` on valid input), else decoded lossily.
 #[inline]

@@ -308,3 +308,21 @@ fn a_cuda_trace_keeps_its_format_beside_a_gaudi_metrics_file() {
         assert_eq!(cuda_source.format, "kineto-json", "order {paths:?}");
     }
 }
+
+/// Perfetto's JSON reader accepts an args object with a trailing comma (its `test_args_ordered`
+/// trace has one); the events keep their args.
+#[test]
+fn args_with_a_trailing_comma_are_kept() {
+    let t = load_str(
+        r#"[{"ph":"X","name":"first","pid":1,"tid":1,"ts":0,"dur":10,"args":{"alpha": 1, "beta": "two",}},
+            {"ph":"X","name":"second","pid":1,"tid":1,"ts":20,"dur":10,"args":{"gamma": [1, 2,], "delta": "a,}"}}]"#,
+    );
+    assert_eq!(t.slices.len(), 2);
+    let first = t.args(0).expect("args of the first event");
+    assert_eq!(first["alpha"], 1);
+    assert_eq!(first["beta"], "two");
+    assert_eq!(t.arg_i64(0, "alpha"), Some(1));
+    let second = t.args(1).expect("args of the second event");
+    assert_eq!(second["gamma"], serde_json::json!([1, 2]));
+    assert_eq!(second["delta"], "a,}", "a comma inside a string stays");
+}

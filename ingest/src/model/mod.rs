@@ -408,10 +408,14 @@ impl Timeline {
         self.data.get(source as usize)?.bytes().get(range)
     }
 
-    /// Slice `i`'s args decoded into a JSON object (decoded now, not at load).
+    /// Slice `i`'s args decoded into a JSON object (decoded now, not at load). An object with a
+    /// trailing comma (`{"a": 1,}`, which Perfetto's reader accepts) decodes as without it.
     #[must_use]
     pub fn args(&self, i: SliceId) -> Option<serde_json::Map<String, serde_json::Value>> {
-        serde_json::from_slice(self.args_raw(i)?).ok()
+        let raw = self.args_raw(i)?;
+        serde_json::from_slice(raw)
+            .ok()
+            .or_else(|| serde_json::from_slice(&crate::json::without_trailing_commas(raw)?).ok())
     }
 
     /// The raw JSON text of one key of slice `i`'s args, without decoding the rest.

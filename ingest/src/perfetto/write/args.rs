@@ -88,7 +88,7 @@ impl Annotator {
             wire::uint(ev, 1, iid);
             self.json_value(&mut cur, ev, 0)?;
             wire::close(ev, at);
-            if !cur.next_member(b'}', ", or }").ok()? {
+            if !more_members(&mut cur, b'}')? {
                 return Some(());
             }
         }
@@ -145,7 +145,7 @@ impl Annotator {
                     wire::uint(out, 1, iid);
                     self.json_value(cur, out, depth + 1)?;
                     wire::close(out, at);
-                    if !cur.next_member(b'}', ", or }").ok()? {
+                    if !more_members(cur, b'}')? {
                         break;
                     }
                 }
@@ -161,7 +161,7 @@ impl Annotator {
                     let at = wire::open(out, 12);
                     self.json_value(cur, out, depth + 1)?;
                     wire::close(out, at);
-                    if !cur.next_member(b']', ", or ]").ok()? {
+                    if !more_members(cur, b']')? {
                         break;
                     }
                 }
@@ -411,4 +411,21 @@ impl Converted {
     pub(super) fn fragment(&self, range: Range<usize>) -> &[u8] {
         self.batch.bytes.get(range).unwrap_or_default()
     }
+}
+
+/// After a member: whether another follows (`,` and no `close` after it), having read the
+/// `close` otherwise. A trailing comma before `close` ends the container, as Perfetto's own JSON
+/// reader takes it.
+fn more_members(cur: &mut Cursor<'_>, close: u8) -> Option<bool> {
+    if !cur
+        .next_member(close, "a comma or the container's end")
+        .ok()?
+    {
+        return Some(false);
+    }
+    if cur.peek() == Some(close) {
+        cur.expect(close, "the container's end").ok()?;
+        return Some(false);
+    }
+    Some(true)
 }
