@@ -326,3 +326,46 @@ fn args_with_a_trailing_comma_are_kept() {
     assert_eq!(second["gamma"], serde_json::json!([1, 2]));
     assert_eq!(second["delta"], "a,}", "a comma inside a string stays");
 }
+
+/// Async events keyed by `id2` (Chrome's tracing writes them; Perfetto's `test_json_id2_*`
+/// traces): `id2.global` and `id` name a track of the whole trace, `id2.local` one of the
+/// process, and the category is part of the key.
+#[test]
+fn async_events_keyed_by_id2_become_slices() {
+    let t = load_str(
+        r#"[{"ph":"b","cat":"cat","name":"global_str","id2":{"global":"0xaa"},"pid":1,"tid":1,"ts":10},
+            {"ph":"e","cat":"cat","name":"global_str","id2":{"global":"0xaa"},"pid":2,"tid":2,"ts":20},
+            {"ph":"b","cat":"cat","name":"global_int","id2":{"global":7},"pid":1,"tid":1,"ts":30},
+            {"ph":"e","cat":"cat","name":"global_int","id":7,"pid":3,"tid":3,"ts":40},
+            {"ph":"b","cat":"cat","name":"local_a","id2":{"local":"0xbb"},"pid":1,"tid":1,"ts":50},
+            {"ph":"b","cat":"cat","name":"local_b","id2":{"local":"0xbb"},"pid":2,"tid":2,"ts":55},
+            {"ph":"e","cat":"cat","name":"local_a","id2":{"local":"0xbb"},"pid":1,"tid":1,"ts":60},
+            {"ph":"e","cat":"cat","name":"local_b","id2":{"local":"0xbb"},"pid":2,"tid":2,"ts":65},
+            {"ph":"b","cat":"other","name":"other_cat","id2":{"global":"0xaa"},"pid":1,"tid":1,"ts":70},
+            {"ph":"e","cat":"other","name":"other_cat","id2":{"global":"0xaa"},"pid":1,"tid":1,"ts":80}]"#,
+    );
+    let slice = |name: &str| {
+        (0..t.slices.len() as u32)
+            .find(|&i| t.slice_name(i) == name)
+            .unwrap_or_else(|| panic!("{name} is a slice"))
+    };
+    // A global id ends on another process's event; an `id` ends what an `id2.global` began.
+    for (name, dur) in [
+        ("global_str", 10),
+        ("global_int", 10),
+        ("local_a", 10),
+        ("local_b", 10),
+    ] {
+        assert_eq!(t.slices.dur[slice(name) as usize], dur * 1000, "{name}");
+    }
+    // Local ids of two processes are two tracks; the category keeps its own track.
+    let track = |name: &str| t.slices.track[slice(name) as usize];
+    assert_ne!(track("local_a"), track("local_b"));
+    assert_ne!(track("global_str"), track("other_cat"));
+    assert!(
+        (0..t.slices.len() as u32)
+            .all(|i| t.slice_track(i).map(|tr| tr.kind.clone()) == Some(TrackKind::Async))
+    );
+    assert_eq!(t.stats.unmatched_ends, 0);
+    assert_eq!(t.stats.malformed, 0);
+}

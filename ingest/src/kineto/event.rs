@@ -9,9 +9,7 @@ use crate::json::{self, Cursor};
 /// Event keys with a meaning steplens reads past on purpose: thread-clock times, stack frames,
 /// the second id of old async events, display colours. Each is counted in an `ignored_keys`
 /// warning, so nothing a trace says is dropped silently.
-pub(super) const IGNORED_KEYS: &[&str] = &[
-    "tts", "tdur", "sf", "stack", "esf", "estack", "id2", "cname",
-];
+pub(super) const IGNORED_KEYS: &[&str] = &["tts", "tdur", "sf", "stack", "esf", "estack", "cname"];
 
 /// A pid or tid as written: a number (or a string of digits), or a name the builder interns
 /// when the event is dispatched (parsing needs no builder, so it can run on another thread).
@@ -30,6 +28,9 @@ pub(super) struct RawEvent<'a> {
     pub(super) pid: Option<RawLane<'a>>,
     pub(super) tid: Option<RawLane<'a>>,
     pub(super) id: Option<u64>,
+    /// The id came as `id2: {"local": …}`: it names an async track of the process, not of the
+    /// whole trace.
+    pub(super) id_local: bool,
     pub(super) bind_enclosing: bool,
     /// Flow v2: the flow id a slice binds to, and which ends it is.
     pub(super) bind_id: Option<u64>,
@@ -107,6 +108,31 @@ pub(super) fn parse_event<'a>(
             b"pid" => ev.pid = Some(parse_lane(cur)?),
             b"tid" => ev.tid = Some(parse_lane(cur)?),
             b"id" => ev.id = flow_id(cur)?,
+            b"id2" if cur.peek() == Some(b'{') => {
+                // `{"global": id}` or `{"local": id}`, as Chrome's tracing writes them.
+                cur.pos += 1;
+                if cur.peek() == Some(b'}') {
+                    cur.pos += 1;
+                } else {
+                    loop {
+                        let (scope, _) = cur.raw_string()?;
+                        cur.expect(b':', "':' in id2")?;
+                        match scope {
+                            b"global" => ev.id = flow_id(cur)?,
+                            b"local" => {
+                                ev.id = flow_id(cur)?;
+                                ev.id_local = true;
+                            }
+                            _ => {
+                                cur.skip_value()?;
+                            }
+                        }
+                        if !cur.next_member(b'}', "',' or '}' in id2")? {
+                            break;
+                        }
+                    }
+                }
+            }
             b"bp" => ev.bind_enclosing = cur.raw_string()?.0 == b"e",
             b"bind_id" => ev.bind_id = flow_id(cur)?,
             b"flow_in" => ev.flow_in = cur.scalar_text()? == b"true",

@@ -893,8 +893,10 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
         }
     }
 
-    /// Nestable async events (`b`/`e`/`n`) of one category and id share an async track of the
-    /// process (`<pid> async`), as Perfetto draws them: `b`/`e` pairs become slices, `n` instants.
+    /// Nestable async events (`b`/`e`/`n`) of one category and id share an async track, as
+    /// Perfetto draws them: `b`/`e` pairs become slices, `n` instants. An `id` (or
+    /// `id2: {"global": …}`) names a track of the whole trace (`async`), an
+    /// `id2: {"local": …}` one of the process (`<pid> async`).
     fn async_event(&mut self, ev: &RawEvent<'_>, pid: LaneId, args: ArgsRef) {
         let (Some(ts), Some(id)) = (ev.ts, ev.id) else {
             self.builder.count_malformed();
@@ -903,6 +905,7 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
         let b = &mut *self.builder;
         let cat_text = ev.cat.as_deref().unwrap_or("");
         let process = match pid {
+            _ if !ev.id_local => "async".to_owned(),
             LaneId::Int(v) => format!("{v} async"),
             LaneId::Str(s) => format!("{} async", b.string(s)),
         };

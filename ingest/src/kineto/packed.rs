@@ -32,6 +32,7 @@ pub(super) mod flags {
     pub(crate) const FLOW_IN: u32 = 1 << 10;
     pub(crate) const FLOW_OUT: u32 = 1 << 11;
     pub(crate) const HAS_ARGS: u32 = 1 << 12;
+    pub(crate) const ID_LOCAL: u32 = 1 << 13;
 }
 
 pub(super) use flags::NON_OBJECT;
@@ -238,6 +239,7 @@ impl PackedEvent {
             (ev.bind_enclosing, flags::BIND_ENCLOSING),
             (ev.flow_in, flags::FLOW_IN),
             (ev.flow_out, flags::FLOW_OUT),
+            (ev.id_local, flags::ID_LOCAL),
         ] {
             if on {
                 flags |= bit;
@@ -289,6 +291,7 @@ impl PackedEvent {
             pid: lane(self.pid, [flags::HAS_PID, flags::PID_TEXT]),
             tid: lane(self.tid, [flags::HAS_TID, flags::TID_TEXT]),
             id: has(flags::HAS_ID).then_some(self.id),
+            id_local: has(flags::ID_LOCAL),
             bind_enclosing: has(flags::BIND_ENCLOSING),
             bind_id: has(flags::HAS_BIND_ID).then_some(self.bind_id),
             flow_in: has(flags::FLOW_IN),
