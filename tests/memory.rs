@@ -33,6 +33,7 @@ fn memory_matches_the_truth_read_from_the_events() {
                 "frees",
                 "bytes_allocated",
                 "peak_allocated_bytes",
+                "min_allocated_bytes",
                 "peak_reserved_bytes",
                 "integrity_breaks",
                 "never_freed_bytes",

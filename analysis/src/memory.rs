@@ -37,6 +37,9 @@ pub struct DeviceMemory {
     pub peak_allocated_bytes: i64,
     /// When it was reached, ns.
     pub peak_allocated_ns: i64,
+    /// Lowest `Total Allocated` in the window (from the same events as the peak).
+    #[serde(default)]
+    pub min_allocated_bytes: i64,
     /// Highest `Total Reserved` (0 where the allocator does not cache, as on the CPU).
     pub peak_reserved_bytes: i64,
     /// `Total Reserved − Total Allocated` at the allocated peak.
@@ -146,6 +149,7 @@ fn analyse(ctx: &Context<'_>, device: &str, events: &[Event]) -> DeviceMemory {
         bytes_allocated: 0,
         peak_allocated_bytes: 0,
         peak_allocated_ns: 0,
+        min_allocated_bytes: events.first().map_or(0, |e| e.total),
         peak_reserved_bytes: 0,
         slack_at_peak_bytes: 0,
         device_total_bytes: None,
@@ -166,6 +170,7 @@ fn analyse(ctx: &Context<'_>, device: &str, events: &[Event]) -> DeviceMemory {
         if k > 0 && e.total - events[k - 1].total != e.bytes {
             m.integrity_breaks += 1;
         }
+        m.min_allocated_bytes = m.min_allocated_bytes.min(e.total);
         if peak_index.is_none() || e.total > m.peak_allocated_bytes {
             m.peak_allocated_bytes = e.total;
             m.peak_allocated_ns = e.ts;

@@ -3,7 +3,8 @@
 Independent of steplens: plain Python over the JSON. Rules (per device = (Device Type,
 Device Id); events in time order, ties in file order):
 - allocations / frees: events with Bytes > 0 / < 0; bytes_allocated: sum of positive Bytes;
-- peak_allocated_bytes: max Total Allocated; peak_reserved_bytes: max Total Reserved;
+- peak_allocated_bytes: max Total Allocated; min_allocated_bytes: min Total Allocated;
+  peak_reserved_bytes: max Total Reserved;
 - integrity_breaks: successive events whose Total Allocated differ by other than Bytes;
 - never_freed_bytes: allocations (by Addr) with no later free of that Addr in the window;
 - per step (ProfilerStep#N ranges): start_allocated_bytes = Total Allocated after the last event
@@ -73,6 +74,7 @@ def truth(name: str) -> dict:
             "frees": sum(1 for x in evs if x[2]["Bytes"] < 0),
             "bytes_allocated": sum(x[2]["Bytes"] for x in evs if x[2]["Bytes"] > 0),
             "peak_allocated_bytes": max(x[2]["Total Allocated"] for x in evs),
+            "min_allocated_bytes": min(x[2]["Total Allocated"] for x in evs),
             "peak_reserved_bytes": max(x[2]["Total Reserved"] for x in evs),
             "integrity_breaks": breaks,
             "never_freed_bytes": sum(live.values()),
