@@ -193,12 +193,10 @@ pub fn check(baseline: &RunFigures, current: &RunFigures, budget: &CheckBudget) 
             Some(baseline.lost_ns_per_step.get(&kind).copied().unwrap_or(0)),
             Some(current.lost_ns_per_step.get(&kind).copied().unwrap_or(0)),
             budget.lost_limit(kind),
-            Some(Samples::of(
-                &base_samples,
-                &cur_samples,
-                Statistic::Mean,
-                budget,
-            )),
+            Some(
+                Samples::of(&base_samples, &cur_samples, Statistic::Mean, budget)
+                    .with_step_floor(step_noise_pct(baseline, budget), baseline.step_p50_ns),
+            ),
         ));
     }
     for &kind in &kinds {
@@ -310,6 +308,9 @@ struct Samples<'a> {
     /// answers whether the steps moved at all; the floor whether by more than runs of the same
     /// work differ, which per-step samples of one run cannot show.
     floor_pct: f64,
+    /// The same floor in ns, for figures that are a part of the step (lost time per step): the
+    /// change must also reach this share of the baseline step.
+    floor_ns: f64,
 }
 
 impl<'a> Samples<'a> {
@@ -326,6 +327,7 @@ impl<'a> Samples<'a> {
             confidence: budget.confidence,
             min_steps: budget.min_steps.max(1),
             floor_pct: 0.0,
+            floor_ns: 0.0,
         }
     }
 
@@ -333,6 +335,19 @@ impl<'a> Samples<'a> {
     fn with_floor(mut self, floor_pct: f64) -> Self {
         self.floor_pct = floor_pct.max(0.0);
         self
+    }
+
+    /// The same samples held to the step's run-to-run noise floor, `floor_pct` of a
+    /// `step_ns` step: a part of the step moves with the step's noise.
+    fn with_step_floor(mut self, floor_pct: f64, step_ns: Option<i64>) -> Self {
+        self.floor_pct = floor_pct.max(0.0);
+        self.floor_ns = step_ns.map_or(0.0, |s| s as f64 * self.floor_pct / 100.0);
+        self
+    }
+
+    /// The smallest change that clears the floor, for a rule whose baseline figure is `base`.
+    fn floor_of(&self, base: i64) -> f64 {
+        (base as f64 * self.floor_pct / 100.0).max(self.floor_ns)
     }
 }
 
@@ -424,15 +439,21 @@ fn time_rule(
                 );
             }
             (Some(s), Some((_, shift)))
-                if shift.significant_increase()
-                    && shift.point >= base as f64 * s.floor_pct / 100.0 =>
+                if shift.significant_increase() && shift.point >= s.floor_of(base) =>
             {
                 result.status = Status::Fail;
                 result.message = format!("{past}, beyond noise ({})", result.interval);
             }
             (Some(s), _) => {
                 result.status = Status::Inconclusive;
-                let floor = if s.floor_pct > 0.0 {
+                let floor = if s.floor_ns > 0.0 {
+                    format!(
+                        ", or the change is under the run-to-run noise floor of {:.1}% of the \
+                         step, {}",
+                        s.floor_pct,
+                        crate::units::human_ns(s.floor_ns.round() as i64)
+                    )
+                } else if s.floor_pct > 0.0 {
                     format!(
                         ", or the change is under the {:.1}% run-to-run noise floor",
                         s.floor_pct

@@ -317,3 +317,35 @@ fn unknown_budget_keys_are_rejected() {
     let typo = serde_json::json!({ "step_time": { "max_increase_precent": 5.0 } });
     assert!(serde_json::from_value::<CheckBudget>(typo).is_err());
 }
+
+/// Two ranks of one DDP run doing identical work: the step got faster, yet one finding's lost
+/// time per step went from 1.91 to 6.84 ms, a change of 3 % of the ~160 ms step, under the 8 %
+/// run-to-run floor the step rules use. A lost-time rule clears the same floor, as a share of
+/// the step, before it fails; past the floor it still fails.
+#[test]
+fn lost_time_must_clear_the_step_noise_floor() {
+    let kind = FindingKind::UnfusedOptimizer;
+    let with_lost = |step_ms: f64, lost_ms: f64| {
+        let mut r = noisy(step_ms, 2.0, 20);
+        r.run_step_p50_ns = vec![(step_ms * 1e6) as i64];
+        let per_step = (lost_ms * 1e6) as i64;
+        r.lost_ns_per_step.insert(kind, per_step);
+        r.lost_samples_ns.insert(
+            kind,
+            (0..20).map(|i| per_step + (i % 3 - 1) * 10_000).collect(),
+        );
+        r
+    };
+    let budget = CheckBudget::default();
+    let rule_name = format!("lost_time.{kind}");
+    let outcome = check(&with_lost(166.0, 1.91), &with_lost(160.0, 6.84), &budget);
+    assert_ne!(rule(&outcome, &rule_name).status, Status::Fail);
+    assert!(
+        rule(&outcome, &rule_name).message.contains("noise floor"),
+        "{}",
+        rule(&outcome, &rule_name).message
+    );
+    // The same finding costing a quarter of the step more: past any floor, a failure.
+    let outcome = check(&with_lost(166.0, 1.91), &with_lost(166.0, 45.0), &budget);
+    assert_eq!(rule(&outcome, &rule_name).status, Status::Fail);
+}
