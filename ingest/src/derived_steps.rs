@@ -211,8 +211,8 @@ fn bursts(t: &Timeline, device: &[(i64, i64, SliceId, TrackId)]) -> Vec<Unit> {
 }
 
 /// The unit indexes where iterations start, and where the last one ends: the launches of the
-/// loop's first recipe. The period `p` is the most common distance (in units) between launches
-/// of the most launched recipe; the loop's first recipe is the earliest one that recurs `p`
+/// loop's first recipe. The period `p` is [`period_of`] the launch sequence; the loop's first
+/// recipe is the earliest one that recurs `p`
 /// units later. Where its launches are `2p` or more apart, a recompile replaced it in that slot
 /// (a renamed graph), and the slot's start is filled in every `p` units; a launch added in an
 /// iteration (a new graph run beside the usual ones) only makes that iteration longer. `None`
@@ -222,18 +222,7 @@ fn loop_boundaries(units: &[Unit]) -> Option<Vec<usize>> {
     for (i, u) in units.iter().enumerate() {
         positions.entry(u.key.as_str()).or_default().push(i);
     }
-    let (_, marks) = positions
-        .iter()
-        .filter(|(_, p)| p.len() >= 2)
-        .max_by(|a, b| a.1.len().cmp(&b.1.len()).then(b.1[0].cmp(&a.1[0])))?;
-    let mut spacing: FxHashMap<usize, usize> = FxHashMap::default();
-    for w in marks.windows(2) {
-        *spacing.entry(w[1] - w[0]).or_insert(0) += 1;
-    }
-    let (&period, _) = spacing
-        .iter()
-        .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))?;
-    let period = period.max(1);
+    let period = period_of(units, &positions)?;
     // A recipe renamed by a recompile in some slot recurs at multiples of the period.
     let first = positions
         .values()
@@ -255,6 +244,49 @@ fn loop_boundaries(units: &[Unit]) -> Option<Vec<usize>> {
         boundaries.push(w[1]);
     }
     Some(boundaries)
+}
+
+/// Most launches a period is looked for in (an iteration of more graph launches than this is
+/// not a training step's).
+const MAX_PERIOD: usize = 256;
+
+/// The period (in units) of the launch sequence: the lag at which launches most often repeat
+/// the launch one period earlier, counting a recipe launched only once (compiled anew, in a slot
+/// another recipe held) as the same as any other, so a renamed slot keeps its place; on a tie
+/// the shortest. One launch per period is a period. `None` when no recipe repeats at any lag.
+fn period_of(units: &[Unit], positions: &FxHashMap<&str, Vec<usize>>) -> Option<usize> {
+    let once: Vec<bool> = units
+        .iter()
+        .map(|u| positions.get(u.key.as_str()).is_some_and(|p| p.len() == 1))
+        .collect();
+    let repeating = positions.values().filter(|p| p.len() >= 2).count();
+    let longest = (units.len() / 2).min(MAX_PERIOD).min(repeating.max(1) * 2);
+    let mut best: Option<(usize, usize, usize)> = None; // (period, matches, pairs)
+    for lag in 1..=longest.max(1) {
+        let pairs = units.len().saturating_sub(lag);
+        if pairs == 0 {
+            break;
+        }
+        let mut matches = 0;
+        let mut real = false;
+        for i in 0..pairs {
+            if once[i] || once[i + lag] {
+                matches += 1;
+            } else if units[i].key == units[i + lag].key {
+                matches += 1;
+                real = true;
+            }
+        }
+        if !real {
+            continue;
+        }
+        // matches / pairs, compared without division.
+        let better = best.is_none_or(|(_, m, p)| matches * p > m * pairs);
+        if better {
+            best = Some((lag, matches, pairs));
+        }
+    }
+    best.map(|(lag, _, _)| lag)
 }
 
 #[cfg(test)]
@@ -309,6 +341,28 @@ mod tests {
         assert_eq!(super::graph_local_name("gemm"), "gemm");
         assert_eq!(super::graph_of("g_12_conv_0"), Some("g_12"));
         assert_eq!(super::graph_of("conv_0"), None);
+    }
+
+    #[test]
+    fn one_launch_per_step_with_renamed_recipes_keeps_every_step() {
+        // One mark_step per step; recompiles rename the recipe in steps 3 and 5.
+        let u = units(&["40962", "40962", "40963", "40962", "40964", "40962"]);
+        assert_eq!(loop_boundaries(&u), Some(vec![0, 1, 2, 3, 4, 5]));
+    }
+
+    #[test]
+    fn two_and_three_recipes_per_step_with_recompiles_in_one_and_two_slots() {
+        // Two recipes per step, the first slot recompiled once.
+        let u = units(&["A", "B", "A", "B", "A2", "B", "A", "B"]);
+        assert_eq!(loop_boundaries(&u), Some(vec![0, 2, 4, 6]));
+        // Two recipes per step, both slots recompiled in one step.
+        let u = units(&["A", "B", "A", "B", "A2", "B2", "A", "B", "A", "B"]);
+        assert_eq!(loop_boundaries(&u), Some(vec![0, 2, 4, 6, 8]));
+        // Three recipes per step, one slot recompiled in one step and two in another.
+        let u = units(&[
+            "A", "B", "C", "A", "B2", "C", "A", "B", "C", "A3", "B", "C3", "A", "B", "C",
+        ]);
+        assert_eq!(loop_boundaries(&u), Some(vec![0, 3, 6, 9, 12]));
     }
 
     #[test]
