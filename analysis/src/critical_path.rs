@@ -278,8 +278,11 @@ pub fn critical_paths(timeline: &Timeline) -> CriticalPaths {
 
 /// What every window reads: launch links, blocking-call names, `cuda_sync` links.
 struct Shared {
-    /// Device slice → the runtime call that launched it.
-    launch_of: FxHashMap<SliceId, SliceId>,
+    /// Per slice: the runtime call that launched it (device work), or [`NO_SLICE`]; empty
+    /// without launch links.
+    launch_of: Vec<SliceId>,
+    /// Per-slice node ids of the window being built, reused from window to window.
+    scratch: std::cell::RefCell<Scratch>,
     /// Per interned name: 1 blocking call, 2 compile span, 4 data loader range, 8 launch call.
     name_flags: Vec<u8>,
     /// Blocking runtime call → the device work its `cuda_sync` event says it waited for.
@@ -323,14 +326,22 @@ impl Shared {
                 f
             })
             .collect();
-        let mut launch_of = FxHashMap::default();
+        let mut launch_of: Vec<SliceId> = Vec::new();
         for flow in &t.flows {
             if t.slice_class(flow.from).is_host_work() && t.slice_class(flow.to).is_device_work() {
-                launch_of.entry(flow.to).or_insert(flow.from);
+                if launch_of.is_empty() {
+                    launch_of = vec![NO_SLICE; t.slices.len()];
+                }
+                if let Some(l) = launch_of.get_mut(flow.to as usize)
+                    && *l == NO_SLICE
+                {
+                    *l = flow.from;
+                }
             }
         }
         let mut shared = Self {
             launch_of,
+            scratch: std::cell::RefCell::new(Scratch::default()),
             name_flags,
             waits_for: FxHashMap::default(),
             stream_waits: FxHashMap::default(),
@@ -347,6 +358,14 @@ impl Shared {
             }
         }
         shared
+    }
+
+    /// The runtime call that launched device work `slice`, when the trace links it.
+    fn launch_of(&self, slice: SliceId) -> Option<SliceId> {
+        self.launch_of
+            .get(slice as usize)
+            .copied()
+            .filter(|&l| l != NO_SLICE)
     }
 
     fn flags(&self, t: &Timeline, slice: SliceId) -> u8 {
@@ -394,7 +413,11 @@ impl Shared {
         }
         // Per (source, stream): the device work in launch order, (launch start, work).
         let mut launched: FxHashMap<(u16, i64), Vec<(i64, SliceId)>> = FxHashMap::default();
-        for (&work, &launch) in &self.launch_of {
+        for (work, &launch) in self.launch_of.iter().enumerate() {
+            if launch == NO_SLICE {
+                continue;
+            }
+            let work = work as SliceId;
             let Some(track) = t.slice_track(work) else {
                 continue;
             };
@@ -502,6 +525,63 @@ impl Shared {
                 _ => {}
             }
         }
+    }
+}
+
+/// No slice (a device slice without a launch link).
+const NO_SLICE: SliceId = SliceId::MAX;
+/// No node (a slice outside the window's graph).
+const NO_NODE: u32 = u32::MAX;
+
+/// Per-slice node ids of one window's graph, in arrays over the Timeline's slices made once and
+/// cleared after each window (the slices a window set are few next to all of them).
+#[derive(Default)]
+struct Scratch {
+    start: Vec<u32>,
+    device: Vec<(u32, u32)>,
+    touched: Vec<SliceId>,
+}
+
+impl Scratch {
+    fn reset(&mut self, slices: usize) {
+        if self.start.len() != slices {
+            self.start = vec![NO_NODE; slices];
+            self.device = vec![(NO_NODE, NO_NODE); slices];
+            self.touched.clear();
+        }
+        for &i in &self.touched {
+            self.start[i as usize] = NO_NODE;
+            self.device[i as usize] = (NO_NODE, NO_NODE);
+        }
+        self.touched.clear();
+    }
+
+    fn set_start(&mut self, slice: SliceId, node: u32) {
+        if let Some(n) = self.start.get_mut(slice as usize) {
+            *n = node;
+            self.touched.push(slice);
+        }
+    }
+
+    fn start_of(&self, slice: SliceId) -> Option<u32> {
+        self.start
+            .get(slice as usize)
+            .copied()
+            .filter(|&n| n != NO_NODE)
+    }
+
+    fn set_device(&mut self, slice: SliceId, start: u32, end: u32) {
+        if let Some(n) = self.device.get_mut(slice as usize) {
+            *n = (start, end);
+            self.touched.push(slice);
+        }
+    }
+
+    fn device_of(&self, slice: SliceId) -> Option<(u32, u32)> {
+        self.device
+            .get(slice as usize)
+            .copied()
+            .filter(|&(s, _)| s != NO_NODE)
     }
 }
 
@@ -676,13 +756,16 @@ impl Window {
                 }
             }
         }
-        // Start nodes of the host slices, for launch edges; blocking calls' end nodes.
-        let mut start_node: FxHashMap<SliceId, u32> = FxHashMap::default();
+        // Start nodes of the host slices, for launch edges; blocking calls' end nodes. The
+        // per-slice tables are the last window's: clear what it set.
+        let mut scratch = shared.scratch.borrow_mut();
+        let sc = &mut *scratch;
+        sc.reset(t.slices.len());
         let mut blocking: Vec<(SliceId, u32)> = Vec::new();
         let mut launches: Vec<(i64, u32)> = Vec::new();
         for chain in &chains {
             for &(slice, s, e) in &chain.nodes {
-                start_node.insert(slice, s);
+                sc.set_start(slice, s);
                 let flags = shared.flags(t, slice);
                 if flags & BLOCKING_FLAG != 0 {
                     blocking.push((slice, e));
@@ -694,7 +777,6 @@ impl Window {
         }
         launches.sort_unstable();
         // Device work.
-        let mut device_nodes: FxHashMap<SliceId, (u32, u32)> = FxHashMap::default();
         let mut device_ends: Vec<(i64, u32, SliceId)> = Vec::new();
         for (ti, track) in t.tracks.iter().enumerate() {
             let TrackKind::DeviceEngine { class, .. } = &track.kind else {
@@ -723,17 +805,15 @@ impl Window {
                 let s = g.node(a, ti as u32);
                 let e = g.node(b.max(a), ti as u32);
                 g.edge(s, e, b - a, EdgeKind::Span(i));
-                device_nodes.insert(i, (s, e));
+                sc.set_device(i, s, e);
                 device_ends.push((b.max(a), e, i));
-                let launch = shared.launch_of.get(&i).and_then(|r| {
-                    start_node
-                        .get(r)
-                        .map(|&n| (n, t.slices.start[*r as usize], *r))
-                });
+                let linked = shared.launch_of(i);
+                let launch =
+                    linked.and_then(|r| sc.start_of(r).map(|n| (n, t.slices.start[r as usize], r)));
                 let launch = launch.or_else(|| {
                     // No launch link (Gaudi graph nodes, older traces): the latest launch call
                     // before the work, when the trace has no link for it at all.
-                    if shared.launch_of.contains_key(&i) {
+                    if linked.is_some() {
                         return None;
                     }
                     let n = launches.partition_point(|&(ts, _)| ts <= a);
@@ -762,8 +842,7 @@ impl Window {
         }
         // Cross-stream waits.
         for (&dest, &src) in &shared.stream_waits {
-            if let (Some(&(d_s, _)), Some(&(_, s_e))) =
-                (device_nodes.get(&dest), device_nodes.get(&src))
+            if let (Some((d_s, _)), Some((_, s_e))) = (sc.device_of(dest), sc.device_of(src))
                 && g.ts[s_e as usize] <= g.ts[d_s as usize]
             {
                 g.push(Edge {
@@ -791,7 +870,7 @@ impl Window {
                     .unwrap_or_default()
             };
             for w in waited {
-                if let Some(&(_, e)) = device_nodes.get(&w)
+                if let Some((_, e)) = sc.device_of(w)
                     && g.ts[e as usize] <= call_end
                 {
                     g.push(Edge {
