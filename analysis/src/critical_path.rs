@@ -221,7 +221,15 @@ const BLOCKING: &[&str] = &[
 /// Computes the critical path of every step, and of every input without steps.
 #[must_use]
 pub fn critical_paths(timeline: &Timeline) -> CriticalPaths {
-    let shared = Shared::new(timeline);
+    let waits = crate::ranks::rank_analysis(timeline).map_or_else(Vec::new, |a| a.waits);
+    critical_paths_with(timeline, &waits)
+}
+
+/// [`critical_paths`] with the ranks' collective waits already matched
+/// ([`crate::ranks::RankAnalysis::waits`]; empty for one input).
+#[must_use]
+pub fn critical_paths_with(timeline: &Timeline, rank_waits: &[Vec<(i64, i64)>]) -> CriticalPaths {
+    let shared = Shared::new(timeline, rank_waits);
     let steps = timeline
         .steps
         .iter()
@@ -302,7 +310,7 @@ const DATALOADER_FLAG: u8 = 4;
 const LAUNCH_FLAG: u8 = 8;
 
 impl Shared {
-    fn new(t: &Timeline) -> Self {
+    fn new(t: &Timeline, rank_waits: &[Vec<(i64, i64)>]) -> Self {
         let name_flags: Vec<u8> = t
             .strings
             .iter()
@@ -349,9 +357,9 @@ impl Shared {
             rank_waits: FxHashMap::default(),
         };
         shared.read_cuda_sync(t);
-        for (source, waits) in crate::ranks::collective_waits(t).into_iter().enumerate() {
+        for (source, waits) in rank_waits.iter().enumerate() {
             if !waits.is_empty() {
-                let set = IntervalSet::from_ranges(waits);
+                let set = IntervalSet::from_ranges(waits.clone());
                 shared
                     .rank_waits
                     .insert(t.step_source(source as u16), set.iter().collect());

@@ -238,8 +238,8 @@ fn tables(ctx: &Context<'_>) -> Tables {
         .map(|(_, p)| p.clone());
     let memory = crate::memory::memory_by_device(ctx);
     let memory_findings = crate::memory::findings(ctx, &memory);
-    let (ranks, straggler) = match crate::ranks::ranks(timeline) {
-        Some((ranks, straggler)) => (Some(ranks), straggler),
+    let (ranks, straggler) = match ctx.ranks() {
+        Some(a) => (Some(a.report.clone()), a.straggler.clone()),
         None => (None, Vec::new()),
     };
     if let Some(primary) = crate::memory::primary(&memory) {

@@ -99,16 +99,6 @@ fn outermost_cpu_op(ctx: &Context<'_>, slice: SliceId) -> Option<SliceId> {
     outer
 }
 
-/// The outermost op that ends last before `op` starts on its thread.
-fn previous_op(ctx: &Context<'_>, op: SliceId) -> Option<SliceId> {
-    let t = ctx.timeline;
-    let track = t.slice_track(op)?;
-    let start = t.slices.start[op as usize];
-    (track.slices.start..op)
-        .rev()
-        .find(|&j| t.slices.end(j) <= start && ctx.is_outermost_op(j))
-}
-
 /// Every host-to-device copy op of the trace, in op order.
 pub(super) fn host_copies(ctx: &Context<'_>) -> Vec<HostCopy> {
     let t = ctx.timeline;
@@ -142,7 +132,7 @@ pub(super) fn host_copies(ctx: &Context<'_>) -> Vec<HostCopy> {
                 .iter()
                 .any(|&m| t.slice_name(m).contains("Pageable"))
                 || (!named && !syncs.is_empty());
-            let factory = previous_op(ctx, op).filter(|&p| {
+            let factory = ctx.previous_outermost_op(op).filter(|&p| {
                 FACTORY_OPS.contains(&t.slice_name(p))
                     && ctx.step_name(p).is_some()
                     && ctx.step_name(p) == ctx.step_name(op)

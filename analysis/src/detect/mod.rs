@@ -151,6 +151,9 @@ pub struct Context<'a> {
     /// The critical path of every step, made on first use (the step table and the savings
     /// both read it, from two threads).
     critical_paths: std::sync::OnceLock<crate::critical_path::CriticalPaths>,
+    /// The rank matching of a multi-input run, made on first use (the rank table and the
+    /// critical paths' collective waits both read it).
+    ranks: std::sync::OnceLock<Option<crate::ranks::RankAnalysis>>,
 }
 
 /// Per interned name, whether it passes a test: detectors look at every slice's name, and a
@@ -197,13 +200,23 @@ impl<'a> Context<'a> {
             enclosure: std::sync::OnceLock::new(),
             pointwise_names: std::sync::OnceLock::new(),
             critical_paths: std::sync::OnceLock::new(),
+            ranks: std::sync::OnceLock::new(),
         }
     }
 
     /// The critical path of every step (of each input without steps).
     pub fn critical_paths(&self) -> &crate::critical_path::CriticalPaths {
-        self.critical_paths
-            .get_or_init(|| crate::critical_path::critical_paths(self.timeline))
+        self.critical_paths.get_or_init(|| {
+            let waits = self.ranks().map_or(&[][..], |r| r.waits.as_slice());
+            crate::critical_path::critical_paths_with(self.timeline, waits)
+        })
+    }
+
+    /// The rank matching of a multi-input run (`None` for one input or no collectives).
+    pub fn ranks(&self) -> Option<&crate::ranks::RankAnalysis> {
+        self.ranks
+            .get_or_init(|| crate::ranks::rank_analysis(self.timeline))
+            .as_ref()
     }
 
     /// Whether slice `slice` is an elementwise ATen op ([`torch_ops::is_pointwise`] of its
@@ -346,6 +359,25 @@ impl Context<'_> {
     pub fn is_outermost_op(&self, slice: SliceId) -> bool {
         let t = self.timeline;
         t.slice_class(slice) == CategoryClass::CpuOp && !self.is_under(slice, Under::OP)
+    }
+
+    /// The outermost op that ends last before `op` starts on its thread.
+    pub fn previous_outermost_op(&self, op: SliceId) -> Option<SliceId> {
+        let t = self.timeline;
+        let track = t.slice_track(op)?;
+        let start = t.slices.start[op as usize];
+        (track.slices.start..op)
+            .rev()
+            .find(|&j| t.slices.end(j) <= start && self.is_outermost_op(j))
+    }
+
+    /// The outermost op that starts first after `op` ends on its thread.
+    pub fn next_outermost_op(&self, op: SliceId) -> Option<SliceId> {
+        let t = self.timeline;
+        let track = t.slice_track(op)?;
+        let end = t.slices.end(op);
+        (op + 1..track.slices.end)
+            .find(|&j| t.slices.start[j as usize] >= end && self.is_outermost_op(j))
     }
 
     /// Whether `slice` runs inside torch.compile's machinery.

@@ -93,7 +93,7 @@ fn construction(ctx: &Context<'_>, lift: SliceId) -> Construction {
     let mut slices = vec![lift];
     let mut start = t.slices.start[lift as usize];
     let mut end = t.slices.end(lift);
-    let mut prev = previous_outermost(ctx, lift);
+    let mut prev = ctx.previous_outermost_op(lift);
     for _ in 0..2 {
         let Some(p) = prev else { break };
         let name = t.slice_name(p);
@@ -105,9 +105,9 @@ fn construction(ctx: &Context<'_>, lift: SliceId) -> Construction {
         if name != "aten::to" && name != "aten::_to_copy" {
             break;
         }
-        prev = previous_outermost(ctx, p);
+        prev = ctx.previous_outermost_op(p);
     }
-    if let Some(next) = next_outermost(ctx, lift)
+    if let Some(next) = ctx.next_outermost_op(lift)
         && t.slice_name(next) == "aten::detach_"
     {
         end = t.slices.end(next);
@@ -117,25 +117,6 @@ fn construction(ctx: &Context<'_>, lift: SliceId) -> Construction {
         range: (start, end),
         slices,
     }
-}
-
-/// The outermost op that ends last before `op` starts on its thread.
-fn previous_outermost(ctx: &Context<'_>, op: SliceId) -> Option<SliceId> {
-    let t = ctx.timeline;
-    let track = t.slice_track(op)?;
-    let start = t.slices.start[op as usize];
-    (track.slices.start..op)
-        .rev()
-        .find(|&j| t.slices.end(j) <= start && ctx.is_outermost_op(j))
-}
-
-/// The outermost op that starts first after `op` ends on its thread.
-fn next_outermost(ctx: &Context<'_>, op: SliceId) -> Option<SliceId> {
-    let t = ctx.timeline;
-    let track = t.slice_track(op)?;
-    let end = t.slices.end(op);
-    (op + 1..track.slices.end)
-        .find(|&j| t.slices.start[j as usize] >= end && ctx.is_outermost_op(j))
 }
 
 fn finding(ctx: &Context<'_>, source: u16, step: usize, cs: &[Construction]) -> Finding {

@@ -106,6 +106,25 @@ pub struct RanksReport {
 /// inputs without collectives.
 #[must_use]
 pub fn ranks(t: &Timeline) -> Option<(RanksReport, Vec<Finding>)> {
+    rank_analysis(t).map(|a| (a.report, a.straggler))
+}
+
+/// Everything the rank matching of a multi-input run gives: the rank table, the `straggler`
+/// findings, and where each input waited at a collective for the last rank to arrive.
+#[derive(Debug, Clone)]
+pub struct RankAnalysis {
+    /// The rank and collective tables.
+    pub report: RanksReport,
+    /// The `straggler` findings.
+    pub straggler: Vec<Finding>,
+    /// Per input (in input order), the intervals from its own arrival at a matched collective
+    /// to the last arrival (within the collective), on its own clock.
+    pub waits: Vec<Vec<(i64, i64)>>,
+}
+
+/// The rank analysis of a multi-input run; `None` for one input or inputs without collectives.
+#[must_use]
+pub fn rank_analysis(t: &Timeline) -> Option<RankAnalysis> {
     if t.sources.len() < 2 {
         return None;
     }
@@ -114,7 +133,11 @@ pub fn ranks(t: &Timeline) -> Option<(RanksReport, Vec<Finding>)> {
     let summaries: Vec<RankSummary> = (0..t.sources.len())
         .map(|source| rank_summary_with(t, source as u16, &children, &names))
         .collect();
-    ranks_of(&summaries)
+    ranks_and_waits(&summaries).map(|(report, straggler, waits)| RankAnalysis {
+        report,
+        straggler,
+        waits,
+    })
 }
 
 /// The rank analysis over rank summaries (one per input, in input order): what [`ranks`] does
@@ -122,22 +145,6 @@ pub fn ranks(t: &Timeline) -> Option<(RanksReport, Vec<Finding>)> {
 #[must_use]
 pub fn ranks_of(summaries: &[RankSummary]) -> Option<(RanksReport, Vec<Finding>)> {
     ranks_and_waits(summaries).map(|(report, findings, _)| (report, findings))
-}
-
-/// Where each input waited at a collective for the last rank to arrive: per input (in input
-/// order), the intervals from its own arrival to the last arrival (within the collective), on
-/// its own clock. Empty for one input or inputs without collectives.
-#[must_use]
-pub fn collective_waits(t: &Timeline) -> Vec<Vec<(i64, i64)>> {
-    if t.sources.len() < 2 {
-        return Vec::new();
-    }
-    let children = crate::ops::child_time(t);
-    let names = CollectiveNames::of_timeline(t);
-    let summaries: Vec<RankSummary> = (0..t.sources.len())
-        .map(|source| rank_summary_with(t, source as u16, &children, &names))
-        .collect();
-    ranks_and_waits(&summaries).map_or_else(Vec::new, |(_, _, waits)| waits)
 }
 
 /// Per input, the intervals it waited for the last rank at matched collectives.
