@@ -228,6 +228,7 @@ fn merge_device(out: &mut Timeline, part: &crate::model::DeviceInfo) {
 
 fn merge_stats(out: &mut crate::model::BuildStats, part: &crate::model::BuildStats) {
     out.negative_durations += part.negative_durations;
+    out.large_negative_durations += part.large_negative_durations;
     out.most_negative_ns = out.most_negative_ns.min(part.most_negative_ns);
     out.overlong += part.overlong;
     out.clamped_ends += part.clamped_ends;

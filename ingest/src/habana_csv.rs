@@ -360,7 +360,7 @@ impl HwReader<'_> {
                         ArgsRef::NONE,
                     ),
                     // Nothing open on the track in the builder: counted as an unmatched end.
-                    None => self.builder.push_end(track, ts),
+                    None => self.builder.count_unmatched_end(),
                 }
             }
             _ => {

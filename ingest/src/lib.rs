@@ -156,6 +156,28 @@ pub(crate) fn spare_core() -> bool {
     std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2)
 }
 
+/// A gzip stream that fails after a JSON trace document that parsed to its end (trailing bytes,
+/// a bad checksum, a second member that is junk) lost nothing: its damage is trailing data,
+/// and no step is cut for it.
+fn complete_document_keeps_its_steps(info: &mut model::SourceInfo) {
+    use warning::WarningCode;
+    let json = matches!(
+        info.format,
+        FormatId::KinetoJson | FormatId::HabanaBridgeJson | FormatId::SynapseTefJson
+    );
+    if !json || info.warnings.iter().any(|w| w.code == WarningCode::Damaged) {
+        return;
+    }
+    for w in &mut info.warnings {
+        if w.code == WarningCode::DamagedGzip {
+            w.code = WarningCode::TrailingData;
+            w.message = "the gzip stream fails after the complete JSON document (trailing \
+                bytes or a bad checksum); every event was read"
+                .into();
+        }
+    }
+}
+
 /// What every read ends with: ranks named by `--rank-regex`, and a limit the builder hit
 /// (which stops the load even when the reader itself carried on).
 fn after_read(
@@ -172,6 +194,11 @@ fn after_read(
             {
                 info.rank = rank_by_regex(pattern, &info.path);
             }
+        }
+    }
+    for source in first_new..builder.source_count() {
+        if let Some(info) = builder.source_mut(u16::try_from(source).unwrap_or(u16::MAX)) {
+            complete_document_keeps_its_steps(info);
         }
     }
     // A limit hit while reading stops the load, even when the reader itself carried on.

@@ -35,6 +35,8 @@ pub enum WarningCode {
     UnsupportedPhase,
     /// events missing a field their phase needs
     MalformedEvent,
+    /// events with a field of the wrong type (`"pid": {…}`), skipped one by one
+    WrongFieldType,
     /// CSV rows that could not be read
     MalformedRow,
     /// event keys steplens reads past on purpose (thread clocks, stack frames, colours)
@@ -73,6 +75,7 @@ impl WarningCode {
         Self::UnmatchedEnd,
         Self::UnsupportedPhase,
         Self::MalformedEvent,
+        Self::WrongFieldType,
         Self::MalformedRow,
         Self::IgnoredKeys,
         Self::SkippedMembers,
@@ -102,6 +105,7 @@ impl WarningCode {
             Self::UnmatchedEnd => "unmatched_end",
             Self::UnsupportedPhase => "unsupported_phase",
             Self::MalformedEvent => "malformed_event",
+            Self::WrongFieldType => "wrong_field_type",
             Self::MalformedRow => "malformed_row",
             Self::IgnoredKeys => "ignored_keys",
             Self::SkippedMembers => "skipped_members",

@@ -1351,3 +1351,122 @@ fn begin_end_pairs_at_extreme_times_do_not_overflow() {
         assert!(t.slices.dur[i as usize] >= 0);
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Hostile and broken inputs, read on past the damage
+
+#[test]
+fn an_event_with_a_field_of_the_wrong_type_is_skipped_alone() {
+    // Each bad event would once have ended the read ("dropped the rest").
+    let text = r#"{"traceEvents":[
+        {"ph":"X","cat":"cpu_op","name":"ProfilerStep#1","pid":1,"tid":1,"ts":0,"dur":100},
+        {"ph":"X","cat":"cpu_op","name":"a","pid":{"x":1},"tid":1,"ts":1,"dur":1},
+        {"ph":"X","cat":"cpu_op","name":5,"pid":1,"tid":1,"ts":2,"dur":1},
+        {"ph":"X","cat":"cpu_op","name":"b","pid":1,"tid":1,"ts":[3],"dur":1},
+        {"ph":"X","cat":"cpu_op","name":"c","pid":1,"tid":1,"ts":4,"dur":{"v":1}},
+        {"ph":7,"cat":"cpu_op","name":"d","pid":1,"tid":1,"ts":5,"dur":1},
+        {"ph":"X","cat":["x"],"name":"e","pid":1,"tid":1,"ts":6,"dur":1},
+        {"ph":"X","cat":"cpu_op","name":"f","pid":1,"tid":true,"ts":7,"dur":1},
+        {"ph":"X","cat":"cpu_op","name":"kept","pid":1,"tid":1,"ts":10,"dur":5},
+        {"ph":"X","cat":"cpu_op","name":"ProfilerStep#2","pid":1,"tid":1,"ts":100,"dur":100}
+    ]}"#;
+    let t = load_str(text);
+    assert_eq!(names(&t), ["ProfilerStep#1", "kept", "ProfilerStep#2"]);
+    assert_eq!(t.steps.len(), 2);
+    let w = warning(&t, "wrong_field_type");
+    assert!(w.message.contains("skipped 7 events"), "{}", w.message);
+    for field in [
+        "`pid` on 1",
+        "`name` on 1",
+        "`ts` on 1",
+        "`dur` on 1",
+        "`ph` on 1",
+        "`cat` on 1",
+        "`tid` on 1",
+    ] {
+        assert!(w.message.contains(field), "{field}: {}", w.message);
+    }
+    assert!(!codes(&t).contains(&"damaged"));
+}
+
+#[test]
+fn wrong_types_are_skipped_on_both_threads_of_a_split_read() {
+    // Large enough for the event array to be split over two threads: bad events in both
+    // halves are skipped and counted the same way.
+    let mut events = varied_events(40_000);
+    for at in [100, 39_000] {
+        events[at] =
+            r#"{"ph":"X","cat":"cpu_op","name":"bad","pid":{"x":1},"tid":1,"ts":1,"dur":1}"#.into();
+    }
+    let text = format!(r#"{VARIED_HEAD}{}]}}"#, events.join(VARIED_SEP));
+    let t = load_str(&text);
+    assert_eq!(t.slices.len(), 39_998);
+    assert!(
+        warning(&t, "wrong_field_type")
+            .message
+            .contains("skipped 2 events with a field of the wrong type (`pid` on 2)")
+    );
+}
+
+#[test]
+fn begin_and_end_pair_in_time_order_not_file_order() {
+    // B@1000 B@1100 E@1050 E@1150 on one thread: by time, two 50 µs slices one after the other
+    // (file order would give 150 µs around 0 ns).
+    let text = r#"[
+        {"ph":"B","name":"ProfilerStep#1","cat":"cpu_op","pid":1,"tid":1,"ts":1000},
+        {"ph":"B","name":"ProfilerStep#2","cat":"cpu_op","pid":1,"tid":1,"ts":1100},
+        {"ph":"E","pid":1,"tid":1,"ts":1050},
+        {"ph":"E","pid":1,"tid":1,"ts":1150}
+    ]"#;
+    let t = load_str(text);
+    assert_eq!(names(&t), ["ProfilerStep#1", "ProfilerStep#2"]);
+    assert_eq!(t.slices.start, [1_000_000, 1_100_000]);
+    assert_eq!(t.slices.dur, [50_000, 50_000]);
+    assert!(codes(&t).is_empty(), "{:?}", warnings(&t));
+}
+
+#[test]
+fn large_negative_durations_are_not_called_rounding() {
+    let text = r#"[
+        {"ph":"X","cat":"kernel","name":"k1","pid":0,"tid":7,"ts":100,"dur":-1000},
+        {"ph":"X","cat":"kernel","name":"k2","pid":0,"tid":7,"ts":200,"dur":-554000000},
+        {"ph":"X","cat":"kernel","name":"k3","pid":0,"tid":7,"ts":300,"dur":-0.002}
+    ]"#;
+    let t = load_str(text);
+    let messages: Vec<&str> = warnings(&t)
+        .iter()
+        .filter(|w| w.code == "negative_duration")
+        .map(|w| w.message.as_str())
+        .collect();
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert!(messages[0].starts_with("2 slices end before they start by 1 µs or more"));
+    assert!(messages[0].contains("-554000000000 ns"));
+    assert!(!messages[0].contains("rounding)"));
+    assert!(messages[1].starts_with("1 slices had a negative duration under 1 µs"));
+}
+
+#[test]
+fn a_complete_gzip_with_trailing_bytes_keeps_its_last_step() {
+    let text = r#"{"traceEvents":[
+        {"ph":"X","cat":"cpu_op","name":"ProfilerStep#1","pid":1,"tid":1,"ts":0,"dur":100},
+        {"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":10,"dur":5},
+        {"ph":"X","cat":"cpu_op","name":"ProfilerStep#2","pid":1,"tid":1,"ts":100,"dur":100},
+        {"ph":"X","cat":"cpu_op","name":"b","pid":1,"tid":1,"ts":110,"dur":5}
+    ]}"#;
+    let whole = gzip(text.as_bytes());
+    let mut junk = whole.clone();
+    junk.extend_from_slice(b"\x00garbage after the stream");
+    let mut bad_crc = whole.clone();
+    let n = bad_crc.len();
+    bad_crc[n - 8] ^= 0xff;
+    for (what, bytes) in [("trailing junk", junk), ("bad CRC", bad_crc)] {
+        let t = checked(try_load_bytes(&bytes).unwrap_or_else(|e| panic!("{what}: {e}")));
+        assert_eq!(t.steps.len(), 2, "{what}: {:?}", warnings(&t));
+        assert_eq!(codes(&t), ["trailing_data"], "{what}");
+        assert!(
+            warning(&t, "trailing_data")
+                .message
+                .contains("every event was read")
+        );
+    }
+}

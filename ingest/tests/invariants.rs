@@ -147,6 +147,17 @@ fn samples_are_all_found() {
             "unfused_optimizer.problem.json.gz",
             "zero_grad.fixed.json.gz",
             "zero_grad.problem.json.gz",
+            "dataloader_workers.fixed.json.gz",
+            "dataloader_workers.problem.json.gz",
+            "ddp_nccl_1rank.json.gz",
+            "fp32_matmul.fixed.json.gz",
+            "fp32_matmul.problem.json.gz",
+            "item_sync.fixed.json.gz",
+            "item_sync.problem.json.gz",
+            "pageable_copy.fixed.json.gz",
+            "pageable_copy.problem.json.gz",
+            "unfused_optimizer.fixed.json.gz",
+            "unfused_optimizer.problem.json.gz",
         ]
     );
 }

@@ -65,6 +65,17 @@ struct OpenSlice {
     args: ArgsRef,
 }
 
+/// A negative duration or an overlap this large is not float rounding of µs timestamps.
+pub(crate) const NOT_ROUNDING_NS: i64 = 1_000;
+
+/// A `B` (with what its slice needs) or an `E`, waiting to be paired.
+#[derive(Debug)]
+struct BeginOrEnd {
+    track: TrackId,
+    ts: i64,
+    begin: Option<OpenSlice>,
+}
+
 /// Phase of a flow endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum FlowPhase {
@@ -135,6 +146,8 @@ pub struct TimelineBuilder {
     processes: FxHashMap<(u16, LaneId), ProcessMeta>,
     threads: FxHashMap<(u16, LaneId, LaneId), ThreadMeta>,
     open: FxHashMap<TrackId, Vec<OpenSlice>>,
+    /// `B` and `E` events as they came; paired in time order per track when the build starts.
+    begins_and_ends: Vec<BeginOrEnd>,
     flow_points: Vec<FlowPoint>,
     instant_order: Vec<(TrackId, i64, u32)>,
     counter_samples: Vec<(TrackId, i64, f64)>,
@@ -319,6 +332,9 @@ impl TimelineBuilder {
     ) {
         if dur < 0 {
             self.timeline.stats.negative_durations += 1;
+            if dur <= -NOT_ROUNDING_NS {
+                self.timeline.stats.large_negative_durations += 1;
+            }
             self.timeline.stats.most_negative_ns = self.timeline.stats.most_negative_ns.min(dur);
             dur = 0;
         }
@@ -341,32 +357,62 @@ impl TimelineBuilder {
         self.raw.args.push(args);
     }
 
-    /// Opens a `B` slice.
+    /// Opens a `B` slice. `B`/`E` pairs are matched per track in time order (file order on
+    /// ties), as Perfetto does, when the build starts: a file need not write them sorted.
     pub fn push_begin(&mut self, track: TrackId, ts: i64, name: StrId, cat: CatId, args: ArgsRef) {
         let class = self.cat_class(cat);
         self.touch(track, class, ts);
-        self.open.entry(track).or_default().push(OpenSlice {
-            start: ts,
-            name,
-            cat,
-            args,
+        self.begins_and_ends.push(BeginOrEnd {
+            track,
+            ts,
+            begin: Some(OpenSlice {
+                start: ts,
+                name,
+                cat,
+                args,
+            }),
         });
     }
 
-    /// Closes the innermost open `B` slice of the track.
+    /// Closes the innermost `B` slice of the track open at `ts`.
     pub fn push_end(&mut self, track: TrackId, ts: i64) {
-        let Some(open) = self.open.get_mut(&track).and_then(Vec::pop) else {
-            self.timeline.stats.unmatched_ends += 1;
-            return;
-        };
-        self.push_slice(
+        self.begins_and_ends.push(BeginOrEnd {
             track,
-            open.start,
-            ts.saturating_sub(open.start),
-            open.name,
-            open.cat,
-            open.args,
-        );
+            ts,
+            begin: None,
+        });
+    }
+
+    /// An `E` the reader already knows has no `B` (counted, nothing else).
+    pub fn count_unmatched_end(&mut self) {
+        self.timeline.stats.unmatched_ends += 1;
+    }
+
+    /// Pairs the queued `B`/`E` events of each track in time order; what stays open is closed
+    /// by [`Self::close_open_slices`].
+    fn pair_begins_and_ends(&mut self) {
+        let mut queued = std::mem::take(&mut self.begins_and_ends);
+        // Stable: file order decides between events at the same time.
+        queued.sort_by_key(|e| (e.track, e.ts));
+        for e in queued {
+            match e.begin {
+                Some(open) => self.open.entry(e.track).or_default().push(open),
+                None => {
+                    let Some(open) = self.open.get_mut(&e.track).and_then(Vec::pop) else {
+                        self.timeline.stats.unmatched_ends += 1;
+                        continue;
+                    };
+                    self.push_slice(
+                        e.track,
+                        open.start,
+                        e.ts.saturating_sub(open.start),
+                        open.name,
+                        open.cat,
+                        open.args,
+                    );
+                }
+            }
+        }
     }
 
     /// Adds an instant event.
@@ -576,6 +622,7 @@ impl TimelineBuilder {
     /// Builds the Timeline.
     #[must_use]
     pub fn finish(mut self) -> Timeline {
+        self.pair_begins_and_ends();
         self.close_open_slices();
         let order = self.order_tracks();
         self.build_tracks(&order);

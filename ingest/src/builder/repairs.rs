@@ -14,13 +14,29 @@ impl TimelineBuilder {
                 message,
             });
         };
-        if stats.negative_durations > 0 {
+        let rounding = stats.negative_durations - stats.large_negative_durations;
+        if stats.large_negative_durations > 0 {
             warn(
                 WarningCode::NegativeDuration,
                 format!(
-                    "{} slices had a negative duration (down to {} ns, float rounding); clamped to 0",
-                    stats.negative_durations, stats.most_negative_ns
+                    "{} slices end before they start by 1 µs or more (down to {} ns): not rounding, the trace is wrong there; clamped to 0",
+                    stats.large_negative_durations, stats.most_negative_ns
                 ),
+            );
+        }
+        if rounding > 0 {
+            warn(
+                WarningCode::NegativeDuration,
+                if stats.large_negative_durations == 0 {
+                    format!(
+                        "{rounding} slices had a negative duration (down to {} ns, float rounding); clamped to 0",
+                        stats.most_negative_ns
+                    )
+                } else {
+                    format!(
+                        "{rounding} slices had a negative duration under 1 µs (float rounding); clamped to 0"
+                    )
+                },
             );
         }
         if stats.clamped_ends > 0 {

@@ -11,6 +11,20 @@ use crate::json::{self, Cursor};
 /// warning, so nothing a trace says is dropped silently.
 pub(super) const IGNORED_KEYS: &[&str] = &["tts", "tdur", "sf", "stack", "esf", "estack", "cname"];
 
+/// Fields whose value must have one JSON type; an event with any other type in one of them is
+/// skipped (and counted by field), not read as damage that ends the trace.
+pub(super) const TYPED_FIELDS: &[&str] = &[
+    "ph", "name", "cat", "ts", "dur", "pid", "tid", "id", "bind_id", "bp", "s",
+];
+
+/// The [`TYPED_FIELDS`] index of `key`, plus one (0: none).
+fn typed_field(key: &[u8]) -> u8 {
+    TYPED_FIELDS
+        .iter()
+        .position(|k| k.as_bytes() == key)
+        .map_or(0, |i| i as u8 + 1)
+}
+
 /// A pid or tid as written: a number (or a string of digits), or a name the builder interns
 /// when the event is dispatched (parsing needs no builder, so it can run on another thread).
 pub(super) enum RawLane<'a> {
@@ -38,6 +52,8 @@ pub(super) struct RawEvent<'a> {
     pub(super) flow_out: bool,
     pub(super) scope: u8,
     pub(super) args: Option<std::ops::Range<usize>>,
+    /// The first field whose value had the wrong type ([`TYPED_FIELDS`] index + 1; 0: none).
+    pub(super) bad_field: u8,
 }
 
 fn parse_lane<'a>(cur: &mut Cursor<'a>) -> json::Result<RawLane<'a>> {
@@ -99,6 +115,27 @@ pub(super) fn parse_event<'a>(
     loop {
         let (key, _) = cur.raw_string()?;
         cur.expect(b':', "':' after a key")?;
+        // A value of the wrong type (`"pid": {…}`, `"name": 5`) is read past whole and marks
+        // the event, so one bad field costs one event, not the rest of the trace.
+        let wrong_type = match (cur.peek(), key) {
+            (Some(b'"'), b"ph" | b"name" | b"cat" | b"bp" | b"s") => false,
+            (_, b"ph" | b"name" | b"cat" | b"bp" | b"s") => true,
+            (Some(b'{' | b'['), b"ts" | b"dur" | b"pid" | b"tid" | b"id" | b"bind_id") => true,
+            (Some(b't' | b'f' | b'n'), b"ts" | b"dur" | b"pid" | b"tid" | b"id" | b"bind_id") => {
+                true
+            }
+            _ => false,
+        };
+        if wrong_type {
+            if ev.bad_field == 0 {
+                ev.bad_field = typed_field(key);
+            }
+            cur.skip_value()?;
+            if !cur.next_member(b'}', "',' or '}' in an event")? {
+                return Ok(ev);
+            }
+            continue;
+        }
         match key {
             b"ph" => ev.ph = cur.raw_string()?.0.first().copied().unwrap_or(0),
             b"name" => ev.name = Some(cur.string()?),
@@ -137,7 +174,7 @@ pub(super) fn parse_event<'a>(
             b"bind_id" => ev.bind_id = flow_id(cur)?,
             b"flow_in" => ev.flow_in = cur.scalar_text()? == b"true",
             b"flow_out" => ev.flow_out = cur.scalar_text()? == b"true",
-            b"s" if cur.peek() == Some(b'"') => {
+            b"s" => {
                 ev.scope = cur.raw_string()?.0.first().copied().unwrap_or(b't');
             }
             b"args" if cur.peek() == Some(b'{') => {

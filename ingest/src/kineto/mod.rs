@@ -25,7 +25,7 @@ use crate::reader::{Progress, ReadInput, ReadSummary, Reader};
 mod event;
 mod packed;
 
-use event::{IGNORED_KEYS, RawEvent, RawLane, parse_event};
+use event::{IGNORED_KEYS, RawEvent, RawLane, TYPED_FIELDS, parse_event};
 
 use std::sync::mpsc::Receiver;
 
@@ -97,6 +97,8 @@ pub(crate) struct KinetoReader<'a, 'b, 'p> {
     flow_v2: Vec<FlowV2End>,
     /// Events seen with each of [`IGNORED_KEYS`].
     ignored_keys: [u64; IGNORED_KEYS.len()],
+    /// Events skipped for a field of the wrong type, per [`TYPED_FIELDS`] entry.
+    wrong_types: [u64; TYPED_FIELDS.len()],
     /// Event arrays at least this long are parsed by two threads ([`SPLIT_MIN_BYTES`]).
     split_min_bytes: usize,
     /// Where the second thread starts, as a share of the array ([`SPLIT_FRACTION`]).
@@ -152,6 +154,7 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
             tef_host_pids: Vec::new(),
             flow_v2: Vec::new(),
             ignored_keys: [0; IGNORED_KEYS.len()],
+            wrong_types: [0; TYPED_FIELDS.len()],
             split_min_bytes: SPLIT_MIN_BYTES,
             split_fraction: SPLIT_FRACTION,
             feed: None,
@@ -296,6 +299,7 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
         }
         self.bind_flows_v2();
         self.warn_ignored_keys();
+        self.warn_wrong_types();
         let by_phase = self
             .by_phase
             .iter()
@@ -392,6 +396,26 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
                 offset: None,
                 message: format!(
                     "read past event keys steplens does not model: {}",
+                    seen.join(", ")
+                ),
+            });
+        }
+    }
+
+    fn warn_wrong_types(&mut self) {
+        let seen: Vec<String> = TYPED_FIELDS
+            .iter()
+            .zip(self.wrong_types)
+            .filter(|(_, n)| *n > 0)
+            .map(|(k, n)| format!("`{k}` on {n}"))
+            .collect();
+        if !seen.is_empty() {
+            let total: u64 = self.wrong_types.iter().sum();
+            self.warnings.push(Warning {
+                code: WarningCode::WrongFieldType,
+                offset: None,
+                message: format!(
+                    "skipped {total} events with a field of the wrong type ({}); read on past them",
                     seen.join(", ")
                 ),
             });
@@ -770,6 +794,12 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
     }
 
     fn dispatch(&mut self, ev: &RawEvent<'_>) {
+        if ev.bad_field != 0 {
+            if let Some(n) = self.wrong_types.get_mut(usize::from(ev.bad_field) - 1) {
+                *n += 1;
+            }
+            return;
+        }
         if let Some(slot) = self.by_phase.get_mut(usize::from(ev.ph)) {
             *slot += 1;
         }

@@ -33,6 +33,8 @@ pub(super) mod flags {
     pub(crate) const FLOW_OUT: u32 = 1 << 11;
     pub(crate) const HAS_ARGS: u32 = 1 << 12;
     pub(crate) const ID_LOCAL: u32 = 1 << 13;
+    /// Bits 16.. hold `RawEvent::bad_field`.
+    pub(crate) const BAD_FIELD_SHIFT: u32 = 16;
 }
 
 pub(super) use flags::NON_OBJECT;
@@ -245,6 +247,7 @@ impl PackedEvent {
                 flags |= bit;
             }
         }
+        flags |= u32::from(ev.bad_field) << flags::BAD_FIELD_SHIFT;
         let f = &mut flags;
         let pid = texts.lane(ev.pid, [flags::HAS_PID, flags::PID_TEXT], f);
         let tid = texts.lane(ev.tid, [flags::HAS_TID, flags::TID_TEXT], f);
@@ -298,6 +301,7 @@ impl PackedEvent {
             flow_out: has(flags::FLOW_OUT),
             scope: self.scope,
             args: has(flags::HAS_ARGS).then_some(args_start..args_end),
+            bad_field: (self.flags >> flags::BAD_FIELD_SHIFT) as u8,
         }
     }
 }

@@ -308,6 +308,8 @@ pub struct BuildStats {
     pub negative_durations: u64,
     /// Most negative duration met, ns.
     pub most_negative_ns: i64,
+    /// Of `negative_durations`, those of 1 µs or more: an end before its start, not rounding.
+    pub large_negative_durations: u64,
     /// Slices dropped for an impossible duration (longer than 7 days: CUPTI overflow).
     pub overlong: u64,
     /// Slices whose end would fall past the last representable nanosecond; their duration was
