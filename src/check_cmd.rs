@@ -147,7 +147,7 @@ pub(crate) fn run(args: &CheckArgs) -> Result<bool> {
     if args.github {
         github(&mut out, &outcome)?;
     }
-    out.flush()?;
+    out.finish()?;
     if let Some(path) = &args.junit {
         write_file(
             path,

@@ -31,5 +31,22 @@ pub(crate) fn write(timeline: &Timeline, report: &Report, path: &Path) -> Result
         stats.findings,
         thousands(stats.flows),
     )?;
+    if stats.slices_dropped > 0 {
+        writeln!(
+            io::stderr().lock(),
+            "steplens: warning: {}: left out {} slices of tracks that overlap themselves more than {} deep (the report counts them all)",
+            path.display(),
+            thousands(stats.slices_dropped),
+            steplens_ingest::perfetto::write::MAX_LAYERS,
+        )?;
+    }
+    if stats.args_dropped > 0 {
+        writeln!(
+            io::stderr().lock(),
+            "steplens: warning: {}: {} slices written without their args, which are not a well-formed JSON object or nest too deep",
+            path.display(),
+            thousands(stats.args_dropped),
+        )?;
+    }
     Ok(())
 }

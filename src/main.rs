@@ -342,17 +342,81 @@ fn load(paths: &[PathBuf], options: &LoadOptions) -> Result<Timeline, IngestErro
     timeline
 }
 
-fn output(path: Option<&Path>) -> Result<(Box<dyn Write>, bool)> {
+/// Where a command's output goes: a file (created at once, so an unwritable path fails before
+/// the work) or stdout. What is written is held in memory and written out by
+/// [`Output::finish`], so a failed write (a full disk, a closed pipe) is one error that names
+/// the file, with code `io`, whichever writer (text, JSON, HTML) ran into it.
+pub(crate) struct Output {
+    file: Option<(std::fs::File, PathBuf)>,
+    buf: Vec<u8>,
+}
+
+impl Output {
+    fn name(&self) -> String {
+        self.file.as_ref().map_or_else(
+            || "standard output".to_owned(),
+            |(_, path)| path.display().to_string(),
+        )
+    }
+
+    /// Writes what was rendered to its destination.
+    pub(crate) fn finish(self) -> Result<()> {
+        let name = self.name();
+        let is_file = self.file.is_some();
+        let written = match self.file {
+            Some((mut file, _)) => file.write_all(&self.buf).and_then(|()| file.flush()),
+            None => {
+                let mut stdout = io::stdout().lock();
+                stdout.write_all(&self.buf).and_then(|()| stdout.flush())
+            }
+        };
+        written.with_context(|| format!("cannot write {name}"))?;
+        if is_file {
+            // A file written is said in one line, as `export` does.
+            let _ = writeln!(
+                io::stderr().lock(),
+                "wrote {name} ({})",
+                steplens_analysis::units::human_bytes(self.buf.len() as u64)
+            );
+        }
+        Ok(())
+    }
+}
+
+impl Write for Output {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.buf.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The output for `path` (stdout when `None`), and whether it is a colour terminal.
+pub(crate) fn output(path: Option<&Path>) -> Result<(Output, bool)> {
     match path {
         Some(path) => {
             let file = std::fs::File::create(path)
                 .with_context(|| format!("cannot write {}", path.display()))?;
-            Ok((Box::new(io::BufWriter::new(file)), false))
+            Ok((
+                Output {
+                    file: Some((file, path.to_owned())),
+                    buf: Vec::new(),
+                },
+                false,
+            ))
         }
         None => {
-            let stdout = io::stdout();
-            let color = stdout.is_terminal() && std::env::var_os("NO_COLOR").is_none();
-            Ok((Box::new(io::BufWriter::new(stdout.lock())), color))
+            let color = io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+            Ok((
+                Output {
+                    file: None,
+                    buf: Vec::new(),
+                },
+                color,
+            ))
         }
     }
 }
@@ -393,7 +457,7 @@ fn report(args: &ReportArgs) -> Result<()> {
             out.write_all(steplens_output::html::report_page(&report, &timeline).as_bytes())?;
         }
     }
-    out.flush()?;
+    out.finish()?;
     Ok(())
 }
 
@@ -419,6 +483,6 @@ fn info(args: &InfoArgs) -> Result<()> {
             steplens_output::info::tracks_text(&mut out, &timeline)?;
         }
     }
-    out.flush()?;
+    out.finish()?;
     Ok(())
 }

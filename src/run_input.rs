@@ -49,6 +49,45 @@ fn saved_report_schema(path: &Path) -> Option<String> {
     Some(tag[..end].to_owned())
 }
 
+/// The `"schema"` tag of a JSON document written by steplens (`steplens.…`), when `path`
+/// starts like one.
+fn steplens_schema(path: &Path) -> Option<String> {
+    let head = file_head(path)?;
+    let trimmed = head.trim_start();
+    if !trimmed.starts_with('{') {
+        return None;
+    }
+    let at = trimmed.find("\"steplens.")?;
+    let tag = &trimmed[at + 1..];
+    let end = tag.find('"')?;
+    Some(tag[..end].to_owned())
+}
+
+/// A saved report's figures that cannot be negative (durations, busy and idle times).
+fn check_saved_figures(report: &Report) -> std::result::Result<(), String> {
+    for (i, step) in report.steps.iter().enumerate() {
+        let figures = [
+            ("dur_ns", Some(step.dur_ns)),
+            ("host_busy_ns", Some(step.host_busy_ns)),
+            ("device_busy_ns", step.device_busy_ns),
+            ("device_idle_ns", step.device_idle_ns),
+            ("dataloader_ns", Some(step.dataloader_ns)),
+            ("device_launched_ns", step.device_launched_ns),
+        ];
+        for (name, value) in figures {
+            if let Some(v) = value
+                && v < 0
+            {
+                return Err(format!(
+                    "steps[{i}] ({}): {name} is {v}, and a duration cannot be negative",
+                    step.name
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Schema tag of a baseline set (`steplens baseline update`).
 pub(crate) const BASELINE_SET_SCHEMA: &str = "steplens.baselines/1";
 
@@ -87,6 +126,11 @@ pub(crate) fn read_baseline_set(path: &Path) -> Result<BaselineSet> {
             set.schema
         );
     }
+    for (i, run) in set.runs.iter().enumerate() {
+        check_saved_figures(run).map_err(|e| {
+            anyhow::anyhow!("{}: runs[{i}]: not a valid report: {e}", path.display())
+        })?;
+    }
     Ok(set)
 }
 
@@ -102,6 +146,16 @@ pub(crate) fn load_run(
         .map(|p| p.display().to_string())
         .collect::<Vec<_>>()
         .join(" + ");
+    if let [path] = paths
+        && saved_report_schema(path).is_none()
+        && let Some(schema) = steplens_schema(path)
+        && schema != BASELINE_SET_SCHEMA
+    {
+        bail!(
+            "{}: a {schema} document, not a report: this command reads a {SCHEMA} report, a {BASELINE_SET_SCHEMA} set or traces",
+            path.display()
+        );
+    }
     if let [path] = paths
         && let Some(schema) = saved_report_schema(path)
     {
@@ -121,6 +175,8 @@ pub(crate) fn load_run(
                 e.column()
             )
         })?;
+        check_saved_figures(&report)
+            .map_err(|e| anyhow::anyhow!("{}: not a valid {SCHEMA} report: {e}", path.display()))?;
         let ops = ops_from_report(&report);
         return Ok(Run {
             label,

@@ -41,7 +41,7 @@ pub(crate) fn summarize(args: &SummarizeArgs) -> Result<()> {
     let (mut out, _) = output(args.output.as_deref())?;
     serde_json::to_writer(&mut out, &summary)?;
     writeln!(out)?;
-    out.flush()?;
+    out.finish()?;
     Ok(())
 }
 
@@ -157,6 +157,6 @@ pub(crate) fn report_summaries(
             }
         }
     }
-    out.flush()?;
+    out.finish()?;
     Ok(())
 }

@@ -34,13 +34,86 @@ pub struct BudgetError {
 /// # Errors
 /// On TOML syntax errors, unknown keys and values of the wrong type, with the line.
 pub fn parse_budget(text: &str) -> Result<Budget, BudgetError> {
-    toml::from_str(text).map_err(|e| BudgetError {
+    let syntax = |e: toml::de::Error| BudgetError {
         line: e
             .span()
             .and_then(|span| text.get(..span.start))
             .map(|before| line_of(text, before.len())),
         message: e.message().to_owned(),
-    })
+    };
+    let table: toml::Table = toml::from_str(text).map_err(syntax)?;
+    check_ranges(text, &table, &mut Vec::new())?;
+    toml::from_str(text).map_err(syntax)
+}
+
+/// Every number of a budget is finite and not negative; shares and confidences have tighter
+/// ranges. A value out of range is an error with its line, never a limit that cannot fire.
+fn check_ranges(
+    text: &str,
+    table: &toml::Table,
+    path: &mut Vec<String>,
+) -> Result<(), BudgetError> {
+    for (key, value) in table {
+        let number = match value {
+            toml::Value::Table(inner) => {
+                path.push(key.clone());
+                check_ranges(text, inner, path)?;
+                path.pop();
+                continue;
+            }
+            toml::Value::Float(v) => *v,
+            toml::Value::Integer(v) => *v as f64,
+            _ => continue,
+        };
+        let (low, high, unit) = match key.as_str() {
+            "confidence" => (0.5, 0.9999, ""),
+            "noise_floor_pct" | "min_pct" | "max_pct" => (0.0, 100.0, " %"),
+            _ => (0.0, f64::INFINITY, ""),
+        };
+        if !(low..=high).contains(&number) || !number.is_finite() {
+            let allowed = if high.is_finite() {
+                format!("{low} to {high}{unit}")
+            } else {
+                "a finite number, 0 or more".to_owned()
+            };
+            let name = path
+                .iter()
+                .chain(std::iter::once(key))
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(".");
+            return Err(BudgetError {
+                line: key_line(text, path, key),
+                message: format!("{name} = {number} is out of range (allowed: {allowed})"),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The line of `key =` under the table `path` (`[check]`, `[check.lost_time.default]`), or its
+/// first occurrence anywhere (dotted keys, inline tables).
+fn key_line(text: &str, path: &[String], key: &str) -> Option<usize> {
+    let header = format!("[{}]", path.join("."));
+    let assigns = |line: &str| {
+        line.trim_start()
+            .strip_prefix(key)
+            .is_some_and(|rest| rest.trim_start().starts_with('='))
+    };
+    let mut in_table = path.is_empty();
+    for (i, line) in text.lines().enumerate() {
+        let trimmed = line.trim();
+        if trimmed.starts_with('[') {
+            in_table = trimmed.replace(' ', "") == header;
+            continue;
+        }
+        if in_table && assigns(line) {
+            return Some(i + 1);
+        }
+    }
+    text.lines()
+        .position(|line| line.contains(key))
+        .map(|i| i + 1)
 }
 
 /// Tolerances for a time figure (step time, lost time per step, op time per step).
@@ -314,6 +387,52 @@ mod tests {
     #[test]
     fn empty_text_is_the_default_budget() {
         assert_eq!(parse_budget("").unwrap(), Budget::default());
+    }
+
+    #[test]
+    fn values_out_of_range_are_errors_with_their_line() {
+        for (text, line, needle) in [
+            (
+                "[check]\nconfidence = nan\n",
+                2,
+                "check.confidence = NaN is out of range (allowed: 0.5 to 0.9999)",
+            ),
+            (
+                "[check]\nconfidence = 5.0\n",
+                2,
+                "check.confidence = 5 is out of range",
+            ),
+            (
+                "[check]\nconfidence = 0.0\n",
+                2,
+                "check.confidence = 0 is out of range",
+            ),
+            (
+                "[check]\nmin_steps = 3\nnoise_floor_pct = -50\n",
+                3,
+                "check.noise_floor_pct = -50 is out of range (allowed: 0 to 100 %)",
+            ),
+            (
+                "[check]\nnoise_floor_pct = inf\n",
+                2,
+                "check.noise_floor_pct = inf is out of range",
+            ),
+            (
+                "[check.step_time]\nmax_increase_pct = -5\n",
+                2,
+                "check.step_time.max_increase_pct = -5 is out of range (allowed: a finite number, 0 or more)",
+            ),
+            (
+                "[thresholds]\nhost_gap_min_ns = -1\n",
+                2,
+                "thresholds.host_gap_min_ns = -1 is out of range",
+            ),
+        ] {
+            let err = parse_budget(text).unwrap_err();
+            assert_eq!(err.line, Some(line), "{text}: {err}");
+            assert!(err.message.contains(needle), "{text}: {err}");
+        }
+        assert!(parse_budget("[check]\nconfidence = 0.95\nnoise_floor_pct = 5\n").is_ok());
     }
 
     #[test]

@@ -55,7 +55,7 @@ pub enum IngestError {
         flag: &'static str,
     },
     /// A known format that this version cannot read yet.
-    #[error("{path}: {format} traces are not supported yet")]
+    #[error("{path}: {format} are not supported")]
     Unsupported {
         /// Input path.
         path: String,

@@ -3,8 +3,11 @@
 //! CSV, metrics) are loaded as sources named `archive.hltv!member`; the others are listed in a
 //! warning.
 //!
-//! Zip bombs are bounded: at most [`MAX_ENTRIES`] entries are looked at, and the members read
-//! may inflate to at most `LoadOptions::max_inflated_bytes` in total (`--max-inflated-bytes`).
+//! Zip bombs are bounded: at most [`MAX_ENTRIES`] entries are looked at; a member's format is
+//! told from its first [`HEAD`] bytes, so one steplens does not read is never inflated further;
+//! each member inflates no further than a gzip input of its compressed size may (the ratio cap,
+//! `--max-inflate-ratio`), and all of them together no further than a gzip input of the
+//! archive's size (`--max-inflated-bytes` and the same ratio).
 
 use std::io::{Cursor as IoCursor, Read};
 
@@ -18,6 +21,12 @@ use crate::source::{Input, SourceData};
 
 /// Most archive entries examined.
 pub(crate) const MAX_ENTRIES: usize = 10_000;
+
+/// Inflated bytes of a member looked at to tell its format.
+const HEAD: u64 = 64 << 10;
+
+/// Most bytes reserved ahead for a member from its declared size (it grows past that as read).
+const RESERVE_AT_MOST: usize = 64 << 20;
 
 /// Members listed by name in the "skipped" warning.
 const LISTED: usize = 10;
@@ -43,7 +52,9 @@ pub(crate) fn read_archive(
             flag: "(none: split the archive)",
         });
     }
-    let mut budget = options.max_inflated_bytes;
+    // The members together inflate no further than one gzip input of the archive's size may.
+    let mut budget = crate::source::inflate_limit(bytes.len(), options);
+    let total_limit = budget;
     let mut skipped: Vec<String> = Vec::new();
     let mut problems: Vec<Warning> = Vec::new();
     let mut loaded = 0usize;
@@ -65,16 +76,71 @@ pub(crate) fn read_archive(
         let name = entry
             .name()
             .map_or_else(|_| format!("entry {index}"), |n| n.into_owned());
-        let mut data = Vec::with_capacity(usize::try_from(entry.size().min(budget)).unwrap_or(0));
-        let read = (&mut entry)
-            .take(budget.saturating_add(1))
+        // Each member may inflate as far as a gzip input of its compressed size, within what
+        // the archive has left.
+        let member_limit = crate::source::inflate_limit(
+            usize::try_from(entry.compressed_size()).unwrap_or(usize::MAX),
+            options,
+        )
+        .min(budget);
+        // Whether a member is readable is told by its first bytes: a member of another format
+        // is never inflated further.
+        let mut data = Vec::new();
+        let head = (&mut entry)
+            .take(HEAD.min(member_limit))
             .read_to_end(&mut data);
-        if data.len() as u64 > budget {
+        let format = sniff(&data);
+        if head.is_ok() && !matches!(format, Format::Trace(id) if id != FormatId::PerfettoProto) {
+            skipped.push(name);
+            continue;
+        }
+        // The declared size is the archive's word, not a fact: reserve no more than the limit.
+        data.reserve(
+            usize::try_from(entry.size().min(member_limit))
+                .unwrap_or(0)
+                .min(RESERVE_AT_MOST)
+                .saturating_sub(data.len()),
+        );
+        let read = head.and_then(|_| {
+            (&mut entry)
+                .take(member_limit.saturating_add(1) - data.len() as u64)
+                .read_to_end(&mut data)
+        });
+        if data.len() as u64 > member_limit {
+            let (what, limit, flag) = if member_limit < options.max_inflated_bytes
+                && member_limit == budget
+            {
+                (
+                    "the decompressed size of the archive's members",
+                    format!(
+                        "{total_limit} bytes for a {}-byte archive (--max-inflated-bytes, --max-inflate-ratio)",
+                        bytes.len()
+                    ),
+                    "--max-inflated-bytes",
+                )
+            } else if member_limit < options.max_inflated_bytes {
+                (
+                    "the decompression ratio of an archive member",
+                    format!(
+                        "{}:1 past {} MiB ({name}: {} compressed bytes inflate to more than {member_limit})",
+                        options.limits.max_inflate_ratio,
+                        crate::limits::INFLATE_RATIO_FLOOR >> 20,
+                        entry.compressed_size()
+                    ),
+                    "--max-inflate-ratio",
+                )
+            } else {
+                (
+                    "the decompressed size of the archive's members",
+                    format!("{} bytes", options.max_inflated_bytes),
+                    "--max-inflated-bytes",
+                )
+            };
             return Err(IngestError::LimitExceeded {
                 path: path.to_owned(),
-                what: "the decompressed size of the archive's members",
-                limit: format!("{} bytes", options.max_inflated_bytes),
-                flag: "--max-inflated-bytes",
+                what,
+                limit,
+                flag,
             });
         }
         budget -= data.len() as u64;
@@ -87,13 +153,6 @@ pub(crate) fn read_archive(
                     data.len()
                 ),
             });
-            continue;
-        }
-        // Perfetto traces are not what a Gaudi archive holds: its other binary members are not
-        // read either.
-        let format = sniff(&data);
-        if !matches!(format, Format::Trace(id) if id != FormatId::PerfettoProto) {
-            skipped.push(name);
             continue;
         }
         let member = format!("{path}!{name}");
@@ -113,18 +172,22 @@ pub(crate) fn read_archive(
         }
     }
     if loaded == 0 {
+        let mut seen: Vec<String> = skipped.iter().take(LISTED).cloned().collect();
+        seen.extend(problems.iter().take(LISTED).map(|w| w.message.clone()));
         return Err(IngestError::NotATrace {
             path: path.to_owned(),
-            reason: format!(
-                "a ZIP archive with no member steplens can read ({} entries: {})",
-                archive.len(),
-                skipped
-                    .iter()
-                    .take(LISTED)
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+            reason: if seen.is_empty() {
+                format!(
+                    "a ZIP archive with no readable member ({} entries)",
+                    archive.len()
+                )
+            } else {
+                format!(
+                    "a ZIP archive with no member steplens can read ({} entries: {})",
+                    archive.len(),
+                    seen.join("; ")
+                )
+            },
         });
     }
     if !skipped.is_empty() {

@@ -70,9 +70,7 @@ pub(crate) fn read_stored(path: &Path, options: &LoadOptions) -> Result<SourceDa
         source,
     };
     let raw = if path.as_os_str() == "-" {
-        let mut buf = Vec::new();
-        io::stdin().lock().read_to_end(&mut buf).map_err(io_err)?;
-        SourceData::Owned(buf)
+        read_stream(io::stdin().lock(), &display, options)?
     } else {
         let mut file = File::open(path).map_err(io_err)?;
         let meta = file.metadata().map_err(io_err)?;
@@ -88,6 +86,8 @@ pub(crate) fn read_stored(path: &Path, options: &LoadOptions) -> Result<SourceDa
             && (options.map_fresh_files || !recently_written(&meta));
         match mappable.then(|| map_file(&file)) {
             Some(Ok(map)) => SourceData::Mapped(map),
+            // Pipes, FIFOs and devices have no size to check first: read with a bound.
+            None if !meta.is_file() => read_stream(file, &display, options)?,
             // Mapping can fail on some file systems; reading always works.
             Some(Err(_)) | None => {
                 let mut buf = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
@@ -97,6 +97,54 @@ pub(crate) fn read_stored(path: &Path, options: &LoadOptions) -> Result<SourceDa
         }
     };
     Ok(raw)
+}
+
+/// Bytes of a stream looked at before the rest is read: enough for every format's sniff.
+const STREAM_HEAD: u64 = 64 << 10;
+
+/// Reads a stream (stdin, a FIFO, a device) that has no size to check first: its first bytes
+/// must be gzip or a format steplens reads, and it may be no longer than
+/// `--max-inflated-bytes`, so `/dev/zero` or an endless pipe fails at once, not out of memory.
+fn read_stream(
+    mut stream: impl Read,
+    display: &str,
+    options: &LoadOptions,
+) -> Result<SourceData, IngestError> {
+    let io_err = |source: io::Error| IngestError::Io {
+        path: display.to_owned(),
+        source,
+    };
+    let mut buf = Vec::new();
+    (&mut stream)
+        .take(STREAM_HEAD)
+        .read_to_end(&mut buf)
+        .map_err(io_err)?;
+    if !buf.is_empty()
+        && !is_gzip(&buf)
+        && matches!(crate::readers::sniff(&buf), crate::Format::Unknown)
+    {
+        return Err(IngestError::NotATrace {
+            path: display.to_owned(),
+            reason: format!(
+                "its first {} bytes are no format steplens reads (expected Trace Event JSON, a Gaudi CSV, a Perfetto trace, gzip or ZIP)",
+                buf.len()
+            ),
+        });
+    }
+    let limit = options.max_inflated_bytes;
+    stream
+        .take(limit.saturating_add(1).saturating_sub(buf.len() as u64))
+        .read_to_end(&mut buf)
+        .map_err(io_err)?;
+    if buf.len() as u64 > limit {
+        return Err(IngestError::LimitExceeded {
+            path: display.to_owned(),
+            what: "the size of a stream input",
+            limit: format!("{limit} bytes"),
+            flag: "--max-inflated-bytes",
+        });
+    }
+    Ok(SourceData::Owned(buf))
 }
 
 /// Whether `bytes` are gzip.

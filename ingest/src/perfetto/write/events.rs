@@ -60,13 +60,18 @@ impl Writer<'_, '_> {
         if let Some(raw) = t.args_raw(i) {
             let names = match self.take_converted()? {
                 Some(item) => {
-                    if let (Some(range), Some(converted)) = (item.fragment, &self.converted) {
-                        ev.extend_from_slice(converted.fragment(range));
+                    match (item.fragment, &self.converted) {
+                        (Some(range), Some(converted)) => {
+                            ev.extend_from_slice(converted.fragment(range));
+                        }
+                        _ => self.stats.args_dropped += 1,
                     }
                     item.names
                 }
                 None => {
-                    self.annotator.slice_args(raw, &mut ev);
+                    if !self.annotator.slice_args(raw, &mut ev) {
+                        self.stats.args_dropped += 1;
+                    }
                     self.annotator.take_new_names()
                 }
             };

@@ -87,6 +87,11 @@ pub struct WriteStats {
     pub tracks: u64,
     /// Timeline slices written.
     pub slices: u64,
+    /// Slices left out because their track overlaps itself more than [`MAX_LAYERS`] deep.
+    pub slices_dropped: u64,
+    /// Slices written without their args, which could not be converted (not a well-formed
+    /// JSON object, or nested too deep).
+    pub args_dropped: u64,
     /// Overlay slices written.
     pub overlay_slices: u64,
     /// Flow arrows written (Timeline flows and overlay flows).
@@ -494,8 +499,16 @@ mod wire {
     }
 }
 
+/// Most overlap layers of one track: a track whose slices overlap deeper than this (200,000
+/// kernels at once on one stream in a hostile file) keeps the first layers' slices and leaves
+/// the rest out, counted, so the export stays linear and its track count bounded.
+pub const MAX_LAYERS: usize = 64;
+
+/// The layer of a slice left out ([`MAX_LAYERS`]).
+pub(crate) const NO_LAYER: u32 = u32::MAX;
+
 /// Spreads slices (sorted by start, longer first) over layers in which they nest strictly:
-/// returns each slice's layer and the number of layers.
+/// returns each slice's layer ([`NO_LAYER`] past [`MAX_LAYERS`]) and the number of layers.
 fn layers(starts: &[i64], durs: &[i64]) -> (Vec<u32>, u32) {
     let mut stacks: Vec<Vec<i64>> = Vec::new();
     let mut out = Vec::with_capacity(starts.len());
@@ -514,10 +527,11 @@ fn layers(starts: &[i64], durs: &[i64]) -> (Vec<u32>, u32) {
         }
         let layer = match placed {
             Some(l) => l,
-            None => {
+            None if stacks.len() < MAX_LAYERS => {
                 stacks.push(vec![end]);
                 (stacks.len() - 1) as u32
             }
+            None => NO_LAYER,
         };
         out.push(layer);
     }

@@ -110,6 +110,8 @@ impl Writer<'_, '_> {
         let range = track.slices.start as usize..track.slices.end as usize;
         let (layer_of, layers) =
             layers(&t.slices.start[range.clone()], &t.slices.dur[range.clone()]);
+        self.stats.slices_dropped +=
+            layer_of.iter().filter(|&&l| l == super::NO_LAYER).count() as u64;
         let note = self.note(id, &track.name);
         let mut uuids = Vec::with_capacity(layers as usize);
         match &track.kind {
