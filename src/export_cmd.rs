@@ -36,6 +36,10 @@ pub(crate) struct ExportArgs {
     tables: Option<PathBuf>,
     /// Write a Perfetto protobuf trace (`.pftrace`) with the steps and findings as annotation
     /// tracks.
+    /// Write the tables into a directory that holds files steplens did not write (they stay;
+    /// tables of the same names are replaced).
+    #[arg(long)]
+    force: bool,
     #[arg(long, value_name = "OUT.pftrace")]
     perfetto: Option<PathBuf>,
     /// File format of the tables.
@@ -70,7 +74,7 @@ pub(crate) fn run(args: &ExportArgs) -> Result<()> {
     let Some(dir) = &args.tables else {
         return Ok(());
     };
-    let written = write_tables(&timeline, &report, dir, args.format)?;
+    let written = write_tables(&timeline, &report, dir, args.format, args.force)?;
     let mut stderr = std::io::stderr().lock();
     writeln!(
         stderr,
@@ -89,18 +93,117 @@ pub(crate) fn run(args: &ExportArgs) -> Result<()> {
 /// Writes the tables; with several ranks, the per-rank tables (slices, steps) as a
 /// hive-partitioned dataset (`slices/rank=3/part-0.parquet`) that DuckDB, Spark or DataFusion
 /// read as one table with a `rank` column, and a flat `ranks` table.
+/// The file that marks a directory as one `export --tables` wrote, listing its entries.
+#[cfg(feature = "tables")]
+const MARKER: &str = ".steplens-tables";
+
+/// Writes every table into `dir`. They are written into a temporary directory inside it first
+/// and then swapped in, entry by entry, and every entry the previous export listed in
+/// [`MARKER`] is removed, so no partition of an earlier run (4 ranks, then 2) is left for a
+/// `*/rank=*/*.parquet` glob to find. A directory with files steplens did not write is refused
+/// unless `force`.
 #[cfg(feature = "tables")]
 fn write_tables(
     timeline: &steplens_ingest::Timeline,
     report: &steplens_analysis::Report,
     dir: &Path,
     format: TableFileFormat,
+    force: bool,
 ) -> Result<Vec<(&'static str, usize)>> {
     let format = match format {
         TableFileFormat::Parquet => TableFormat::Parquet,
         TableFileFormat::Csv => TableFormat::Csv,
     };
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let previous = owned_entries(dir, force)?;
+    let staging = dir.join(format!(".steplens-tmp-{}", std::process::id()));
+    std::fs::create_dir_all(&staging)
+        .with_context(|| format!("cannot create {}", staging.display()))?;
+    let result = stage_tables(timeline, report, &staging, format);
+    let (written, entries) = match result {
+        Ok(done) => done,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&staging);
+            return Err(e);
+        }
+    };
+    for name in previous.iter().chain(&entries) {
+        remove_entry(&dir.join(name))?;
+    }
+    for name in &entries {
+        let (from, to) = (staging.join(name), dir.join(name));
+        std::fs::rename(&from, &to)
+            .with_context(|| format!("cannot move {} to {}", from.display(), to.display()))?;
+    }
+    std::fs::remove_dir_all(&staging)
+        .with_context(|| format!("cannot remove {}", staging.display()))?;
+    let marker = dir.join(MARKER);
+    std::fs::write(&marker, entries.join("\n") + "\n")
+        .with_context(|| format!("cannot write {}", marker.display()))?;
+    Ok(written)
+}
+
+/// The entries of `dir` that an earlier export wrote (from its [`MARKER`]); an error when the
+/// directory holds anything else, unless `force`.
+#[cfg(feature = "tables")]
+fn owned_entries(dir: &Path, force: bool) -> Result<Vec<String>> {
+    if !dir.exists() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        return Ok(Vec::new());
+    }
+    let listed: Vec<String> = std::fs::read_to_string(dir.join(MARKER))
+        .map(|text| text.lines().map(str::to_owned).collect())
+        .unwrap_or_default();
+    let mut foreign = Vec::new();
+    for entry in std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
+        let name = entry
+            .with_context(|| format!("cannot read {}", dir.display()))?
+            .file_name()
+            .to_string_lossy()
+            .into_owned();
+        if name != MARKER && !name.starts_with(".steplens-tmp-") && !listed.contains(&name) {
+            foreign.push(name);
+        }
+    }
+    if !foreign.is_empty() && !force {
+        foreign.sort();
+        bail!(
+            "{}: holds files steplens did not write ({}{}): give an empty or new directory, or --force to write the tables beside them",
+            dir.display(),
+            foreign
+                .iter()
+                .take(5)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", "),
+            if foreign.len() > 5 { ", …" } else { "" }
+        );
+    }
+    // Only names without a path separator: a marker edited by hand cannot point elsewhere.
+    Ok(listed
+        .into_iter()
+        .filter(|n| !n.is_empty() && !n.contains(['/', '\\']) && n != "." && n != "..")
+        .collect())
+}
+
+#[cfg(feature = "tables")]
+fn remove_entry(path: &Path) -> Result<()> {
+    let removed = match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(path),
+        Ok(_) => std::fs::remove_file(path),
+        Err(_) => return Ok(()),
+    };
+    removed.with_context(|| format!("cannot remove {}", path.display()))
+}
+
+/// Writes the tables into `dir` (the staging directory): the rows per table, and the entries
+/// made (`steps.parquet`, `slices/`).
+#[cfg(feature = "tables")]
+fn stage_tables(
+    timeline: &steplens_ingest::Timeline,
+    report: &steplens_analysis::Report,
+    dir: &Path,
+    format: TableFormat,
+) -> Result<(Vec<(&'static str, usize)>, Vec<String>)> {
     let mut all = tables(timeline, report)?;
     let rank_of: Vec<(u16, i64)> = report
         .ranks
@@ -111,17 +214,18 @@ fn write_tables(
         all.push(steplens_analysis::table::ranks_table(ranks)?);
     }
     let mut written = Vec::new();
+    let mut entries = Vec::new();
     for mut table in all {
-        // The rank table is one row per rank already.
         let parts = if rank_of.is_empty() || table.name == "ranks" {
             None
         } else {
             table.split_by_rank(&rank_of)?
         };
         let Some(parts) = parts else {
-            let path = dir.join(format!("{}.{}", table.name, format.extension()));
-            write_one(&mut table, format, &path)?;
+            let file = format!("{}.{}", table.name, format.extension());
+            write_one(&mut table, format, &dir.join(&file))?;
             written.push((table.name, table.rows()));
+            entries.push(file);
             continue;
         };
         let mut rows = 0;
@@ -134,17 +238,18 @@ fn write_tables(
             rows += part.table.rows();
         }
         written.push((table.name, rows));
+        entries.push(table.name.to_owned());
     }
-    Ok(written)
+    Ok((written, entries))
 }
 
-/// Without the `tables` feature `run` refuses `--tables` before it gets here.
 #[cfg(not(feature = "tables"))]
 fn write_tables(
     _timeline: &steplens_ingest::Timeline,
     _report: &steplens_analysis::Report,
     _dir: &std::path::Path,
     _format: TableFileFormat,
+    _force: bool,
 ) -> Result<Vec<(&'static str, usize)>> {
     bail!("--tables needs steplens built with its `tables` feature")
 }

@@ -11,6 +11,8 @@ mod export_cmd;
 mod export_perfetto;
 mod progress;
 mod run_input;
+#[cfg(unix)]
+mod sigbus;
 mod summaries_cmd;
 
 use std::io::{self, IsTerminal, Write};
@@ -329,6 +331,8 @@ fn view(_traces: Vec<PathBuf>) -> anyhow::Result<()> {
 
 fn load(paths: &[PathBuf], options: &LoadOptions) -> Result<Timeline, IngestError> {
     let expanded = expand_dirs(paths)?;
+    #[cfg(unix)]
+    sigbus::install(&expanded);
     let paths = expanded.as_slice();
     let refs: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
     let label = match paths {

@@ -189,6 +189,8 @@ pub(crate) fn load_run(
         bail!("{label}: a saved report stands alone; it cannot be combined with other inputs");
     }
     let expanded = crate::expand_dirs(paths)?;
+    #[cfg(unix)]
+    crate::sigbus::install(&expanded);
     let refs: Vec<&Path> = expanded.iter().map(PathBuf::as_path).collect();
     let timeline = steplens_ingest::load_many(&refs, options, None)?;
     let report = steplens_analysis::build_report_with(&timeline, thresholds);

@@ -227,7 +227,11 @@ fn report_to_a_file() {
         let out = steplens(&["report", "-f", format, "-o", path.to_str().unwrap(), CLEAN]);
         assert!(out.status.success(), "{}", stderr(&out));
         assert!(out.stdout.is_empty(), "stdout: {}", stdout(&out));
-        assert!(out.stderr.is_empty(), "stderr: {}", stderr(&out));
+        let said = stderr(&out);
+        assert!(
+            said.starts_with(&format!("wrote {} (", path.display())) && said.lines().count() == 1,
+            "stderr: {said}"
+        );
         let written = std::fs::read_to_string(&path).unwrap();
         assert_eq!(written, ok(&["report", "-f", format, CLEAN]), "{format}");
         no_ansi(&written);
