@@ -68,10 +68,12 @@ struct LoadArgs {
     /// Read files with read() instead of mapping them (for files still being written).
     #[arg(long)]
     no_mmap: bool,
-    /// Largest decompressed size accepted from a .gz input or a ZIP archive, bytes.
+    /// Largest decompressed size accepted from a .gz input, a ZIP archive or a stream (stdin, a
+    /// FIFO, a device), bytes.
     #[arg(long, value_name = "BYTES", default_value_t = steplens_ingest::DEFAULT_MAX_INFLATED_BYTES)]
     max_inflated_bytes: u64,
-    /// Largest decompressed/compressed ratio of a .gz input past its first 256 MiB.
+    /// Largest decompressed/compressed ratio of a .gz input or an archive member past its first
+    /// 256 MiB.
     #[arg(long, value_name = "N", default_value_t = limits::DEFAULT_MAX_INFLATE_RATIO)]
     max_inflate_ratio: u64,
     /// Most tracks (threads, streams, engine lanes, counters) over all inputs.
