@@ -82,6 +82,6 @@ pub(crate) fn run(args: &DiffArgs) -> Result<()> {
             out.write_all(steplens_output::html::diff_page(&result).as_bytes())?;
         }
     }
-    out.flush()?;
+    out.finish()?;
     Ok(())
 }

@@ -195,6 +195,10 @@ fn remove_entry(path: &Path) -> Result<()> {
     removed.with_context(|| format!("cannot remove {}", path.display()))
 }
 
+/// A table's name and the rows written.
+#[cfg(feature = "tables")]
+type TableRows = (&'static str, usize);
+
 /// Writes the tables into `dir` (the staging directory): the rows per table, and the entries
 /// made (`steps.parquet`, `slices/`).
 #[cfg(feature = "tables")]
@@ -203,7 +207,7 @@ fn stage_tables(
     report: &steplens_analysis::Report,
     dir: &Path,
     format: TableFormat,
-) -> Result<(Vec<(&'static str, usize)>, Vec<String>)> {
+) -> Result<(Vec<TableRows>, Vec<String>)> {
     let mut all = tables(timeline, report)?;
     let rank_of: Vec<(u16, i64)> = report
         .ranks

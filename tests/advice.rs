@@ -106,8 +106,9 @@ fn planted_advice_is_found_exactly_and_twins_stay_silent() {
 
 /// Samples whose truth plants one of the new kinds, and what a truth there says of it.
 fn planted_kinds(trace: &Path) -> Vec<String> {
-    if let Some(kind) = support::whatif_kind(trace) {
-        return vec![kind];
+    let whatif = support::whatif_kinds(trace);
+    if !whatif.is_empty() {
+        return whatif;
     }
     let name = trace.file_name().unwrap().to_string_lossy();
     let stem = name.trim_end_matches(".gz").trim_end_matches(".json");

@@ -135,7 +135,8 @@ max_increase_pct = 50
 fn a_saved_report_baseline_works_like_its_trace() {
     let dir = TempDir::new().unwrap();
     let saved = dir.path().join("baseline.json");
-    ok(&["report", CLEAN, "-f", "json", "-o", saved.to_str().unwrap()]);
+    let out = steplens(&["report", CLEAN, "-f", "json", "-o", saved.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
     let saved = saved.to_str().unwrap();
 
     let from_trace: Value = serde_json::from_str(&check_exits(
@@ -385,7 +386,8 @@ fn diff_shows_what_changed() {
 fn diff_with_a_saved_report_joins_on_names() {
     let dir = TempDir::new().unwrap();
     let saved = dir.path().join("clean.json");
-    ok(&["report", CLEAN, "-f", "json", "-o", saved.to_str().unwrap()]);
+    let out = steplens(&["report", CLEAN, "-f", "json", "-o", saved.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
     let d = json(&["diff", saved.to_str().unwrap(), SYNC, "-f", "json"]);
     assert_eq!(d["ops_by_shape"], false);
     assert!(

@@ -18,8 +18,11 @@ use tempfile::TempDir;
 
 const CLEAN: &str = "samples/torch-cpu/train_clean.json";
 
-/// A ZIP archive of `members` (name, bytes), deflated fast.
-fn zip_of(dir: &TempDir, name: &str, members: &[(&str, &dyn Fn(&mut dyn Write))]) -> String {
+/// An archive member: its name and what writes its bytes.
+type Member<'a> = (&'a str, &'a dyn Fn(&mut dyn Write));
+
+/// A ZIP archive of `members`, deflated fast.
+fn zip_of(dir: &TempDir, name: &str, members: &[Member<'_>]) -> String {
     let path = dir.path().join(name);
     let mut zip = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
     let options = zip::write::SimpleFileOptions::default()
@@ -48,7 +51,7 @@ fn an_archive_member_steplens_does_not_read_is_never_inflated() {
     // Four members of 256 MiB of zeros each (1 GiB together) beside one real trace.
     let bomb = |out: &mut dyn Write| zeros(out, 256 << 20);
     let real = |out: &mut dyn Write| out.write_all(&trace).unwrap();
-    let members: Vec<(&str, &dyn Fn(&mut dyn Write))> = vec![
+    let members: Vec<Member<'_>> = vec![
         ("a.bin", &bomb),
         ("b.bin", &bomb),
         ("trace.json", &real),
@@ -79,7 +82,7 @@ fn an_archive_member_that_inflates_past_the_ratio_is_an_error() {
         }
         out.write_all(b"]}").unwrap();
     };
-    let members: Vec<(&str, &dyn Fn(&mut dyn Write))> = vec![("trace.json", &spaces)];
+    let members: Vec<Member<'_>> = vec![("trace.json", &spaces)];
     let archive = zip_of(&dir, "spaces.hltv", &members);
     // At 50:1 the few hundred KiB of the member may inflate to the 256 MiB floor only.
     let line = fails(

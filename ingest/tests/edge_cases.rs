@@ -1456,7 +1456,7 @@ fn a_complete_gzip_with_trailing_bytes_keeps_its_last_step() {
     let whole = gzip(text.as_bytes());
     let mut junk = whole.clone();
     junk.extend_from_slice(b"\x00garbage after the stream");
-    let mut bad_crc = whole.clone();
+    let mut bad_crc = whole;
     let n = bad_crc.len();
     bad_crc[n - 8] ^= 0xff;
     for (what, bytes) in [("trailing junk", junk), ("bad CRC", bad_crc)] {

@@ -122,11 +122,43 @@ pub(crate) fn whatif_kind(trace: &Path) -> Option<String> {
         .flatten()
 }
 
+/// Every finding kind a fix pair's trace truly has: the pair's own kind (problem trace) and
+/// the kinds its truth says both variants have by construction (`also_present`).
+pub(crate) fn whatif_kinds(trace: &Path) -> Vec<String> {
+    let Some(name) = trace.file_name().and_then(|n| n.to_str()) else {
+        return Vec::new();
+    };
+    let Some((pair, problem)) = name
+        .strip_suffix(".problem.json.gz")
+        .map(|p| (p, true))
+        .or_else(|| name.strip_suffix(".fixed.json.gz").map(|p| (p, false)))
+    else {
+        return Vec::new();
+    };
+    let truth = trace.with_file_name(format!("{pair}.truth.json"));
+    if !truth.exists() {
+        return Vec::new();
+    }
+    let t = read_json(&truth);
+    let mut kinds: Vec<String> = t["also_present"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|k| k.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    if problem && let Some(kind) = t["finding_kind"].as_str() {
+        kinds.push(kind.to_owned());
+    }
+    kinds
+}
+
 /// Whether the truth file beside `trace` (`<stem>.truth.json`) plants a finding of `kind` in
 /// some step (the generated Gaudi cases of `samples/gaudi-cases/`, the fix pairs of
 /// `samples/whatif/`).
 pub(crate) fn truth_plants(trace: &Path, kind: &str) -> bool {
-    if whatif_kind(trace).as_deref() == Some(kind) {
+    if whatif_kinds(trace).iter().any(|k| k == kind) {
         return true;
     }
     let name = trace.file_name().and_then(|n| n.to_str()).unwrap_or("");
