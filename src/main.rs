@@ -157,8 +157,34 @@ struct ReportArgs {
     /// loading, compiles) and the event with the most time on the path. JSON always has it.
     #[arg(long)]
     critical_path: bool,
+    /// Show the TensorBoard profiler plugin's views instead of the report, with its numbers
+    /// (text and Markdown; JSON and HTML always have them): `overview` (step-time breakdown,
+    /// GPU summary), `operators`, `kernels`, `distributed`. Repeat or separate with commas.
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "VIEW")]
+    view: Vec<ViewArg>,
     #[command(flatten)]
     load: LoadArgs,
+}
+
+/// `report --view` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ViewArg {
+    Overview,
+    Operators,
+    Kernels,
+    Distributed,
+}
+
+impl ViewArg {
+    fn view(self) -> steplens_output::views::View {
+        use steplens_output::views::View;
+        match self {
+            Self::Overview => View::Overview,
+            Self::Operators => View::Operators,
+            Self::Kernels => View::Kernels,
+            Self::Distributed => View::Distributed,
+        }
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -446,6 +472,14 @@ fn report(args: &ReportArgs) -> Result<()> {
         ReportFormat::Json => {
             serde_json::to_writer_pretty(&mut out, &report)?;
             writeln!(out)?;
+        }
+        ReportFormat::Text | ReportFormat::Md if !args.view.is_empty() => {
+            let views: Vec<_> = args.view.iter().map(|v| v.view()).collect();
+            if args.format == ReportFormat::Text {
+                steplens_output::views::views_text(&mut out, &report, &views, args.top, color)?;
+            } else {
+                steplens_output::views::views_markdown(&mut out, &report, &views, args.top)?;
+            }
         }
         ReportFormat::Text => {
             steplens_output::text::text(&mut out, &report, args.top, color)?;

@@ -29,6 +29,7 @@ pub mod stats;
 pub mod steps;
 #[cfg(feature = "tables")]
 pub mod table;
+pub mod tensorboard;
 pub mod units;
 pub mod whatif;
 

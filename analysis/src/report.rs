@@ -126,6 +126,25 @@ pub struct Report {
     /// The ranks of a multi-input run with collectives; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ranks: Option<crate::ranks::RanksReport>,
+    /// The TensorBoard plugin's Overview: its steps (stretched to their device work) with the
+    /// time split, and the mean step, per input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overview: Option<crate::tensorboard::Overview>,
+    /// The plugin's GPU summary, per input and device.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpu_summary: Vec<crate::tensorboard::GpuSummary>,
+    /// The plugin's operator table, per op name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub operators: Vec<crate::tensorboard::OperatorRow>,
+    /// The operator table per op name and input shape.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub operators_by_shape: Vec<crate::tensorboard::OperatorRow>,
+    /// The plugin's kernel table, per kernel name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernels: Vec<crate::tensorboard::KernelRow>,
+    /// The kernel table per kernel, launching op and launch shape.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernels_by_op: Vec<crate::tensorboard::KernelRow>,
     /// Summary.
     pub summary: Summary,
 }
@@ -155,6 +174,7 @@ pub fn build_report_with(timeline: &Timeline, thresholds: &Thresholds) -> Report
         engines,
         mme_tpc_overlap_ns,
         critical_path,
+        views,
     } = tables;
     findings.extend(memory_findings);
     findings.extend(straggler);
@@ -197,6 +217,12 @@ pub fn build_report_with(timeline: &Timeline, thresholds: &Thresholds) -> Report
         critical_path,
         profiler_overhead: crate::profiler_overhead::profiler_overhead(timeline),
         ranks,
+        overview: (!views.overview.steps.is_empty()).then_some(views.overview),
+        gpu_summary: views.gpu_summary,
+        operators: views.operators,
+        operators_by_shape: views.operators_by_shape,
+        kernels: views.kernels,
+        kernels_by_op: views.kernels_by_op,
         summary,
     }
 }
@@ -213,6 +239,7 @@ struct Tables {
     engines: Vec<EngineStats>,
     mme_tpc_overlap_ns: Option<i64>,
     critical_path: Option<crate::critical_path::CriticalPath>,
+    views: crate::tensorboard::Views,
 }
 
 fn tables(ctx: &Context<'_>) -> Tables {
@@ -250,6 +277,20 @@ fn tables(ctx: &Context<'_>) -> Tables {
         }
     }
     let (engines, mme_tpc_overlap_ns) = engine_utilization(timeline);
+    let views = crate::tensorboard::views(timeline);
+    for step in &mut steps {
+        let number = step.name.strip_prefix("ProfilerStep#");
+        step.breakdown = views
+            .overview
+            .steps
+            .iter()
+            .find(|s| s.source == step.source && Some(s.name.as_str()) == number)
+            .map(|s| s.breakdown);
+    }
+    let mut ranks = ranks;
+    if let Some(r) = ranks.as_mut() {
+        r.distributed.clone_from(&views.distributed);
+    }
     Tables {
         steps,
         ops,
@@ -261,6 +302,7 @@ fn tables(ctx: &Context<'_>) -> Tables {
         engines,
         mme_tpc_overlap_ns,
         critical_path,
+        views,
     }
 }
 

@@ -69,6 +69,10 @@ pub struct StepStats {
     /// not annotated by the profiler. Absent when false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub derived: bool,
+    /// The step's time split by the TensorBoard plugin's rules, over the plugin's own range for
+    /// the step (stretched to the end of the device work it launched): see `Report::overview`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub breakdown: Option<crate::tensorboard::Breakdown>,
 }
 
 /// Interval sets of one input, built once and cut per step.
@@ -214,6 +218,7 @@ pub fn step_breakdown_with(
                 op_self_ns: BTreeMap::new(),
                 critical_path: None,
                 derived: step.derived,
+                breakdown: None,
             }
         })
         .collect()

@@ -10,3 +10,4 @@ pub mod html;
 pub mod info;
 pub mod table;
 pub mod text;
+pub mod views;

@@ -100,6 +100,10 @@ pub struct RanksReport {
     pub ranks: Vec<RankStats>,
     /// Per collective name.
     pub collectives: Vec<CollectiveStats>,
+    /// The TensorBoard plugin's distributed view, per worker (absent when the workers'
+    /// collectives do not match one to one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub distributed: Vec<crate::tensorboard::DistributedRow>,
 }
 
 /// The ranks of a multi-input run, with the `straggler` findings; `None` for one input or
@@ -307,6 +311,7 @@ fn ranks_and_waits(summaries: &[RankSummary]) -> Option<(RanksReport, Vec<Findin
             clock,
             ranks: rows,
             collectives,
+            distributed: Vec::new(),
         },
         findings,
         waits,
