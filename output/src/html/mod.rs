@@ -18,6 +18,7 @@ use steplens_analysis::units::human_ns;
 
 mod compare;
 mod report;
+mod views;
 
 pub use compare::{check_page, diff_page};
 pub use report::report_page;
