@@ -735,6 +735,7 @@ struct OpNode {
 /// Ops the operator table lists (others are walked through).
 fn listed(name: &str) -> bool {
     !(is_step(name)
+        || is_dataloader(name)
         || name == "DataParallel.forward"
         || name == "DistributedDataParallel.forward"
         || name.starts_with("Optimizer."))
