@@ -123,9 +123,10 @@ fn json_reports_of_every_sample() {
     });
 }
 
-/// The report with each critical path's stretches replaced by their count: the stretches are
+/// The report with each critical path's stretches replaced by their count (the stretches are
 /// held to the step by `tests/critical_path.rs`, and `by_bound` and `top` pin the path here,
-/// without a line per stretch of every step in the snapshots.
+/// without a line per stretch of every step in the snapshots), and the operator and kernel
+/// tables cut to their first rows.
 fn without_path_stretches(report: &mut serde_json::Value) -> &serde_json::Value {
     let shorten = |path: &mut serde_json::Value| {
         if let Some(n) = path["slices"].as_array().map(Vec::len) {
@@ -139,6 +140,22 @@ fn without_path_stretches(report: &mut serde_json::Value) -> &serde_json::Value 
     }
     if report.get("critical_path").is_some() {
         shorten(&mut report["critical_path"]);
+    }
+    // The TensorBoard-style tables are pinned by their first rows and their length (the full
+    // tables are held to hand-worked figures by `tests/tensorboard.rs`).
+    for (table, keep) in [
+        ("operators", 10),
+        ("operators_by_shape", 5),
+        ("kernels", 10),
+        ("kernels_by_op", 5),
+    ] {
+        if let Some(rows) = report.get_mut(table).and_then(|t| t.as_array_mut())
+            && rows.len() > keep
+        {
+            let total = rows.len();
+            rows.truncate(keep);
+            rows.push(serde_json::json!({ "rows_total": total }));
+        }
     }
     report
 }
