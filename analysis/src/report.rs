@@ -162,20 +162,36 @@ pub fn build_report_with(timeline: &Timeline, thresholds: &Thresholds) -> Report
     let ctx = Context::new(timeline, thresholds, &channels);
     // The detectors are half the analysis and need nothing the tables below compute: they run
     // on a second core meanwhile. The findings keep their order (detectors, memory, ranks).
-    let (tables, mut findings) = crate::detect::side_by_side(|| tables(&ctx), || run_all(&ctx));
+    // The TensorBoard-style views need neither: a third thread, which takes whichever core
+    // the other two leave idle first.
+    let ((tables, mut findings), views) = crate::detect::side_by_side(
+        || crate::detect::side_by_side(|| tables(&ctx), || run_all(&ctx)),
+        || crate::tensorboard::views_with(timeline, &|op, arg| ctx.arg(op, arg)),
+    );
     let Tables {
-        steps,
+        mut steps,
         ops,
         memory,
         memory_findings,
-        ranks,
+        mut ranks,
         straggler,
         idle,
         engines,
         mme_tpc_overlap_ns,
         critical_path,
-        views,
     } = tables;
+    for step in &mut steps {
+        let number = step.name.strip_prefix("ProfilerStep#");
+        step.breakdown = views
+            .overview
+            .steps
+            .iter()
+            .find(|s| s.source == step.source && Some(s.name.as_str()) == number)
+            .map(|s| s.breakdown);
+    }
+    if let Some(r) = ranks.as_mut() {
+        r.distributed.clone_from(&views.distributed);
+    }
     findings.extend(memory_findings);
     findings.extend(straggler);
     crate::detect::rank_by_saving(&mut findings);
@@ -239,7 +255,6 @@ struct Tables {
     engines: Vec<EngineStats>,
     mme_tpc_overlap_ns: Option<i64>,
     critical_path: Option<crate::critical_path::CriticalPath>,
-    views: crate::tensorboard::Views,
 }
 
 fn tables(ctx: &Context<'_>) -> Tables {
@@ -277,20 +292,6 @@ fn tables(ctx: &Context<'_>) -> Tables {
         }
     }
     let (engines, mme_tpc_overlap_ns) = engine_utilization(timeline);
-    let views = crate::tensorboard::views(timeline);
-    for step in &mut steps {
-        let number = step.name.strip_prefix("ProfilerStep#");
-        step.breakdown = views
-            .overview
-            .steps
-            .iter()
-            .find(|s| s.source == step.source && Some(s.name.as_str()) == number)
-            .map(|s| s.breakdown);
-    }
-    let mut ranks = ranks;
-    if let Some(r) = ranks.as_mut() {
-        r.distributed.clone_from(&views.distributed);
-    }
     Tables {
         steps,
         ops,
@@ -302,7 +303,6 @@ fn tables(ctx: &Context<'_>) -> Tables {
         engines,
         mme_tpc_overlap_ns,
         critical_path,
-        views,
     }
 }
 

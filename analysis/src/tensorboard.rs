@@ -585,38 +585,43 @@ fn mean_parts_mut(m: &mut MeanBreakdown) -> [&mut f64; 8] {
 }
 
 /// A numeric kernel arg (`blocks per SM` may be written as a string, `"inf"` included).
-fn kernel_arg(t: &Timeline, k: SliceId, key: &str) -> Option<f64> {
-    let raw = t.arg_raw(k, key)?;
-    let text = std::str::from_utf8(raw).ok()?.trim_matches('"');
+fn number(raw: Option<&[u8]>) -> Option<f64> {
+    let text = std::str::from_utf8(raw?).ok()?.trim_matches('"');
     text.parse::<f64>().ok()
 }
 
-/// The device index of a kernel: its `device` arg, else its track's.
-fn device_of(t: &Timeline, k: SliceId) -> i64 {
-    t.arg_i64(k, "device")
-        .or_else(|| match t.slice_track(k).map(|tr| &tr.kind) {
-            Some(TrackKind::DeviceEngine { device, .. }) => *device,
-            _ => None,
-        })
-        .unwrap_or(0)
-}
-
-/// Per-kernel facts the summary and the tables share.
+/// Per-kernel facts the summary and the tables share, read from its args in one pass.
 struct KernelFacts {
     slice: SliceId,
+    source: u16,
     device: i64,
     blocks_per_sm: Option<f64>,
     occupancy: Option<f64>,
     tensor_cores: bool,
+    launch: LaunchShape,
 }
 
-fn kernel_facts(t: &Timeline, source: Option<u16>) -> Vec<KernelFacts> {
+/// A launch-shape arg as the plugin prints it (`[1, 1, 1]`), `0` when absent.
+fn launch_text(raw: Option<&[u8]>, cache: &mut FxHashMap<Vec<u8>, String>) -> String {
+    let Some(raw) = raw else {
+        return "0".to_owned();
+    };
+    if let Some(text) = cache.get(raw) {
+        return text.clone();
+    }
+    let text = python_repr(raw).trim_matches('\'').to_owned();
+    cache.insert(raw.to_vec(), text.clone());
+    text
+}
+
+fn kernel_facts(t: &Timeline) -> Vec<KernelFacts> {
     let mut tc_by_name: FxHashMap<u32, bool> = FxHashMap::default();
+    let mut texts: FxHashMap<Vec<u8>, String> = FxHashMap::default();
     let mut out = Vec::new();
     for track in &t.tracks {
-        if !track.kind.is_device() || source.is_some_and(|s| s != track.source) {
+        let TrackKind::DeviceEngine { device, .. } = track.kind else {
             continue;
-        }
+        };
         for k in track.slices.clone() {
             if t.slice_class(k) != CategoryClass::Kernel {
                 continue;
@@ -624,12 +629,31 @@ fn kernel_facts(t: &Timeline, source: Option<u16>) -> Vec<KernelFacts> {
             let tensor_cores = *tc_by_name
                 .entry(t.slices.name[k as usize])
                 .or_insert_with(|| tensor_cores::kernel_uses_tensor_cores(t.slice_name(k)));
+            let [dev, bps, occ, grid, block, regs, shared] = t.args_raw_of(
+                k,
+                [
+                    "device",
+                    "blocks per SM",
+                    "est. achieved occupancy %",
+                    "grid",
+                    "block",
+                    "registers per thread",
+                    "shared memory",
+                ],
+            );
             out.push(KernelFacts {
                 slice: k,
-                device: device_of(t, k),
-                blocks_per_sm: kernel_arg(t, k, "blocks per SM"),
-                occupancy: kernel_arg(t, k, "est. achieved occupancy %"),
+                source: track.source,
+                device: number(dev).map_or(device.unwrap_or(0), |d| d as i64),
+                blocks_per_sm: number(bps),
+                occupancy: number(occ),
                 tensor_cores,
+                launch: LaunchShape {
+                    grid: launch_text(grid, &mut texts),
+                    block: launch_text(block, &mut texts),
+                    registers_per_thread: launch_text(regs, &mut texts),
+                    shared_memory: launch_text(shared, &mut texts),
+                },
             });
         }
     }
@@ -640,6 +664,7 @@ fn gpu_summary(
     t: &Timeline,
     links: &Links,
     steps: &BTreeMap<u16, Vec<(String, i64, i64)>>,
+    facts: &[KernelFacts],
 ) -> Vec<GpuSummary> {
     let mut out = Vec::new();
     for (&source, steps) in steps {
@@ -651,9 +676,8 @@ fn gpu_summary(
         if span <= 0.0 {
             continue;
         }
-        let facts = kernel_facts(t, Some(source));
         let mut by_device: BTreeMap<i64, Vec<&KernelFacts>> = BTreeMap::new();
-        for f in &facts {
+        for f in facts.iter().filter(|f| f.source == source) {
             by_device.entry(f.device).or_default().push(f);
         }
         for (device, kernels) in by_device {
@@ -732,6 +756,9 @@ struct OpNode {
     folded: bool,
 }
 
+/// Ops looked at to tell whether the trace was recorded with stacks.
+const STACK_PROBE: usize = 2000;
+
 /// Ops the operator table lists (others are walked through).
 fn listed(name: &str) -> bool {
     !(is_step(name)
@@ -757,7 +784,11 @@ struct OpAcc {
     first: (i64, SliceId),
 }
 
-fn operators(t: &Timeline, links: &Links) -> (Vec<OperatorRow>, Vec<OperatorRow>, f64) {
+fn operators<'t>(
+    t: &'t Timeline,
+    links: &Links,
+    op_arg: &dyn Fn(SliceId, OpArg) -> Option<&'t [u8]>,
+) -> (Vec<OperatorRow>, Vec<OperatorRow>, f64) {
     // The op tree: each op's nearest op ancestor is its parent; each runtime call belongs to
     // its nearest op.
     let mut index: FxHashMap<SliceId, usize> = FxHashMap::default();
@@ -866,8 +897,18 @@ fn operators(t: &Timeline, links: &Links) -> (Vec<OperatorRow>, Vec<OperatorRow>
             || own_tc_kernel;
         figures[n] = f;
     }
-    let mut by_name: BTreeMap<String, OpAcc> = BTreeMap::new();
-    let mut by_shape: BTreeMap<(String, String), OpAcc> = BTreeMap::new();
+    // Keyed by name id and shape index while counting: strings are made once per row.
+    let mut by_name: FxHashMap<u32, OpAcc> = FxHashMap::default();
+    let mut by_shape: FxHashMap<(u32, usize), OpAcc> = FxHashMap::default();
+    // Shapes repeat: each distinct `Input Dims` text is printed once.
+    let mut shape_index: FxHashMap<&[u8], usize> = FxHashMap::default();
+    let mut shape_texts: Vec<String> = vec!["[]".to_owned()];
+    // A trace recorded with stacks has a `Call stack` on nearly every op; one without has none.
+    // Looking among the first ops tells which, so the others' args are not searched in vain.
+    let has_stacks = nodes
+        .iter()
+        .take(STACK_PROBE)
+        .any(|n| t.arg_raw(n.slice, "Call stack").is_some());
     let (mut eligible_bottom_kernel, mut all_kernel_self) = (0i64, 0i64);
     for &n in &order {
         let node = &nodes[n];
@@ -892,14 +933,22 @@ fn operators(t: &Timeline, links: &Links) -> (Vec<OperatorRow>, Vec<OperatorRow>
         if f.eligible && !f.has_eligible_below {
             eligible_bottom_kernel += f.kernel_self;
         }
-        let shape = t
-            .arg_raw(node.slice, OpArg::InputDims.key())
-            .map(python_repr)
-            .unwrap_or_else(|| "[]".to_owned());
-        let stack = t.arg_str(node.slice, "Call stack");
+        let shape = match op_arg(node.slice, OpArg::InputDims) {
+            Some(raw) => *shape_index.entry(raw).or_insert_with(|| {
+                shape_texts.push(python_repr(raw));
+                shape_texts.len() - 1
+            }),
+            None => 0,
+        };
+        let name_id = t.slices.name[node.slice as usize];
+        let stack = if has_stacks {
+            t.arg_str(node.slice, "Call stack")
+        } else {
+            None
+        };
         for acc in [
-            by_name.entry(name.to_owned()).or_default(),
-            by_shape.entry((name.to_owned(), shape)).or_default(),
+            by_name.entry(name_id).or_default(),
+            by_shape.entry((name_id, shape)).or_default(),
         ] {
             let start = (t.slices.start[node.slice as usize], node.slice);
             if acc.calls == 0 || start < acc.first {
@@ -943,23 +992,31 @@ fn operators(t: &Timeline, links: &Links) -> (Vec<OperatorRow>, Vec<OperatorRow>
                 b.device_self_ns
                     .cmp(&a.device_self_ns)
                     .then(a.name.cmp(&b.name))
+                    .then(a.input_shape.cmp(&b.input_shape))
             });
         } else {
             rows.sort_by(|a, b| {
                 b.host_self_ns
                     .cmp(&a.host_self_ns)
                     .then(a.name.cmp(&b.name))
+                    .then(a.input_shape.cmp(&b.input_shape))
             });
         }
     };
     let mut names: Vec<OperatorRow> = by_name
         .into_iter()
-        .map(|(name, a)| row(name, None, a))
+        .map(|(name, a)| row(t.strings.get(name).to_owned(), None, a))
         .collect();
     sort(&mut names);
     let mut shapes: Vec<OperatorRow> = by_shape
         .into_iter()
-        .map(|((name, shape), a)| row(name, Some(shape), a))
+        .map(|((name, shape), a)| {
+            row(
+                t.strings.get(name).to_owned(),
+                Some(shape_texts[shape].clone()),
+                a,
+            )
+        })
         .collect();
     sort(&mut shapes);
     let share = if all_kernel_self > 0 {
@@ -1057,39 +1114,46 @@ fn kernels(
     t: &Timeline,
     links: &Links,
     eligible_ops: &FxHashSet<String>,
+    facts: &[KernelFacts],
 ) -> (Vec<KernelRow>, Vec<KernelRow>, f64) {
-    let facts = kernel_facts(t, None);
-    let mut by_name: BTreeMap<String, KernelAcc> = BTreeMap::new();
-    let mut by_op: BTreeMap<(String, String, LaunchShape), KernelAcc> = BTreeMap::new();
+    let mut by_name: FxHashMap<u32, KernelAcc> = FxHashMap::default();
+    let mut by_op: FxHashMap<(u32, Option<u32>, &LaunchShape), KernelAcc> = FxHashMap::default();
     let (mut tc, mut all) = (0i64, 0i64);
-    let arg_text = |k: SliceId, key: &str| {
-        t.arg_raw(k, key).map_or_else(
-            || "0".to_owned(),
-            |raw| python_repr(raw).trim_matches('\'').to_owned(),
-        )
-    };
-    for f in &facts {
+    for f in facts {
         let dur = t.slices.dur[f.slice as usize];
         all += dur;
         if f.tensor_cores {
             tc += dur;
         }
-        let name = t.slice_name(f.slice).to_owned();
-        by_name.entry(name.clone()).or_default().add(dur, f);
+        let name = t.slices.name[f.slice as usize];
+        by_name.entry(name).or_default().add(dur, f);
         let op = links
             .launcher(f.slice)
             .and_then(|r| enclosing_op(t, r))
-            .map_or_else(|| "N/A".to_owned(), |o| t.slice_name(o).to_owned());
-        let shape = LaunchShape {
-            grid: arg_text(f.slice, "grid"),
-            block: arg_text(f.slice, "block"),
-            registers_per_thread: arg_text(f.slice, "registers per thread"),
-            shared_memory: arg_text(f.slice, "shared memory"),
-        };
-        let acc = by_op.entry((name, op.clone(), shape)).or_default();
-        acc.op_tc_eligible = Some(eligible_ops.contains(&op));
+            .map(|o| t.slices.name[o as usize]);
+        let acc = by_op.entry((name, op, &f.launch)).or_default();
+        if acc.calls == 0 {
+            acc.op_tc_eligible = Some(op.is_some_and(|o| eligible_ops.contains(t.strings.get(o))));
+        }
         acc.add(dur, f);
     }
+    let by_name: BTreeMap<String, KernelAcc> = by_name
+        .into_iter()
+        .map(|(name, acc)| (t.strings.get(name).to_owned(), acc))
+        .collect();
+    let by_op: BTreeMap<(String, String, LaunchShape), KernelAcc> = by_op
+        .into_iter()
+        .map(|((name, op, launch), acc)| {
+            (
+                (
+                    t.strings.get(name).to_owned(),
+                    op.map_or_else(|| "N/A".to_owned(), |o| t.strings.get(o).to_owned()),
+                    launch.clone(),
+                ),
+                acc,
+            )
+        })
+        .collect();
     let mut names: Vec<KernelRow> = by_name
         .into_iter()
         .map(|(name, a)| a.row(name, None, None))
@@ -1106,16 +1170,27 @@ fn kernels(
 /// Computes every view.
 #[must_use]
 pub fn views(t: &Timeline) -> Views {
+    let memo = steplens_ingest::model::ArgKeys::default();
+    views_with(t, &|op, arg| memo.get(t, op, arg))
+}
+
+/// Computes every view, reading ops' `Input Dims` through `op_arg` (the report's memo, which
+/// the detectors fill too).
+pub(crate) fn views_with<'t>(
+    t: &'t Timeline,
+    op_arg: &dyn Fn(SliceId, OpArg) -> Option<&'t [u8]>,
+) -> Views {
     let links = Links::new(t);
+    let facts = kernel_facts(t);
     let (overview, steps) = overview(t, &links);
-    let gpu_summary = gpu_summary(t, &links, &steps);
-    let (operators, operators_by_shape, tc_eligible_kernel_share) = operators(t, &links);
+    let gpu_summary = gpu_summary(t, &links, &steps, &facts);
+    let (operators, operators_by_shape, tc_eligible_kernel_share) = operators(t, &links, op_arg);
     let eligible: FxHashSet<String> = operators
         .iter()
         .filter(|r| r.tc_eligible)
         .map(|r| r.name.clone())
         .collect();
-    let (kernels, kernels_by_op, tc_used_pct) = kernels(t, &links, &eligible);
+    let (kernels, kernels_by_op, tc_used_pct) = kernels(t, &links, &eligible, &facts);
     let distributed = distributed(t, &links, &steps);
     Views {
         overview,

@@ -457,6 +457,37 @@ pub(crate) fn find_key<'a>(object: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
     }
 }
 
+/// Finds each of `keys` among the top-level members of `object` in one pass: `out[i]` is the
+/// raw value of `keys[i]` (its first occurrence), or `None`.
+pub(crate) fn find_keys<'a>(object: &'a [u8], keys: &[&str], out: &mut [Option<&'a [u8]>]) {
+    let mut cur = Cursor::new(object);
+    if cur.expect(b'{', "{").is_err() || cur.peek() == Some(b'}') {
+        return;
+    }
+    while let Ok((name, escaped)) = cur.raw_string() {
+        if cur.expect(b':', ":").is_err() {
+            return;
+        }
+        let Ok(range) = cur.skip_value() else {
+            return;
+        };
+        let found = if escaped {
+            let name = unescape(name);
+            keys.iter().position(|k| *k == name)
+        } else {
+            keys.iter().position(|k| k.as_bytes() == name)
+        };
+        if let Some(slot) = found.and_then(|i| out.get_mut(i))
+            && slot.is_none()
+        {
+            *slot = object.get(range);
+        }
+        if !cur.next_member(b'}', ", or }").unwrap_or(false) {
+            return;
+        }
+    }
+}
+
 /// `raw` without the commas that end an object or array (`{"a": 1, "b": 2,}`), which Perfetto's
 /// JSON reader accepts and strict JSON does not; `None` when it has none. Strings are left as
 /// they are.

@@ -440,6 +440,17 @@ impl Timeline {
         arg_as_i64(self.instant_arg_raw(i, key)?)
     }
 
+    /// The raw JSON values of several args of slice `i`, found in one pass over its args:
+    /// `N` keys in, `N` values (or `None`) out.
+    #[must_use]
+    pub fn args_raw_of<const N: usize>(&self, i: SliceId, keys: [&str; N]) -> [Option<&[u8]>; N] {
+        let mut out = [None; N];
+        if let Some(raw) = self.args_raw(i) {
+            crate::json::find_keys(raw, &keys, &mut out);
+        }
+        out
+    }
+
     /// One arg of slice `i` as an integer (also when written as a string of digits).
     #[must_use]
     pub fn arg_i64(&self, i: SliceId, key: &str) -> Option<i64> {
