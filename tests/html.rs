@@ -42,12 +42,20 @@ fn a_report_page_has_charts_findings_and_every_op() {
     ]));
     let report: serde_json::Value = serde_json::from_str(&json).unwrap();
     let ops = report["ops"].as_array().unwrap().len();
-    let table = page.split("id=\"ops\"").nth(1).expect("the ops table");
+    let table = page
+        .split("id=\"ops\"")
+        .nth(1)
+        .and_then(|rest| rest.split("</table>").next())
+        .expect("the ops table");
     assert_eq!(
         table.matches("<tr>").count(),
         ops + 1,
         "every op row and the header"
     );
+    // The TensorBoard plugin views follow, as sortable tables.
+    for id in ["tb-steps", "tb-ops", "tb-ops-shape"] {
+        assert!(page.contains(&format!("id=\"{id}\"")), "{id}");
+    }
 }
 
 #[test]

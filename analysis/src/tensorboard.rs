@@ -325,6 +325,15 @@ fn is_step(name: &str) -> bool {
     name.starts_with("ProfilerStep#")
 }
 
+/// One of the plugin's steps: its name (the step number), start and end.
+type PluginStep = (String, i64, i64);
+
+/// The plugin's steps of each input.
+type PluginSteps = BTreeMap<u16, Vec<PluginStep>>;
+
+/// Time ranges, `(start, end)`.
+type Ranges = Vec<(i64, i64)>;
+
 /// What every view needs about the slices: which runtime launched each device slice, and per
 /// runtime call the op it belongs to.
 pub(crate) struct Links {
@@ -389,7 +398,7 @@ fn is_comm_kernel(t: &Timeline, links: &Links, k: SliceId) -> bool {
 }
 
 /// The plugin's steps of one input: `(name, start, end)`.
-fn plugin_steps(t: &Timeline, links: &Links, source: u16) -> Vec<(String, i64, i64)> {
+fn plugin_steps(t: &Timeline, links: &Links, source: u16) -> Vec<PluginStep> {
     let mut host: Vec<(i64, i64, String)> = Vec::new();
     let (mut cpu_min, mut cpu_max) = (i64::MAX, i64::MIN);
     let mut runtimes: Vec<SliceId> = Vec::new();
@@ -518,7 +527,7 @@ fn role_ranges(t: &Timeline, links: &Links, source: u16) -> [IntervalSet; 7] {
 }
 
 /// The Overview of every input.
-fn overview(t: &Timeline, links: &Links) -> (Overview, BTreeMap<u16, Vec<(String, i64, i64)>>) {
+fn overview(t: &Timeline, links: &Links) -> (Overview, PluginSteps) {
     let mut out = Overview::default();
     let mut all_steps = BTreeMap::new();
     for (source, info) in t.sources.iter().enumerate() {
@@ -663,7 +672,7 @@ fn kernel_facts(t: &Timeline) -> Vec<KernelFacts> {
 fn gpu_summary(
     t: &Timeline,
     links: &Links,
-    steps: &BTreeMap<u16, Vec<(String, i64, i64)>>,
+    steps: &PluginSteps,
     facts: &[KernelFacts],
 ) -> Vec<GpuSummary> {
     let mut out = Vec::new();
@@ -694,7 +703,7 @@ fn gpu_summary(
                 }
             }
             let sm_efficiency = (!edges.is_empty()).then(|| {
-                edges.sort_by(|a, b| a.0.cmp(&b.0));
+                edges.sort_by_key(|e| e.0);
                 let (mut level, mut acc, mut at) = (0.0f64, 0.0f64, i64::MIN);
                 for (x, delta) in edges {
                     if at != i64::MIN && x > at {
@@ -1247,11 +1256,7 @@ fn input_bytes(t: &Timeline, op: SliceId) -> u64 {
 
 /// The distributed view: per worker, its collectives matched by order with every other
 /// worker's; empty unless every worker has the same number of them (the plugin's rule).
-fn distributed(
-    t: &Timeline,
-    links: &Links,
-    steps: &BTreeMap<u16, Vec<(String, i64, i64)>>,
-) -> Vec<DistributedRow> {
+fn distributed(t: &Timeline, links: &Links, steps: &PluginSteps) -> Vec<DistributedRow> {
     if t.sources.len() < 2 {
         return Vec::new();
     }
@@ -1326,8 +1331,8 @@ fn distributed(
         .iter()
         .map(|w| w.1.iter().map(|_| Vec::new()).collect())
         .collect();
-    for i in 0..count {
-        let ranges = workers[0].1[i].ranges.len();
+    for (i, first) in workers[0].1.iter().enumerate() {
+        let ranges = first.ranges.len();
         if workers.iter().any(|w| w.1[i].ranges.len() != ranges) {
             return Vec::new();
         }
@@ -1367,8 +1372,7 @@ fn distributed(
         let n = plugin_steps.len().max(1) as i64;
         // Transfer and waiting, per step of the collectives (a collective in no step counts
         // under one more key).
-        let mut by_step: BTreeMap<Option<usize>, (Vec<(i64, i64)>, Vec<(i64, i64)>)> =
-            BTreeMap::new();
+        let mut by_step: BTreeMap<Option<usize>, (Ranges, Ranges)> = BTreeMap::new();
         for (i, node) in nodes.iter().enumerate() {
             let entry = by_step.entry(node.step).or_default();
             entry.0.extend(&node.ranges);
@@ -1380,8 +1384,7 @@ fn distributed(
             transfer += IntervalSet::from_ranges(moving.clone()).total();
         }
         let keys = by_step.len().max(1) as i64;
-        let mut ops: BTreeMap<String, (u64, u64, Vec<(i64, i64)>, Vec<(i64, i64)>)> =
-            BTreeMap::new();
+        let mut ops: BTreeMap<String, (u64, u64, Ranges, Ranges)> = BTreeMap::new();
         for (i, node) in nodes.iter().enumerate() {
             let entry = ops.entry(t.slice_name(node.op).to_owned()).or_default();
             entry.0 += 1;
@@ -1410,5 +1413,6 @@ fn distributed(
                 .collect(),
         });
     }
+    out.sort_by_key(|r| (r.rank, r.source));
     out
 }
