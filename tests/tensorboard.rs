@@ -348,3 +348,78 @@ fn views_print_as_text_and_markdown() {
     ]);
     assert!(md.starts_with("## Kernels (by name)\n\n|"), "{md}");
 }
+
+#[test]
+fn the_views_hold_together_on_every_sample_and_corpus_gpu_trace() {
+    // On every trace: each plugin step's parts add up to it, steps do not overlap, utilization
+    // and SM efficiency are shares of the span (SM efficiency, capped at 1 per moment, never
+    // above utilization), occupancy is a percentage, and every op row's self time fits in its
+    // total.
+    let mut traces = support::sample_traces();
+    for rel in [
+        "hta/critical_path/alexnet",
+        "hta/cupti_profiler/benchmark_result_924719_1679055439_trace.json.gz",
+        "hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+        "hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",
+    ] {
+        if let Some(p) = support::corpus_path(rel) {
+            traces.push(p);
+        }
+    }
+    let mut checked_steps = 0;
+    for trace in traces {
+        let out = support::steplens(&["report", "-f", "json", trace.to_str().unwrap()]);
+        if !out.status.success() {
+            continue; // inputs that are errors on purpose are tested elsewhere
+        }
+        let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let name = trace.display().to_string();
+        if let Some(steps) = r["overview"]["steps"].as_array() {
+            let mut last_end: Option<(u64, i64)> = None;
+            for s in steps {
+                let dur = s["dur_ns"].as_i64().unwrap();
+                assert!(dur >= 0, "{name}");
+                let parts: i64 = s["breakdown"]
+                    .as_object()
+                    .unwrap()
+                    .values()
+                    .map(|v| v.as_i64().unwrap())
+                    .sum();
+                assert_eq!(parts, dur, "{name}: step {}", s["name"]);
+                let (source, start) = (
+                    s["source"].as_u64().unwrap(),
+                    s["start_ns"].as_i64().unwrap(),
+                );
+                if let Some((prev_source, prev_end)) = last_end
+                    && prev_source == source
+                {
+                    assert!(start >= prev_end, "{name}: steps overlap");
+                }
+                last_end = Some((source, start + dur));
+                checked_steps += 1;
+            }
+        }
+        for g in r["gpu_summary"].as_array().into_iter().flatten() {
+            let util = g["utilization_pct"].as_f64().unwrap();
+            assert!((0.0..=100.0 + 1e-9).contains(&util), "{name}: {g}");
+            if let Some(sm) = g["sm_efficiency_pct"].as_f64() {
+                assert!(sm <= util + 1e-6, "{name}: {g}");
+            }
+            if let Some(occ) = g["achieved_occupancy_pct"].as_f64() {
+                assert!((0.0..=100.0 + 1e-9).contains(&occ), "{name}: {g}");
+            }
+        }
+        for row in r["operators"].as_array().into_iter().flatten() {
+            let field = |k: &str| row[k].as_i64().unwrap();
+            assert!(
+                field("host_self_ns") <= field("host_total_ns"),
+                "{name}: {row}"
+            );
+            assert!(
+                field("device_self_ns") <= field("device_total_ns"),
+                "{name}: {row}"
+            );
+        }
+    }
+    assert!(checked_steps > 100, "{checked_steps}");
+}

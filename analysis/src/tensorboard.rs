@@ -112,6 +112,12 @@ pub struct Overview {
     pub steps: Vec<OverviewStep>,
     /// The mean step per input (a plain mean over its steps).
     pub average: Vec<AverageStep>,
+    /// Kernel time in kernels the plugin counts as Tensor Core kernels, of all kernel time,
+    /// percent: with `tc_eligible_kernel_pct` above 0 and this at 0 the plugin advised AMP.
+    pub tc_used_pct: f64,
+    /// Self kernel time of the innermost Tensor Core eligible ops, of all ops' self kernel
+    /// time, percent (the figure the plugin's AMP advice quoted).
+    pub tc_eligible_kernel_pct: f64,
 }
 
 /// The mean step of one input.
@@ -290,11 +296,6 @@ pub struct Views {
     pub kernels: Vec<KernelRow>,
     /// Per kernel, launching op and launch shape.
     pub kernels_by_op: Vec<KernelRow>,
-    /// Share of self kernel time of Tensor Core eligible ops (the AMP recommendation's figure),
-    /// and whether any kernel used Tensor Cores.
-    pub tc_eligible_kernel_share: f64,
-    /// Kernel time in Tensor Core kernels over all kernel time, percent.
-    pub tc_used_pct: f64,
     /// Per worker, when several ranks with collectives were loaded.
     pub distributed: Vec<DistributedRow>,
 }
@@ -1191,15 +1192,17 @@ pub(crate) fn views_with<'t>(
 ) -> Views {
     let links = Links::new(t);
     let facts = kernel_facts(t);
-    let (overview, steps) = overview(t, &links);
+    let (mut overview, steps) = overview(t, &links);
     let gpu_summary = gpu_summary(t, &links, &steps, &facts);
-    let (operators, operators_by_shape, tc_eligible_kernel_share) = operators(t, &links, op_arg);
+    let (operators, operators_by_shape, tc_eligible_share) = operators(t, &links, op_arg);
     let eligible: FxHashSet<String> = operators
         .iter()
         .filter(|r| r.tc_eligible)
         .map(|r| r.name.clone())
         .collect();
     let (kernels, kernels_by_op, tc_used_pct) = kernels(t, &links, &eligible, &facts);
+    overview.tc_used_pct = tc_used_pct;
+    overview.tc_eligible_kernel_pct = tc_eligible_share * 100.0;
     let distributed = distributed(t, &links, &steps);
     Views {
         overview,
@@ -1208,8 +1211,6 @@ pub(crate) fn views_with<'t>(
         operators_by_shape,
         kernels,
         kernels_by_op,
-        tc_eligible_kernel_share,
-        tc_used_pct,
         distributed,
     }
 }
