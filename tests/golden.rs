@@ -148,6 +148,7 @@ fn without_path_stretches(report: &mut serde_json::Value) -> &serde_json::Value 
         ("operators_by_shape", 5),
         ("kernels", 10),
         ("kernels_by_op", 5),
+        ("device_nodes", 10),
     ] {
         if let Some(rows) = report.get_mut(table).and_then(|t| t.as_array_mut())
             && rows.len() > keep

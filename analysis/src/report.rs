@@ -139,6 +139,10 @@ pub struct Report {
     /// The operator table per op name and input shape.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub operators_by_shape: Vec<crate::tensorboard::OperatorRow>,
+    /// Gaudi device node occurrences, by start, in the columns of the profiler's
+    /// `analyzed_nodes.csv`; absent without Gaudi engine lanes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub device_nodes: Vec<crate::nodes::NodeRow>,
     /// The plugin's kernel table, per kernel name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kernels: Vec<crate::tensorboard::KernelRow>,
@@ -179,6 +183,7 @@ pub fn build_report_with(timeline: &Timeline, thresholds: &Thresholds) -> Report
         engines,
         mme_tpc_overlap_ns,
         critical_path,
+        device_nodes,
     } = tables;
     for step in &mut steps {
         let number = step.name.strip_prefix("ProfilerStep#");
@@ -237,6 +242,7 @@ pub fn build_report_with(timeline: &Timeline, thresholds: &Thresholds) -> Report
         gpu_summary: views.gpu_summary,
         operators: views.operators,
         operators_by_shape: views.operators_by_shape,
+        device_nodes,
         kernels: views.kernels,
         kernels_by_op: views.kernels_by_op,
         summary,
@@ -255,16 +261,20 @@ struct Tables {
     engines: Vec<EngineStats>,
     mme_tpc_overlap_ns: Option<i64>,
     critical_path: Option<crate::critical_path::CriticalPath>,
+    device_nodes: Vec<crate::nodes::NodeRow>,
 }
 
 fn tables(ctx: &Context<'_>) -> Tables {
     let timeline = ctx.timeline;
     let mut steps = step_breakdown_with(timeline, ctx.channels);
-    let (ops, op_steps) = crate::ops::op_summary_per_step(
-        timeline,
-        &crate::nodes::node_index(timeline),
-        crate::ops::OPS_PER_STEP,
-    );
+    let nodes = crate::nodes::node_index(timeline);
+    let (ops, op_steps) =
+        crate::ops::op_summary_per_step(timeline, &nodes, crate::ops::OPS_PER_STEP);
+    let device_nodes = nodes
+        .nodes
+        .iter()
+        .map(|n| crate::nodes::NodeRow::of(timeline, n))
+        .collect();
     for (step, op_self_ns) in steps.iter_mut().zip(op_steps) {
         step.op_self_ns = op_self_ns;
     }
@@ -303,6 +313,7 @@ fn tables(ctx: &Context<'_>) -> Tables {
         engines,
         mme_tpc_overlap_ns,
         critical_path,
+        device_nodes,
     }
 }
 
