@@ -163,10 +163,8 @@ pub fn node_index(t: &Timeline) -> NodeIndex {
             }
         }
     }
-    let die_count = |source: u16, class: u8| {
-        dies.get(&(source, class))
-            .map_or(1, |d| d.len().max(1))
-    };
+    let die_count =
+        |source: u16, class: u8| dies.get(&(source, class)).map_or(1, |d| d.len().max(1));
     // (source, class, name, start, end, track, slice)
     let mut parts: Vec<(u16, u8, StrId, i64, i64, u32, SliceId)> = Vec::new();
     for (track_id, track) in t.tracks.iter().enumerate() {

@@ -319,10 +319,24 @@ fn compile_calls(ctx: &Context<'_>) -> Vec<Finding> {
             let Some(step) = ctx.step_at(track.source, t.slices.start[i as usize]) else {
                 continue;
             };
+            // An iteration derived from a Synapse-only capture starts at a graph launch, so a
+            // compile falls just before the launch of the graph it made, in the iteration
+            // before: whether it is past warm-up is told by the iteration that ran the new
+            // recipe (its time stays where it was spent).
+            let mut ran_in = step;
+            if t.steps[step].derived
+                && let Some(launch) = (i + 1..track.slices.end).find(|&j| {
+                    t.slices.start[j as usize] >= t.slices.end(i)
+                        && t.slice_name(j).starts_with("synLaunch")
+                })
+                && let Some(next) = ctx.step_at(track.source, t.slices.start[launch as usize])
+            {
+                ran_in = next;
+            }
             // Warm-up counts per input: the first steps of its own step list.
-            let index_in_source = t.steps[..step]
+            let index_in_source = t.steps[..ran_in]
                 .iter()
-                .filter(|s| s.source == t.steps[step].source)
+                .filter(|s| s.source == t.steps[ran_in].source)
                 .count();
             if index_in_source >= warmup {
                 let calls = per_step.entry(step).or_default();
