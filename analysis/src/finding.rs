@@ -61,6 +61,10 @@ pub struct Cost {
     /// trace (a `.item()` in a CPU-only trace, a per-parameter `zero_`). Exempt from the
     /// materiality floor; its time still cannot be owned twice.
     pub pattern: bool,
+    /// Of `ranges`, where fixing the finding removes device work the step waited for (a
+    /// pageable copy with nothing else on the device), for kinds whose fix otherwise saves
+    /// host-side time only.
+    pub device_ranges: Vec<(i64, i64)>,
 }
 
 impl Cost {
@@ -71,6 +75,7 @@ impl Cost {
             source: Some(source),
             ranges,
             pattern: false,
+            device_ranges: Vec::new(),
         }
     }
 
@@ -81,6 +86,7 @@ impl Cost {
             source: Some(source),
             ranges,
             pattern: true,
+            device_ranges: Vec::new(),
         }
     }
 }

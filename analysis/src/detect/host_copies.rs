@@ -269,6 +269,13 @@ fn device_work_besides(ctx: &Context<'_>, copies: &[HostCopy]) -> FxHashMap<u16,
 /// Where a copy's lost time sits: its memcpys with no other device work beside them, and the
 /// synchronizes it blocked the host in.
 fn lost_ranges(ctx: &Context<'_>, copy: &HostCopy, busy: &IntervalSet) -> Vec<(i64, i64)> {
+    let mut ranges = alone_ranges(ctx, copy, busy);
+    ranges.extend(copy.syncs.iter().copied());
+    ranges
+}
+
+/// A copy's memcpys where no other device work ran beside them.
+fn alone_ranges(ctx: &Context<'_>, copy: &HostCopy, busy: &IntervalSet) -> Vec<(i64, i64)> {
     let t = ctx.timeline;
     let memcpys = IntervalSet::from_ranges(
         copy.memcpys
@@ -276,9 +283,7 @@ fn lost_ranges(ctx: &Context<'_>, copy: &HostCopy, busy: &IntervalSet) -> Vec<(i
             .map(|&m| (t.slices.start[m as usize], t.slices.end(m)))
             .collect(),
     );
-    let mut ranges: Vec<(i64, i64)> = memcpys.minus(busy).iter().collect();
-    ranges.extend(copy.syncs.iter().copied());
-    ranges
+    memcpys.minus(busy).iter().collect()
 }
 
 fn finding(
@@ -365,7 +370,19 @@ fn finding(
         lost_ns: lost,
         saving_ns: 0,
         evidence,
-        cost: Cost::measured(source, ranges),
+        cost: Cost {
+            // A pinned copy issued without blocking runs at full bandwidth behind the previous
+            // step's compute: the time the device did nothing but this copy goes too.
+            device_ranges: if kind == FindingKind::PageableCopy {
+                copies
+                    .iter()
+                    .flat_map(|c| alone_ranges(ctx, c, busy))
+                    .collect()
+            } else {
+                Vec::new()
+            },
+            ..Cost::measured(source, ranges)
+        },
         recommendation: recommendation.into(),
     }
 }

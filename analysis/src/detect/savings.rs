@@ -8,7 +8,10 @@
 //!   host-side op overhead) shorten only the path's host, launch, gap and wait stretches: a
 //!   host thread that waits while the device computes costs the step nothing;
 //! - fixes that take device work away (a transpose copy, a pad, an unfused chain or optimizer
-//!   loop, fp32 matrix work) shorten the path's device stretches too.
+//!   loop, fp32 matrix work) shorten the path's device stretches too; a host-side fix that also
+//!   takes away device work the step waited for (a pageable copy, which a pinned, asynchronous
+//!   copy hides) names those ranges (`Cost::device_ranges`), and only there do its device
+//!   stretches count.
 //!
 //! Within a step, savings have one owner per nanosecond, taken in [`FindingKind::OWNER_ORDER`],
 //! so they add up to at most the step.
@@ -78,8 +81,15 @@ pub(super) fn settle_savings(ctx: &Context<'_>, findings: &mut [Finding], claime
             continue;
         }
         let device_too = removes_device_work(f.kind);
-        let on_path = IntervalSet::from_ranges(path.runs_of(|b| device_too || !b.is_device_work()))
-            .intersect(&ranges);
+        let mut on_path =
+            IntervalSet::from_ranges(path.runs_of(|b| device_too || !b.is_device_work()))
+                .intersect(&ranges);
+        if !device_too && !f.cost.device_ranges.is_empty() {
+            let device = IntervalSet::from_ranges(path.runs_of(|b| b.is_device_work()))
+                .intersect(&IntervalSet::from_ranges(f.cost.device_ranges.clone()))
+                .intersect(&ranges);
+            on_path = IntervalSet::from_ranges(on_path.iter().chain(device.iter()).collect());
+        }
         let owned = taken
             .entry((t.step_source(source), f.step.clone()))
             .or_default();
