@@ -58,7 +58,7 @@ enum Command {
     Summarize(summaries_cmd::SummarizeArgs),
     /// Open the desktop timeline viewer (traces load in the background; none opens an empty window).
     View {
-        /// Trace files to open.
+        /// Trace files, or directories of them, to open.
         traces: Vec<PathBuf>,
     },
 }
@@ -132,7 +132,8 @@ enum ReportFormat {
 
 #[derive(Debug, clap::Args)]
 struct ReportArgs {
-    /// Trace files (`-` reads stdin). Several files (ranks) make one report.
+    /// Trace files or directories of them (`-` reads stdin). Several files (ranks) make one
+    /// report; a directory stands for the traces in it (truth files and reports are skipped).
     #[arg(required_unless_present = "summaries")]
     traces: Vec<PathBuf>,
     /// Merge rank summaries (`steplens summarize` files, or directories of `*.summary.json`)
@@ -344,6 +345,7 @@ pub(crate) fn expand_dirs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, IngestError
 
 #[cfg(feature = "viewer")]
 fn view(traces: Vec<PathBuf>) -> anyhow::Result<()> {
+    let traces = expand_dirs(&traces)?;
     steplens_viewer::run(traces).map_err(|e| anyhow::anyhow!("cannot open the viewer window: {e}"))
 }
 

@@ -361,10 +361,15 @@ fn idle_table(report: &Report) -> Table {
 
 fn device_line(report: &Report) -> String {
     let d = &report.device;
-    match (&d.name, d.kind.as_str()) {
+    device_text(&d.kind, d.name.as_deref(), d.count)
+}
+
+/// `cuda, NVIDIA H100 (1 device(s) active)`; a blank name is left out.
+fn device_text(kind: &str, name: Option<&str>, count: usize) -> String {
+    match (name.map(str::trim).filter(|n| !n.is_empty()), kind) {
         (_, "cpu") => "cpu (no accelerator activity)".into(),
-        (Some(name), kind) => format!("{kind}, {name} ({} device(s) active)", d.count),
-        (None, kind) => format!("{kind} ({} device(s) active)", d.count),
+        (Some(name), kind) => format!("{kind}, {name} ({count} device(s) active)"),
+        (None, kind) => format!("{kind} ({count} device(s) active)"),
     }
 }
 
@@ -766,5 +771,18 @@ mod tests {
         assert_eq!(human_bytes(2048), "2.0 KiB");
         assert_eq!(wrap("aa bb cc", 5), ["aa bb", "cc"]);
         assert!(wrap("", 5).is_empty());
+    }
+
+    #[test]
+    fn a_blank_device_name_is_left_out() {
+        assert_eq!(
+            device_text("rocm", Some(" "), 1),
+            "rocm (1 device(s) active)"
+        );
+        assert_eq!(
+            device_text("rocm", Some("MI250X"), 1),
+            "rocm, MI250X (1 device(s) active)"
+        );
+        assert_eq!(device_text("cpu", None, 0), "cpu (no accelerator activity)");
     }
 }
