@@ -227,7 +227,7 @@ fn main() -> ExitCode {
             args.join(" ")
         )),
         Command::Summarize(args) => summaries_cmd::summarize(&args).map(|()| true),
-        Command::View { traces } => view(traces).map(|()| true),
+        Command::View { traces } => view(&traces).map(|()| true),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,
@@ -344,15 +344,15 @@ pub(crate) fn expand_dirs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, IngestError
 }
 
 #[cfg(feature = "viewer")]
-fn view(traces: Vec<PathBuf>) -> anyhow::Result<()> {
-    let traces = expand_dirs(&traces)?;
+fn view(traces: &[PathBuf]) -> anyhow::Result<()> {
+    let traces = expand_dirs(traces)?;
     steplens_viewer::run(traces).map_err(|e| anyhow::anyhow!("cannot open the viewer window: {e}"))
 }
 
 /// A CLI-only build keeps the command, so scripts and muscle memory get a reason, not clap's
 /// "unrecognized subcommand".
 #[cfg(not(feature = "viewer"))]
-fn view(_traces: Vec<PathBuf>) -> anyhow::Result<()> {
+fn view(_traces: &[PathBuf]) -> anyhow::Result<()> {
     anyhow::bail!(
         "this steplens was built without its viewer (--no-default-features): `cargo install \
          steplens` gives `steplens view`"
