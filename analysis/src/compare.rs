@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::finding::{FindingKind, Severity};
+use crate::stats::median;
 pub use crate::ops::op_label;
 use crate::report::{Finding, Report};
 
@@ -183,7 +184,7 @@ impl RunFigures {
         let share = |part: i64, whole: i64| (whole > 0).then(|| part as f64 * 100.0 / whole as f64);
         let device_busy_pct =
             if steps.iter().all(|s| s.device_busy_ns.is_some()) && !steps.is_empty() {
-                median_f64(
+                crate::stats::median_f64(
                     steps
                         .iter()
                         .filter_map(|s| share(s.device_busy_ns.unwrap_or(0), s.dur_ns))
@@ -207,7 +208,7 @@ impl RunFigures {
                     .iter()
                     .filter_map(|s| share(s.engines.get(class).copied().unwrap_or(0), s.dur_ns))
                     .collect();
-                if let Some(pct) = median_f64(shares) {
+                if let Some(pct) = crate::stats::median_f64(shares) {
                     engine_pct.insert(class.clone(), round2(pct));
                 }
             }
@@ -360,7 +361,7 @@ impl RunFigures {
                 (op.clone(), pooled)
             })
             .collect();
-        out.rank_spread_pct = median_f64(runs.iter().filter_map(|r| r.rank_spread_pct).collect());
+        out.rank_spread_pct = crate::stats::median_f64(runs.iter().filter_map(|r| r.rank_spread_pct).collect());
         out.exposed_comm_ns = median(runs.iter().filter_map(|r| r.exposed_comm_ns).collect());
         out.lost_ns_per_step = average(runs, |r| &r.lost_ns_per_step);
         out.op_self_ns_per_step = average(runs, |r| &r.op_self_ns_per_step);
@@ -404,41 +405,6 @@ fn average<K: Ord + Clone>(
     sum.into_iter().map(|(k, v)| (k, v / n)).collect()
 }
 
-/// The median (mean of the two middle values for an even count).
-#[must_use]
-pub fn median(mut values: Vec<i64>) -> Option<i64> {
-    values.sort_unstable();
-    let n = values.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(values[n / 2]),
-        _ => Some(i64::midpoint(values[n / 2 - 1], values[n / 2])),
-    }
-}
-
-fn median_f64(mut values: Vec<f64>) -> Option<f64> {
-    values.sort_unstable_by(f64::total_cmp);
-    let n = values.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(values[n / 2]),
-        _ => Some(f64::midpoint(values[n / 2 - 1], values[n / 2])),
-    }
-}
-
 fn round2(v: f64) -> f64 {
     (v * 100.0).round() / 100.0
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn median_averages_the_middle_pair() {
-        assert_eq!(median(vec![]), None);
-        assert_eq!(median(vec![5, 1, 3]), Some(3));
-        assert_eq!(median(vec![4, 1, 3, 2]), Some(2));
-        assert_eq!(median(vec![10, 11]), Some(10));
-    }
 }

@@ -61,16 +61,6 @@ pub fn is_op(class: CategoryClass) -> bool {
     )
 }
 
-/// Nearest-rank percentile of sorted values.
-#[must_use]
-pub fn percentile(sorted: &[i64], q: f64) -> Option<i64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let rank = (q * sorted.len() as f64).ceil() as usize;
-    sorted.get(rank.clamp(1, sorted.len()) - 1).copied()
-}
-
 /// Per slice, the summed duration of its direct children.
 #[must_use]
 pub fn child_time(timeline: &Timeline) -> Vec<i64> {
@@ -214,8 +204,8 @@ pub fn op_summary_per_step(
                 total_ns: total,
                 self_ns: selfs[g],
                 mean_ns: total / count.max(1) as i64,
-                p50_ns: percentile(part, 0.5).unwrap_or(0),
-                p99_ns: percentile(part, 0.99).unwrap_or(0),
+                p50_ns: crate::stats::percentile(part, 0.5).unwrap_or(0),
+                p99_ns: crate::stats::percentile(part, 0.99).unwrap_or(0),
                 engine_ns: node_figures[g].map(|f| f.0),
                 max_engines: node_figures[g].map(|f| f.1),
             }
@@ -310,19 +300,5 @@ pub fn op_label(name: &str, track_kind: &str) -> String {
         format!("{name} [device]")
     } else {
         name.to_owned()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::percentile;
-
-    #[test]
-    fn nearest_rank_percentiles() {
-        let v: Vec<i64> = (1..=100).collect();
-        assert_eq!(percentile(&v, 0.5), Some(50));
-        assert_eq!(percentile(&v, 0.99), Some(99));
-        assert_eq!(percentile(&[7], 0.99), Some(7));
-        assert_eq!(percentile(&[], 0.5), None);
     }
 }

@@ -91,25 +91,20 @@ pub fn profiler_overhead(t: &Timeline) -> Option<ProfilerOverhead> {
     if gaps.len() < MIN_GAPS {
         return None;
     }
-    gaps.sort_unstable();
-    let per_event_ns = gaps[gaps.len() / 2];
-    per_step.sort_unstable();
-    let events_per_step = per_step[per_step.len() / 2];
-    let mut durations: Vec<i64> = t.steps.iter().map(|s| s.dur).collect();
-    let mut sorted = durations.clone();
-    sorted.sort_unstable();
-    let median_step = sorted[sorted.len() / 2].max(1);
+    use crate::stats::median;
+    let per_event_ns = median(gaps).unwrap_or(0);
+    let events_per_step =
+        u64::try_from(median(per_step.iter().map(|&n| n as i64).collect()).unwrap_or(0))
+            .unwrap_or(0);
+    let durations: Vec<i64> = t.steps.iter().map(|s| s.dur).collect();
+    let median_step = median(durations.clone()).unwrap_or(0).max(1);
     let share_pct =
         round1(events_per_step as f64 * per_event_ns as f64 * 100.0 / median_step as f64);
     let drift_pct = (durations.len() >= DRIFT_MIN_STEPS).then(|| {
         let third = durations.len() / 3;
-        let mut first: Vec<i64> = durations[..third].to_vec();
         let tail = durations.len() - third;
-        let last: &mut [i64] = &mut durations[tail..];
-        first.sort_unstable();
-        last.sort_unstable();
-        let a = first[first.len() / 2].max(1) as f64;
-        let b = last[last.len() / 2] as f64;
+        let a = median(durations[..third].to_vec()).unwrap_or(0).max(1) as f64;
+        let b = median(durations[tail..].to_vec()).unwrap_or(0) as f64;
         round1((b / a - 1.0) * 100.0)
     });
     let drifts = drift_pct.is_some_and(|d| d >= DRIFT_PCT);

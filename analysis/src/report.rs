@@ -327,7 +327,7 @@ fn summarize(
     durations.sort_unstable();
     let total: i64 = durations.iter().sum();
     let mean_step_ns = (!durations.is_empty()).then(|| total / durations.len() as i64);
-    let p50_step_ns = crate::ops::percentile(&durations, 0.5);
+    let p50_step_ns = crate::stats::percentile(&durations, 0.5);
     let trace_ns = timeline.time_range().map_or(0, |(a, b)| b - a);
     let device_busy_pct = if !timeline.has_device() {
         None

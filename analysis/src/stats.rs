@@ -7,6 +7,45 @@
 //! random stream is a fixed-seed SplitMix64, so a check gives the same verdict every time it
 //! runs on the same inputs.
 
+/// The q-quantile (0 ≤ q ≤ 1) of `sorted`, interpolated linearly between the two nearest
+/// ranks (position q·(n−1), numpy's default), rounded down to the ns. `percentile(v, 0.5)` is
+/// [`median`]. `None` when empty. The one percentile every figure uses (op p50/p99, step
+/// medians, `check`, `diff`, the rank tables, the benchmarks).
+#[must_use]
+pub fn percentile(sorted: &[i64], q: f64) -> Option<i64> {
+    let last = sorted.len().checked_sub(1)?;
+    let at = q.clamp(0.0, 1.0) * last as f64;
+    let lo = at.floor() as usize;
+    let (a, b) = (sorted[lo], sorted[(lo + 1).min(last)]);
+    let frac = at - lo as f64;
+    Some(a + ((b - a) as f64 * frac).floor() as i64)
+}
+
+/// The median: the middle value, or for an even count the mean of the two middle values
+/// (rounded down). `None` when empty.
+#[must_use]
+pub fn median(mut values: Vec<i64>) -> Option<i64> {
+    values.sort_unstable();
+    percentile(&values, 0.5)
+}
+
+/// [`percentile`] of float samples (benchmark timings), not rounded.
+#[must_use]
+pub fn percentile_f64(sorted: &[f64], q: f64) -> Option<f64> {
+    let last = sorted.len().checked_sub(1)?;
+    let at = q.clamp(0.0, 1.0) * last as f64;
+    let lo = at.floor() as usize;
+    let (a, b) = (sorted[lo], sorted[(lo + 1).min(last)]);
+    Some(a + (b - a) * (at - lo as f64))
+}
+
+/// [`median`] of float samples.
+#[must_use]
+pub fn median_f64(mut values: Vec<f64>) -> Option<f64> {
+    values.sort_unstable_by(f64::total_cmp);
+    percentile_f64(&values, 0.5)
+}
+
 /// Which per-step statistic a rule compares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Statistic {
@@ -26,13 +65,9 @@ impl Statistic {
         Some(match self {
             Self::Mean => values.iter().map(|&v| v as f64).sum::<f64>() / values.len() as f64,
             Self::Median => {
-                values.sort_unstable();
-                let n = values.len();
-                if n % 2 == 1 {
-                    values[n / 2] as f64
-                } else {
-                    (values[n / 2 - 1] as f64 + values[n / 2] as f64) / 2.0
-                }
+                // Fractional: a bootstrap of medians must not round each one.
+                let floats: Vec<f64> = values.iter().map(|&v| v as f64).collect();
+                median_f64(floats).unwrap_or(0.0)
             }
         })
     }
@@ -114,6 +149,24 @@ impl SplitMix64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_median_and_one_percentile() {
+        assert_eq!(median(vec![]), None);
+        assert_eq!(median(vec![5, 1, 3]), Some(3));
+        assert_eq!(median(vec![4, 1, 3, 2]), Some(2));
+        assert_eq!(median(vec![10, 11]), Some(10));
+        assert_eq!(median(vec![10, 14]), Some(12));
+        let v: Vec<i64> = (1..=100).collect();
+        assert_eq!(percentile(&v, 0.5), Some(50));
+        assert_eq!(percentile(&v, 0.99), Some(99));
+        assert_eq!(percentile(&v, 1.0), Some(100));
+        assert_eq!(percentile(&v, 0.0), Some(1));
+        assert_eq!(percentile(&[7], 0.99), Some(7));
+        assert_eq!(percentile(&[], 0.5), None);
+        assert_eq!(median_f64(vec![1.0, 2.0]), Some(1.5));
+        assert_eq!(Statistic::Median.of(&mut [4, 1, 3, 2]), Some(2.5));
+    }
 
     #[test]
     fn statistics() {

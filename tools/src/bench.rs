@@ -198,9 +198,9 @@ impl PrivatePeak {
     }
 }
 
+/// The one median of the workspace (`steplens_analysis::stats`), 0 for no samples.
 fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values.get(values.len() / 2).copied().unwrap_or(0.0)
+    steplens_analysis::stats::median_f64(values.to_vec()).unwrap_or(0.0)
 }
 
 fn measure(trace: &Path, runs: usize) -> Result<Figures> {

@@ -59,7 +59,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
                 .iter()
                 .filter_map(|&k| occurrences[k].bytes)
                 .collect();
-            let median_bytes = crate::compare::median(sizes.clone());
+            let median_bytes = crate::stats::median(sizes.clone());
             if median_bytes.is_some_and(|b| b >= th.fragmented_max_bytes) {
                 continue;
             }

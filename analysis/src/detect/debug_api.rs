@@ -312,10 +312,7 @@ fn stack_capture(ctx: &Context<'_>, step: usize) -> StackCapture {
             }
         }
     }
-    let median = |v: &mut Vec<i64>| -> Option<i64> {
-        v.sort_unstable();
-        (!v.is_empty()).then(|| v[(v.len() - 1) / 2])
-    };
+    let median = |v: &mut Vec<i64>| crate::stats::median(std::mem::take(v));
     let Some(with) = median(&mut view_with) else {
         return StackCapture::default();
     };

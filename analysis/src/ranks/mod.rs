@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use steplens_ingest::model::Timeline;
 
-use crate::compare::median;
+use crate::stats::median;
 use crate::finding::{Cost, Finding, FindingKind, Severity};
 
 mod collectives;

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use steplens_ingest::model::{SliceId, Timeline, TrackKind};
 
 use super::{CollectiveNames, Occurrence, collect};
-use crate::compare::median;
+use crate::stats::median;
 use crate::intervals::IntervalSet;
 
 /// Schema name of a rank summary.

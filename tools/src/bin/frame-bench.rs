@@ -25,9 +25,9 @@ use steplens_viewer::timeline::{name_color, viewport};
 const WIDTH_PX: f32 = 1920.0;
 const HEIGHT_PX: f32 = 1000.0;
 
+/// The one percentile of the workspace (`steplens_analysis::stats`), 0 for no samples.
 fn percentile(sorted: &[f64], q: f64) -> f64 {
-    let i = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1;
-    sorted[i]
+    steplens_analysis::stats::percentile_f64(sorted, q).unwrap_or(0.0)
 }
 
 fn main() {

@@ -20,12 +20,9 @@ use steplens_viewer::app::Tab;
 /// Longest wait for a load before giving up.
 const LOAD_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// The one percentile of the workspace (`steplens_analysis::stats`), 0 for no samples.
 fn percentile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let i = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1;
-    sorted[i]
+    steplens_analysis::stats::percentile_f64(sorted, q).unwrap_or(0.0)
 }
 
 /// Runs `frames` frames, doing `before` ahead of each, and returns (p50, p99, max) in ms.
