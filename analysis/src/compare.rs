@@ -10,9 +10,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::finding::{FindingKind, Severity};
-use crate::stats::median;
 pub use crate::ops::op_label;
 use crate::report::{Finding, Report};
+use crate::stats::median;
 
 /// A finding's identity across runs: its kind and where it happens (call site, else the ops
 /// involved, else the track). A new `loss.item()` at another line is a new key even when the
@@ -361,7 +361,8 @@ impl RunFigures {
                 (op.clone(), pooled)
             })
             .collect();
-        out.rank_spread_pct = crate::stats::median_f64(runs.iter().filter_map(|r| r.rank_spread_pct).collect());
+        out.rank_spread_pct =
+            crate::stats::median_f64(runs.iter().filter_map(|r| r.rank_spread_pct).collect());
         out.exposed_comm_ns = median(runs.iter().filter_map(|r| r.exposed_comm_ns).collect());
         out.lost_ns_per_step = average(runs, |r| &r.lost_ns_per_step);
         out.op_self_ns_per_step = average(runs, |r| &r.op_self_ns_per_step);

@@ -15,8 +15,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use steplens_ingest::model::Timeline;
 
-use crate::stats::median;
 use crate::finding::{Cost, Finding, FindingKind, Severity};
+use crate::stats::median;
 
 mod collectives;
 mod inputs;
