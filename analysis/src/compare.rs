@@ -138,7 +138,7 @@ fn rank_figures(report: &Report) -> (Option<f64>, Option<i64>) {
     let step = median(ranks.ranks.iter().filter_map(|r| r.step_p50_ns).collect());
     let spread = match (compute.iter().max(), compute.iter().min(), step) {
         (Some(&hi), Some(&lo), Some(step)) if compute.len() >= 2 && step > 0 => {
-            Some(round2((hi - lo) as f64 * 100.0 / step as f64))
+            Some(crate::units::round2((hi - lo) as f64 * 100.0 / step as f64))
         }
         _ => None,
     };
@@ -209,7 +209,7 @@ impl RunFigures {
                     .filter_map(|s| share(s.engines.get(class).copied().unwrap_or(0), s.dur_ns))
                     .collect();
                 if let Some(pct) = crate::stats::median_f64(shares) {
-                    engine_pct.insert(class.clone(), round2(pct));
+                    engine_pct.insert(class.clone(), crate::units::round2(pct));
                 }
             }
         }
@@ -293,7 +293,7 @@ impl RunFigures {
             step_max_ns: durations.iter().max().copied(),
             host_busy_p50_ns: median_of(steps.iter().map(|s| s.host_busy_ns).collect()),
             dataloader_p50_ns: median_of(steps.iter().map(|s| s.dataloader_ns).collect()),
-            device_busy_pct: device_busy_pct.map(round2),
+            device_busy_pct: device_busy_pct.map(crate::units::round2),
             engine_pct,
             findings,
             lost_ns_per_step,
@@ -404,8 +404,4 @@ fn average<K: Ord + Clone>(
         }
     }
     sum.into_iter().map(|(k, v)| (k, v / n)).collect()
-}
-
-fn round2(v: f64) -> f64 {
-    (v * 100.0).round() / 100.0
 }

@@ -60,7 +60,7 @@ pub fn engine_utilization(timeline: &Timeline) -> (Vec<EngineStats>, Option<i64>
         let set = IntervalSet::from_ranges(ranges);
         let pct = |v: i64, n: usize| {
             if span > 0 && n > 0 {
-                round2(v as f64 * 100.0 / (span as f64 * n as f64))
+                crate::units::round2(v as f64 * 100.0 / (span as f64 * n as f64))
             } else {
                 0.0
             }
@@ -82,10 +82,6 @@ pub fn engine_utilization(timeline: &Timeline) -> (Vec<EngineStats>, Option<i64>
         _ => None,
     };
     (rows, overlap)
-}
-
-fn round2(v: f64) -> f64 {
-    (v * 100.0).round() / 100.0
 }
 
 #[cfg(test)]

@@ -333,12 +333,12 @@ fn summarize(
         None
     } else if !steps.is_empty() {
         let busy: i64 = steps.iter().filter_map(|s| s.device_busy_ns).sum();
-        (total > 0).then(|| round2(busy as f64 * 100.0 / total as f64))
+        (total > 0).then(|| crate::units::round2(busy as f64 * 100.0 / total as f64))
     } else {
         // Device busy over every input, from the sets the step table was cut from.
         let ranges = channels.values().flat_map(|c| c.device.iter()).collect();
         let busy = crate::intervals::IntervalSet::from_ranges(ranges).total();
-        (trace_ns > 0).then(|| round2(busy as f64 * 100.0 / trace_ns as f64))
+        (trace_ns > 0).then(|| crate::units::round2(busy as f64 * 100.0 / trace_ns as f64))
     };
     let mut findings_by_kind = BTreeMap::new();
     let mut lost_ns_by_kind = BTreeMap::new();
@@ -348,7 +348,7 @@ fn summarize(
         .map(|f| f.lost_ns)
         .sum();
     let lost_pct_of_steps =
-        (total > 0).then(|| round2(lost_in_steps as f64 * 100.0 / total as f64));
+        (total > 0).then(|| crate::units::round2(lost_in_steps as f64 * 100.0 / total as f64));
     let mut saving_ns_by_kind = BTreeMap::new();
     for f in findings {
         *findings_by_kind.entry(f.kind).or_insert(0) += 1;
@@ -357,7 +357,7 @@ fn summarize(
     }
     let saved: i64 = findings.iter().map(|f| f.saving_ns).sum();
     let saving_pct_of_steps =
-        (total > 0).then(|| round2((saved as f64 * 100.0 / total as f64).min(100.0)));
+        (total > 0).then(|| crate::units::round2((saved as f64 * 100.0 / total as f64).min(100.0)));
     Summary {
         steps: steps.len(),
         mean_step_ns,
@@ -371,8 +371,4 @@ fn summarize(
         saving_ns_by_kind,
         saving_pct_of_steps,
     }
-}
-
-fn round2(v: f64) -> f64 {
-    (v * 100.0).round() / 100.0
 }

@@ -37,6 +37,12 @@ fn three_digits(v: f64) -> String {
     }
 }
 
+/// A percentage or ratio rounded to two decimals, as reports print them.
+#[must_use]
+pub fn round2(v: f64) -> f64 {
+    (v * 100.0).round() / 100.0
+}
+
 /// Bytes in binary units.
 #[must_use]
 pub fn human_bytes(bytes: u64) -> String {

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use steplens_ingest::model::{CategoryClass, SliceId};
 
-use super::{Context, human_ns};
+use super::{Context, MAX_EVIDENCE, human_ns};
 use crate::finding::{Cost, Finding, FindingKind, Severity};
 use crate::intervals::IntervalSet;
 
@@ -112,7 +112,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
                 evidence: calls
                     .machinery
                     .iter()
-                    .take(20)
+                    .take(MAX_EVIDENCE)
                     .map(|&i| ctx.evidence(i))
                     .collect(),
                 cost: Cost::pattern(source, ranges),

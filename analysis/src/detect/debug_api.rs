@@ -25,7 +25,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use steplens_ingest::model::{CategoryClass, SliceId, StrId};
 
 use super::torch_ops::{EVALUATE_PREFIX, children, in_backward};
-use super::{Context, human_ns};
+use super::{Context, MAX_EVIDENCE, human_ns};
 use crate::finding::{Cost, Finding, FindingKind, Severity};
 
 /// Ops anomaly mode adds after each backward node, directly under its `evaluate_function`.
@@ -35,9 +35,6 @@ const NAN_CHECK_OPS: &[&str] = &[
     "aten::any",
     "aten::item",
 ];
-
-/// Most evidence references kept per finding.
-const MAX_EVIDENCE: usize = 20;
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Api {

@@ -9,11 +9,8 @@ use std::collections::BTreeMap;
 
 use steplens_ingest::model::{CategoryClass, MetricDump};
 
-use super::{Context, human_ns};
+use super::{Context, MAX_EVIDENCE, human_ns};
 use crate::finding::{Cost, Evidence, Finding, FindingKind, Severity};
-
-/// Most evidence references kept per finding.
-const MAX_EVIDENCE: usize = 20;
 
 pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
     let mut findings = cpu_fallback(ctx);

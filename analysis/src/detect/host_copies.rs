@@ -24,7 +24,7 @@ use rustc_hash::FxHashMap;
 use steplens_ingest::model::{CategoryClass, OpArg, SliceId, TrackKind};
 
 use super::torch_ops::tensor_arg;
-use super::{BLOCKING_CALLS, Context, Under, at_site, human_ns};
+use super::{BLOCKING_CALLS, Context, MAX_EVIDENCE, Under, at_site, human_ns};
 use crate::finding::{Cost, Finding, FindingKind, Severity};
 use crate::intervals::IntervalSet;
 
@@ -43,9 +43,6 @@ const FACTORY_OPS: &[&str] = &[
     "aten::eye",
     "aten::scalar_tensor",
 ];
-
-/// Most evidence references kept per finding.
-const MAX_EVIDENCE: usize = 20;
 
 const PAGEABLE_ADVICE: &str = "Copying from pageable host memory makes the driver stage the \
     data through a pinned buffer and blocks the host until it is done. Pin the source \

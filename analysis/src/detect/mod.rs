@@ -34,6 +34,9 @@ use steplens_ingest::model::{
 use crate::finding::{Evidence, Finding, FindingKind, Severity};
 use crate::intervals::IntervalSet;
 use crate::steps::Channels;
+
+/// Most evidence references a finding keeps (the JSON says how many there were).
+pub(crate) const MAX_EVIDENCE: usize = 20;
 /// Durations in titles read as in the tables.
 pub(crate) use crate::units::human_ns;
 pub(crate) use enclosure::Under;

@@ -32,7 +32,7 @@ use steplens_ingest::model::{CategoryClass, OpArg, SliceId, StrId, Timeline};
 use super::torch_ops::{
     EVALUATE_PREFIX, children, concrete_inputs, dtype_bytes, in_backward, ints, tensor_arg,
 };
-use super::{Context, Under, human_ns};
+use super::{Context, MAX_EVIDENCE, Under, human_ns};
 use crate::finding::{Cost, Finding, FindingKind, Severity};
 use crate::nodes::{DeviceNode, NodeKernels, device_nodes};
 use crate::units::human_bytes;
@@ -70,9 +70,6 @@ const COPY_WRAPPERS: &[&str] = &[
     "aten::to",
     "aten::_to_copy",
 ];
-
-/// Most evidence references kept per finding.
-const MAX_EVIDENCE: usize = 20;
 
 /// A transpose-like op that qualifies (outside other ops, not under compile), with its view.
 struct Candidate {
@@ -194,7 +191,7 @@ fn gaudi_device_transposes(ctx: &Context<'_>) -> Vec<Finding> {
             saving_ns: 0,
             evidence: nodes
                 .iter()
-                .take(20)
+                .take(MAX_EVIDENCE)
                 .map(|n| ctx.evidence(n.first))
                 .collect(),
             recommendation: "The device spends time transposing tensors in memory. Produce \

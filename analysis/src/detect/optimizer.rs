@@ -20,7 +20,7 @@ use rustc_hash::FxHashMap;
 use steplens_ingest::model::{CategoryClass, DeviceKind, OpArg, SliceId};
 
 use super::torch_ops::tensor_arg;
-use super::{Context, Under, human_ns};
+use super::{Context, MAX_EVIDENCE, Under, human_ns};
 use crate::finding::{Cost, Finding, FindingKind, Severity};
 
 const STEP_PREFIX: &str = "Optimizer.step#";
@@ -175,7 +175,7 @@ fn finding(
         saving_ns: 0,
         evidence: std::iter::once(annotation)
             .chain(math.iter().copied())
-            .take(20)
+            .take(MAX_EVIDENCE)
             .map(|i| ctx.evidence(i))
             .collect(),
         cost: Cost::measured(

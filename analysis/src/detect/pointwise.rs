@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use steplens_ingest::model::{CategoryClass, OpArg, SliceId};
 
 use super::torch_ops::tensor_arg;
-use super::{Context, Under, at_site, human_ns};
+use super::{Context, MAX_EVIDENCE, Under, at_site, human_ns};
 use crate::finding::{Cost, Finding, FindingKind, Severity};
 
 const ADVICE: &str = "These elementwise ops each read and write the whole tensor and launch \
@@ -232,7 +232,7 @@ fn finding(ctx: &Context<'_>, source: u16, step: usize, chains: &[Chain]) -> Fin
         evidence: chains
             .iter()
             .flat_map(|c| c.ops.iter())
-            .take(20)
+            .take(MAX_EVIDENCE)
             .map(|&i| ctx.evidence(i))
             .collect(),
         cost: Cost::pattern(source, ranges),

@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap;
 use steplens_ingest::model::{CategoryClass, DeviceKind, NO_PARENT, OpArg, SliceId, TrackKind};
 
-use super::{Context, human_ns, ranked_names};
+use super::{Context, MAX_EVIDENCE, human_ns, ranked_names};
 use crate::finding::{Cost, Finding, FindingKind, Severity};
 use crate::intervals::IntervalSet;
 
@@ -287,7 +287,7 @@ fn finding(
         saving_ns: 0,
         evidence: kernels
             .iter()
-            .take(20)
+            .take(MAX_EVIDENCE)
             .map(|m| ctx.evidence(m.kernel))
             .collect(),
         cost: Cost::measured(source, ranges),

@@ -16,11 +16,8 @@ use std::collections::BTreeMap;
 
 use steplens_ingest::model::{CategoryClass, SliceId};
 
-use super::{Context, Under, at_site, human_ns};
+use super::{Context, MAX_EVIDENCE, Under, at_site, human_ns};
 use crate::finding::{Cost, Finding, FindingKind, Severity};
-
-/// Most evidence references kept per finding.
-const MAX_EVIDENCE: usize = 20;
 
 const ADVICE: &str = "This tensor is built from Python data (a list, or scalars) every step: \
     torch.tensor walks the Python objects one by one and copies them. Build it once before the \

@@ -18,7 +18,7 @@ use rustc_hash::FxHashMap;
 use steplens_ingest::model::{CategoryClass, OpArg, SliceId};
 
 use super::torch_ops::{children, tensor_arg, tensor_list_arg};
-use super::{Context, human_ns};
+use super::{Context, MAX_EVIDENCE, human_ns};
 use crate::finding::{Cost, Finding, FindingKind, Severity};
 
 /// In-place zeroing ops a `zero_grad(set_to_none=False)` issues.
@@ -29,9 +29,6 @@ const ACCUMULATE_GRAD: &str = "torch::autograd::AccumulateGrad";
 
 /// Annotation prefix of `Optimizer.zero_grad`.
 const OPTIMIZER_ZERO_GRAD: &str = "Optimizer.zero_grad#";
-
-/// Most evidence references kept per finding.
-const MAX_EVIDENCE: usize = 20;
 
 #[derive(Default)]
 struct StepOps {

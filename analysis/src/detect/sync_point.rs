@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use steplens_ingest::model::{CategoryClass, SliceId};
 
-use super::{BLOCKING_CALLS, Context, NameSet, Under, human_ns};
+use super::{BLOCKING_CALLS, Context, MAX_EVIDENCE, NameSet, Under, human_ns};
 use crate::finding::{Cost, Finding, FindingKind, Severity};
 use crate::intervals::IntervalSet;
 
@@ -34,9 +34,6 @@ const VALUE_OPS: &[&str] = &[
 
 /// Copy ops that sync when they copy device to host.
 const COPY_OPS: &[&str] = &["aten::to", "aten::_to_copy", "aten::copy_", "aten::cpu"];
-
-/// Most evidence references kept per finding.
-const MAX_EVIDENCE: usize = 20;
 
 struct Call {
     op: SliceId,
