@@ -1,7 +1,8 @@
 //! The documented code tables match the closed sets in the code, so an undocumented warning
 //! code, finding kind, severity or format id cannot ship: `docs/report-schema.md`'s warning
 //! table lists exactly `WarningCode::ALL`, its format and severity rows `FormatId::ALL` and
-//! `Severity::ALL`, and `docs/findings.md` has one section per `FindingKind`.
+//! `Severity::ALL`, and `docs/findings.md` has one section per `FindingKind` and a thresholds
+//! table with exactly the fields of `Thresholds`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -82,4 +83,18 @@ fn severities_and_format_ids_are_documented_as_the_code_names_them() {
     for f in FormatId::ALL {
         assert_eq!(serde_json::to_value(f).unwrap(), f.as_str());
     }
+}
+
+#[test]
+fn findings_md_lists_every_threshold() {
+    let doc = std::fs::read_to_string(support::repo().join("docs/findings.md")).unwrap();
+    let documented = table_codes(&doc, "**Thresholds** live in one place");
+    let fields: BTreeSet<String> = serde_json::to_value(steplens_analysis::Thresholds::default())
+        .unwrap()
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(documented, fields);
 }

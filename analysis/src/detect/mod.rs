@@ -64,6 +64,11 @@ pub struct Thresholds {
     /// `mme_idle_behind_tpc` without steps: device work separated by this long with every
     /// engine idle belongs to different graph launches, ns.
     pub graph_gap_ns: i64,
+    /// `straggler`: the slowest rank's extra compute per step must reach this share of its
+    /// step, percent.
+    pub straggler_min_pct: f64,
+    /// `straggler`: collectives matched across the ranks needed to name one, count.
+    pub straggler_min_collectives: usize,
     /// `mme_idle_behind_tpc`: a stretch with less TPC work than this is node-to-node jitter,
     /// not counted, ns.
     pub mme_idle_stretch_min_ns: i64,
@@ -118,6 +123,8 @@ impl Default for Thresholds {
             mme_idle_min_ns: 20_000,
             mme_idle_stretch_min_ns: 10_000,
             graph_gap_ns: 100_000,
+            straggler_min_pct: 5.0,
+            straggler_min_collectives: 3,
             gaudi_warmup_steps: 2,
             device_transpose_min_pct: 2.0,
             recompile_warmup_compiles: 1,
@@ -218,7 +225,7 @@ impl<'a> Context<'a> {
     /// The rank matching of a multi-input run (`None` for one input or no collectives).
     pub fn ranks(&self) -> Option<&crate::ranks::RankAnalysis> {
         self.ranks
-            .get_or_init(|| crate::ranks::rank_analysis(self.timeline))
+            .get_or_init(|| crate::ranks::rank_analysis_with(self.timeline, self.thresholds))
             .as_ref()
     }
 

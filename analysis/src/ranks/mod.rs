@@ -129,6 +129,12 @@ pub struct RankAnalysis {
 /// The rank analysis of a multi-input run; `None` for one input or inputs without collectives.
 #[must_use]
 pub fn rank_analysis(t: &Timeline) -> Option<RankAnalysis> {
+    rank_analysis_with(t, &crate::Thresholds::default())
+}
+
+/// [`rank_analysis`] with the straggler thresholds of `thresholds`.
+#[must_use]
+pub fn rank_analysis_with(t: &Timeline, thresholds: &crate::Thresholds) -> Option<RankAnalysis> {
     if t.sources.len() < 2 {
         return None;
     }
@@ -137,7 +143,7 @@ pub fn rank_analysis(t: &Timeline) -> Option<RankAnalysis> {
     let summaries: Vec<RankSummary> = (0..t.sources.len())
         .map(|source| rank_summary_with(t, source as u16, &children, &names))
         .collect();
-    ranks_and_waits(&summaries).map(|(report, straggler, waits)| RankAnalysis {
+    ranks_and_waits(&summaries, thresholds).map(|(report, straggler, waits)| RankAnalysis {
         report,
         straggler,
         waits,
@@ -148,13 +154,17 @@ pub fn rank_analysis(t: &Timeline) -> Option<RankAnalysis> {
 /// from a Timeline, and `report --summaries` from summary files.
 #[must_use]
 pub fn ranks_of(summaries: &[RankSummary]) -> Option<(RanksReport, Vec<Finding>)> {
-    ranks_and_waits(summaries).map(|(report, findings, _)| (report, findings))
+    ranks_and_waits(summaries, &crate::Thresholds::default())
+        .map(|(report, findings, _)| (report, findings))
 }
 
 /// Per input, the intervals it waited for the last rank at matched collectives.
 type RankWaits = Vec<Vec<(i64, i64)>>;
 
-fn ranks_and_waits(summaries: &[RankSummary]) -> Option<(RanksReport, Vec<Finding>, RankWaits)> {
+fn ranks_and_waits(
+    summaries: &[RankSummary],
+    thresholds: &crate::Thresholds,
+) -> Option<(RanksReport, Vec<Finding>, RankWaits)> {
     if summaries.len() < 2 {
         return None;
     }
@@ -301,7 +311,7 @@ fn ranks_and_waits(summaries: &[RankSummary]) -> Option<(RanksReport, Vec<Findin
             comm_overlap_pct: s.comm_overlap_pct,
         })
         .collect();
-    let findings = straggler(summaries, &rows, &caused, matched.len());
+    let findings = straggler(summaries, &rows, &caused, matched.len(), thresholds);
     rows.sort_by_key(|r| r.rank);
     let backend = summaries.iter().find_map(|s| s.backend.clone());
     Some((
@@ -324,16 +334,17 @@ const STRAGGLER_ADVICE: &str = "One rank reaches the collectives late and every 
     throttled device, or extra work only that rank does (logging, checkpointing, evaluation on \
     rank 0) moved out of the step.";
 
-/// A rank that arrives last at most collectives (≥ 3 and more than its fair share) and computes
-/// longer per step than the others' median.
+/// A rank that arrives last at most collectives (at least `straggler_min_collectives` matched,
+/// and more than its fair share) and computes longer per step than the others' median.
 fn straggler(
     summaries: &[RankSummary],
     rows: &[RankStats],
     caused: &[i64],
     matched: usize,
+    thresholds: &crate::Thresholds,
 ) -> Vec<Finding> {
     let n = rows.len();
-    if matched < 3 || n < 2 {
+    if matched < thresholds.straggler_min_collectives || n < 2 {
         return Vec::new();
     }
     let Some((worst, row)) = rows
@@ -358,8 +369,8 @@ fn straggler(
     };
     let extra = row.compute_p50_ns.unwrap_or(0) - others_p50;
     let step = row.step_p50_ns.unwrap_or(0).max(1);
-    // Below 5 % of the step the others' wait is noise, not a straggler.
-    if extra * 20 < step {
+    // Below `straggler_min_pct` of the step the others' wait is noise, not a straggler.
+    if (extra as f64) * 100.0 < thresholds.straggler_min_pct * step as f64 {
         return Vec::new();
     }
     let per_step_cost = caused[worst] / (row.steps.max(1) as i64);
