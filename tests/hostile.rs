@@ -206,8 +206,9 @@ fn a_mapping_that_breaks_is_one_error_line() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(500));
-    let killed = Command::new("kill")
-        .args(["-BUS", &child.id().to_string()])
+    // The shell's own `kill`: no procps needed.
+    let killed = Command::new("sh")
+        .args(["-c", &format!("kill -s BUS {}", child.id())])
         .status()
         .unwrap();
     assert!(killed.success());
