@@ -410,3 +410,43 @@ fn nccl_runs_match_their_schedules() {
         }
     }
 }
+
+#[test]
+fn the_straggler_points_at_its_late_arrivals() {
+    // A straggler is clickable: its range spans the collectives it arrived last at, and its
+    // evidence is those collectives, the ones the others waited longest at first.
+    let r = report("straggler");
+    let found = stragglers(&r);
+    assert_eq!(found.len(), 1);
+    let f = found[0];
+    let (start, end) = (
+        f["start_ns"].as_i64().unwrap(),
+        f["end_ns"].as_i64().unwrap(),
+    );
+    assert!(start > 0 && end > start, "{f:#}");
+    let evidence = f["evidence"].as_array().unwrap();
+    assert!(!evidence.is_empty() && evidence.len() <= 20, "{f:#}");
+    assert_eq!(evidence.len() as u64, f["count"].as_u64().unwrap().min(20));
+    for e in evidence {
+        let at = e["start_ns"].as_i64().unwrap();
+        assert!(at >= start && at <= end, "{e}");
+    }
+    // Its track is where its worst late arrival ran (gloo runs collectives on worker threads).
+    assert_eq!(evidence[0]["track"], f["track"]);
+    // The straggler's rank is the one the title names.
+    let rank = r["ranks"]["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["last_arrivals"] == f["count"])
+        .unwrap()["rank"]
+        .as_i64()
+        .unwrap();
+    assert!(
+        f["title"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("rank {rank} arrives last")),
+        "{f:#}"
+    );
+}

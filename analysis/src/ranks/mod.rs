@@ -143,10 +143,15 @@ pub fn rank_analysis_with(t: &Timeline, thresholds: &crate::Thresholds) -> Optio
     let summaries: Vec<RankSummary> = (0..t.sources.len())
         .map(|source| rank_summary_with(t, source as u16, &children, &names))
         .collect();
-    ranks_and_waits(&summaries, thresholds).map(|(report, straggler, waits)| RankAnalysis {
-        report,
-        straggler,
-        waits,
+    ranks_and_waits(&summaries, thresholds).map(|(report, mut straggler, waits, late)| {
+        for f in &mut straggler {
+            late_arrival_evidence(t, &summaries, &late, f);
+        }
+        RankAnalysis {
+            report,
+            straggler,
+            waits,
+        }
     })
 }
 
@@ -155,16 +160,20 @@ pub fn rank_analysis_with(t: &Timeline, thresholds: &crate::Thresholds) -> Optio
 #[must_use]
 pub fn ranks_of(summaries: &[RankSummary]) -> Option<(RanksReport, Vec<Finding>)> {
     ranks_and_waits(summaries, &crate::Thresholds::default())
-        .map(|(report, findings, _)| (report, findings))
+        .map(|(report, findings, _, _)| (report, findings))
 }
 
 /// Per input, the intervals it waited for the last rank at matched collectives.
 type RankWaits = Vec<Vec<(i64, i64)>>;
 
+/// Per input, the collectives it arrived last at (its occurrence index) and the wait it made
+/// the other ranks take there.
+type LateArrivals = Vec<Vec<(usize, i64)>>;
+
 fn ranks_and_waits(
     summaries: &[RankSummary],
     thresholds: &crate::Thresholds,
-) -> Option<(RanksReport, Vec<Finding>, RankWaits)> {
+) -> Option<(RanksReport, Vec<Finding>, RankWaits, LateArrivals)> {
     if summaries.len() < 2 {
         return None;
     }
@@ -231,6 +240,9 @@ fn ranks_and_waits(
     let mut caused = vec![0i64; n];
     let mut per_name: BTreeMap<String, Vec<Matched>> = BTreeMap::new();
     let mut waits: RankWaits = vec![Vec::new(); n];
+    // Per rank, the collectives it arrived last at (its occurrence index) and the wait it made
+    // the others take there.
+    let mut late: LateArrivals = vec![Vec::new(); n];
     for m in &matched {
         let starts: Vec<i64> = (0..n)
             .map(|r| occurrences[r][m[r]].start + applied[r])
@@ -254,6 +266,7 @@ fn ranks_and_waits(
             }
         }
         caused[last] += waits_here;
+        late[last].push((m[last], waits_here));
         let latency = (0..n).map(|r| ends[r] - starts[r]).min().unwrap_or(0);
         let end_skew = ends.iter().max().unwrap_or(&0) - ends.iter().min().unwrap_or(&0);
         let o = &occurrences[0][m[0]];
@@ -311,7 +324,7 @@ fn ranks_and_waits(
             comm_overlap_pct: s.comm_overlap_pct,
         })
         .collect();
-    let findings = straggler(summaries, &rows, &caused, matched.len(), thresholds);
+    let findings = straggler(summaries, &rows, &caused, &late, matched.len(), thresholds);
     rows.sort_by_key(|r| r.rank);
     let backend = summaries.iter().find_map(|s| s.backend.clone());
     Some((
@@ -325,6 +338,7 @@ fn ranks_and_waits(
         },
         findings,
         waits,
+        late,
     ))
 }
 
@@ -340,6 +354,7 @@ fn straggler(
     summaries: &[RankSummary],
     rows: &[RankStats],
     caused: &[i64],
+    late: &LateArrivals,
     matched: usize,
     thresholds: &crate::Thresholds,
 ) -> Vec<Finding> {
@@ -374,6 +389,16 @@ fn straggler(
         return Vec::new();
     }
     let per_step_cost = caused[worst] / (row.steps.max(1) as i64);
+    // Where it happened: the collectives it arrived last at, on its own clock.
+    let source = row.source as usize;
+    let own: Vec<&Occurrence> = late
+        .get(source)
+        .into_iter()
+        .flatten()
+        .filter_map(|&(k, _)| summaries.get(source)?.collectives.get(k))
+        .collect();
+    let start_ns = own.iter().map(|o| o.start).min().unwrap_or(0);
+    let end_ns = own.iter().map(|o| o.end).max().unwrap_or(0);
     let grew = grown_ops(summaries, row.source as usize);
     vec![Finding {
         kind: FindingKind::Straggler,
@@ -397,8 +422,8 @@ fn straggler(
             crate::units::human_ns(per_step_cost)
         ),
         step: None,
-        start_ns: 0,
-        end_ns: 0,
+        start_ns,
+        end_ns,
         track: None,
         ops: Vec::new(),
         call_site: None,
@@ -411,6 +436,41 @@ fn straggler(
         cost: Cost::pattern(row.source, Vec::new()),
         recommendation: STRAGGLER_ADVICE.into(),
     }]
+}
+
+/// A straggler's evidence, where its trace is loaded: the collectives it arrived last at, the
+/// ones that made the other ranks wait longest first, on the straggler's track.
+fn late_arrival_evidence(
+    t: &Timeline,
+    summaries: &[RankSummary],
+    late: &LateArrivals,
+    f: &mut Finding,
+) {
+    let Some(source) = f.cost.source.map(usize::from) else {
+        return;
+    };
+    let (Some(summary), Some(arrivals)) = (summaries.get(source), late.get(source)) else {
+        return;
+    };
+    let mut arrivals = arrivals.clone();
+    arrivals.sort_by_key(|&(k, wait)| (std::cmp::Reverse(wait), k));
+    f.evidence = arrivals
+        .iter()
+        .filter_map(|&(k, _)| summary.collectives.get(k))
+        .filter(|o| (o.slice as usize) < t.slices.len())
+        .take(crate::detect::MAX_EVIDENCE)
+        .map(|o| crate::finding::Evidence::Slice {
+            slice: o.slice,
+            name: t.slice_name(o.slice).to_owned(),
+            track: t.slice_track(o.slice).map(|tr| tr.name.clone()),
+            start_ns: t.slices.start[o.slice as usize],
+            dur_ns: t.slices.dur[o.slice as usize],
+        })
+        .collect();
+    f.track = f.evidence.first().and_then(|e| match e {
+        crate::finding::Evidence::Slice { track, .. } => track.clone(),
+        _ => None,
+    });
 }
 
 /// The ops whose self time per step on input `mine` most exceeds the other ranks' median.
