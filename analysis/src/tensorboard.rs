@@ -148,6 +148,36 @@ pub struct MeanBreakdown {
     pub other_ns: f64,
 }
 
+impl MeanBreakdown {
+    fn parts_mut(&mut self) -> [&mut f64; 8] {
+        [
+            &mut self.kernel_ns,
+            &mut self.memcpy_ns,
+            &mut self.memset_ns,
+            &mut self.communication_ns,
+            &mut self.runtime_ns,
+            &mut self.dataloader_ns,
+            &mut self.cpu_exec_ns,
+            &mut self.other_ns,
+        ]
+    }
+
+    /// The parts in priority order ([`Breakdown::LABELS`]).
+    #[must_use]
+    pub fn parts(&self) -> [f64; 8] {
+        [
+            self.kernel_ns,
+            self.memcpy_ns,
+            self.memset_ns,
+            self.communication_ns,
+            self.runtime_ns,
+            self.dataloader_ns,
+            self.cpu_exec_ns,
+            self.other_ns,
+        ]
+    }
+}
+
 /// The GPU summary of one device.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GpuSummary {
@@ -318,7 +348,7 @@ pub fn is_comm_op(name: &str) -> bool {
 }
 
 fn is_dataloader(name: &str) -> bool {
-    (name.starts_with("enumerate(DataLoader)#") && name.ends_with(".__next__"))
+    (name.starts_with(crate::steps::DATALOADER_PREFIX) && name.ends_with(".__next__"))
         || name.starts_with("enumerate(DataPipe)#")
 }
 
@@ -553,7 +583,7 @@ fn overview(t: &Timeline, links: &Links) -> (Overview, PluginSteps) {
             for (part, cost) in b.parts_mut().into_iter().zip(&costs) {
                 *part = cost.covered(*start, *end);
             }
-            for (acc, v) in mean_parts_mut(&mut sum).into_iter().zip(b.parts()) {
+            for (acc, v) in sum.parts_mut().into_iter().zip(b.parts()) {
                 *acc += v as f64;
             }
             total += end - start;
@@ -567,7 +597,7 @@ fn overview(t: &Timeline, links: &Links) -> (Overview, PluginSteps) {
             });
         }
         let n = steps.len() as f64;
-        for acc in mean_parts_mut(&mut sum) {
+        for acc in sum.parts_mut() {
             *acc /= n;
         }
         out.average.push(AverageStep {
@@ -579,19 +609,6 @@ fn overview(t: &Timeline, links: &Links) -> (Overview, PluginSteps) {
         all_steps.insert(source, steps);
     }
     (out, all_steps)
-}
-
-fn mean_parts_mut(m: &mut MeanBreakdown) -> [&mut f64; 8] {
-    [
-        &mut m.kernel_ns,
-        &mut m.memcpy_ns,
-        &mut m.memset_ns,
-        &mut m.communication_ns,
-        &mut m.runtime_ns,
-        &mut m.dataloader_ns,
-        &mut m.cpu_exec_ns,
-        &mut m.other_ns,
-    ]
 }
 
 /// A numeric kernel arg (`blocks per SM` may be written as a string, `"inf"` included).

@@ -107,41 +107,24 @@ pub(crate) fn read_archive(
                 .read_to_end(&mut data)
         });
         if data.len() as u64 > member_limit {
-            let (what, limit, flag) = if member_limit < options.max_inflated_bytes
-                && member_limit == budget
-            {
-                (
-                    "the decompressed size of the archive's members",
-                    format!(
+            if member_limit == budget && member_limit < options.max_inflated_bytes {
+                return Err(IngestError::LimitExceeded {
+                    path: path.to_owned(),
+                    what: "the decompressed size of the archive's members",
+                    limit: format!(
                         "{total_limit} bytes for a {}-byte archive (--max-inflated-bytes, --max-inflate-ratio)",
                         bytes.len()
                     ),
-                    "--max-inflated-bytes",
-                )
-            } else if member_limit < options.max_inflated_bytes {
-                (
-                    "the decompression ratio of an archive member",
-                    format!(
-                        "{}:1 past {} MiB ({name}: {} compressed bytes inflate to more than {member_limit})",
-                        options.limits.max_inflate_ratio,
-                        crate::limits::INFLATE_RATIO_FLOOR >> 20,
-                        entry.compressed_size()
-                    ),
-                    "--max-inflate-ratio",
-                )
-            } else {
-                (
-                    "the decompressed size of the archive's members",
-                    format!("{} bytes", options.max_inflated_bytes),
-                    "--max-inflated-bytes",
-                )
-            };
-            return Err(IngestError::LimitExceeded {
-                path: path.to_owned(),
-                what,
-                limit,
-                flag,
-            });
+                    flag: "--max-inflated-bytes",
+                });
+            }
+            // One member past its own bound: the gzip rule, named after the member.
+            return Err(crate::source::inflated_too_large(
+                &format!("{path}!{name}"),
+                usize::try_from(entry.compressed_size()).unwrap_or(usize::MAX),
+                member_limit,
+                options,
+            ));
         }
         budget -= data.len() as u64;
         if let Err(e) = read {

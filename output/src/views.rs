@@ -41,6 +41,15 @@ fn pct(v: f64) -> String {
     format!("{v:.2}")
 }
 
+/// A plugin step's label: its name, and with several inputs the rank (or input) it is from.
+pub(crate) fn step_label(name: &str, source: u16, rank: Option<i64>, multi: bool) -> String {
+    match (multi, rank) {
+        (true, Some(r)) => format!("{name} [rank {r}]"),
+        (true, None) => format!("{name} [{source}]"),
+        _ => name.to_owned(),
+    }
+}
+
 /// The sections of `view`: a title and its table, or a line saying why there is none.
 fn sections(report: &Report, view: View, top: usize) -> Vec<(String, Result<Table, String>)> {
     match view {
@@ -81,33 +90,16 @@ fn overview(report: &Report) -> Vec<(String, Result<Table, String>)> {
     columns.extend(Breakdown::LABELS.iter().map(|l| (*l, true)));
     let mut steps = Table::new(&columns);
     for s in &o.steps {
-        let name = match (multi, s.rank) {
-            (true, Some(r)) => format!("{} [rank {r}]", s.name),
-            (true, None) => format!("{} [{}]", s.name, s.source),
-            _ => s.name.clone(),
-        };
-        let mut row = vec![name, us(s.dur_ns)];
+        let mut row = vec![step_label(&s.name, s.source, s.rank, multi), us(s.dur_ns)];
         row.extend(s.breakdown.parts().iter().map(|&v| us(v)));
         steps.row(row);
     }
     for a in &o.average {
-        let name = match (multi, a.rank) {
-            (true, Some(r)) => format!("average [rank {r}]"),
-            (true, None) => format!("average [{}]", a.source),
-            _ => "average".into(),
-        };
-        let b = &a.breakdown;
-        let mut row = vec![name, us_f(a.dur_ns)];
-        for v in [
-            b.kernel_ns,
-            b.memcpy_ns,
-            b.memset_ns,
-            b.communication_ns,
-            b.runtime_ns,
-            b.dataloader_ns,
-            b.cpu_exec_ns,
-            b.other_ns,
-        ] {
+        let mut row = vec![
+            step_label("average", a.source, a.rank, multi),
+            us_f(a.dur_ns),
+        ];
+        for v in a.breakdown.parts() {
             let share = if a.dur_ns > 0.0 {
                 v * 100.0 / a.dur_ns
             } else {

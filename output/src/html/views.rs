@@ -9,6 +9,7 @@ use steplens_analysis::tensorboard::{Breakdown, KernelRow, OperatorRow};
 use steplens_analysis::units::human_ns;
 
 use super::{PALETTE, axis_y, esc, legend, ns_cell, table, text_cell};
+use crate::views::step_label;
 
 /// Rows shown per operator or kernel table: the page stays light on a 500 MB trace (the JSON
 /// has them all).
@@ -37,11 +38,8 @@ pub(super) fn views(h: &mut String, report: &Report) {
     );
     breakdown_chart(h, report);
     let multi = report.sources.len() > 1;
-    let step_name = |name: &str, source: u16, rank: Option<i64>| match (multi, rank) {
-        (true, Some(r)) => format!("{name} [rank {r}]"),
-        (true, None) => format!("{name} [{source}]"),
-        _ => name.to_owned(),
-    };
+    let step_name =
+        |name: &str, source: u16, rank: Option<i64>| step_label(name, source, rank, multi);
     let mut heads: Vec<(&str, bool)> = vec![("step", false), ("total", true)];
     heads.extend(Breakdown::LABELS.iter().map(|l| (*l, true)));
     let mut rows: Vec<Vec<Cell>> = o
@@ -57,23 +55,11 @@ pub(super) fn views(h: &mut String, report: &Report) {
         })
         .collect();
     for a in &o.average {
-        let b = &a.breakdown;
         let mut row = vec![
             text_cell(&step_name("average", a.source, a.rank)),
             ns_cell(a.dur_ns.round() as i64),
         ];
-        for v in [
-            b.kernel_ns,
-            b.memcpy_ns,
-            b.memset_ns,
-            b.communication_ns,
-            b.runtime_ns,
-            b.dataloader_ns,
-            b.cpu_exec_ns,
-            b.other_ns,
-        ] {
-            row.push(ns_cell(v.round() as i64));
-        }
+        row.extend(a.breakdown.parts().map(|v| ns_cell(v.round() as i64)));
         rows.push(row);
     }
     table(h, "tb-steps", &heads, &rows);
