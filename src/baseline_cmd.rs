@@ -6,10 +6,11 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 
-use crate::run_input::{
+use crate::LoadArgs;
+use steplens::run_input::read_budget;
+use steplens::run_input::{
     BASELINE_SET_SCHEMA, BaselineSet, is_baseline_set, load_run, read_baseline_set,
 };
-use crate::{LoadArgs, read_budget};
 
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum BaselineCommand {

@@ -8,8 +8,9 @@ use anyhow::{Context, Result};
 use steplens_analysis::check::check;
 use steplens_analysis::compare::RunFigures;
 
-use crate::run_input::{Run, is_baseline_set, load_pair, load_run, read_baseline_set};
-use crate::{LoadArgs, output, read_budget};
+use crate::{LoadArgs, output};
+use steplens::run_input::read_budget;
+use steplens::run_input::{Run, is_baseline_set, load_pair, load_run, read_baseline_set};
 use steplens_output::check::{Side, github, junit, markdown, text};
 use steplens_output::table::Style;
 

@@ -7,8 +7,9 @@ use anyhow::Result;
 use steplens_analysis::compare::RunFigures;
 use steplens_analysis::diff::{DiffSide, diff};
 
-use crate::run_input::load_pair;
-use crate::{LoadArgs, ReportFormat, output, read_budget};
+use crate::{LoadArgs, ReportFormat, output};
+use steplens::run_input::load_pair;
+use steplens::run_input::read_budget;
 use steplens_output::diff::write;
 use steplens_output::table::Style;
 

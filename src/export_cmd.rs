@@ -14,7 +14,8 @@ use anyhow::{Result, bail};
 #[cfg(feature = "tables")]
 use steplens_analysis::table::{TableFormat, tables};
 
-use crate::{LoadArgs, load, read_budget};
+use crate::{LoadArgs, load};
+use steplens::run_input::read_budget;
 use steplens_output::text::thousands;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

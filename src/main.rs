@@ -10,7 +10,6 @@ mod diff_cmd;
 mod export_cmd;
 mod export_perfetto;
 mod progress;
-mod run_input;
 #[cfg(unix)]
 mod sigbus;
 mod summaries_cmd;
@@ -21,7 +20,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
-use steplens_analysis::budget::Budget;
+use steplens::run_input::{error_code, expand_dirs, one_line, read_budget};
 use steplens_ingest::{IngestError, LoadOptions, Timeline, limits};
 
 /// Where each training step's time goes, from PyTorch profiler and Gaudi traces.
@@ -204,6 +203,8 @@ struct InfoArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    #[cfg(unix)]
+    steplens::run_input::before_mapping(sigbus::install);
     let json_errors = match &cli.command {
         Command::Report(args) => args.format == ReportFormat::Json,
         Command::Info(args) => args.json,
@@ -256,93 +257,7 @@ fn main() -> ExitCode {
     }
 }
 
-/// The stable code of an error: the ingest taxonomy (`not_a_trace`, `unsupported`, `damaged`,
-/// `limit_exceeded`, `io`), else `io` for other I/O failures and `invalid_input` for the rest
-/// (budget files, saved reports, arguments).
-fn error_code(err: &anyhow::Error) -> &'static str {
-    for cause in err.chain() {
-        if let Some(ingest) = cause.downcast_ref::<IngestError>() {
-            return ingest.code();
-        }
-    }
-    if err.chain().any(|c| c.downcast_ref::<io::Error>().is_some()) {
-        "io"
-    } else {
-        "invalid_input"
-    }
-}
-
-/// The error and its causes on one line, without repeating a cause the message already says.
-fn one_line(err: &anyhow::Error) -> String {
-    let mut line = String::new();
-    for cause in err.chain() {
-        let text = cause.to_string();
-        if line.contains(&text) {
-            continue;
-        }
-        if !line.is_empty() {
-            line.push_str(": ");
-        }
-        line.push_str(&text);
-    }
-    line
-}
-
 /// Loads the traces with a progress bar on stderr for slow loads.
-/// File names a directory argument loads: traces, not truth files or saved reports.
-fn is_trace_name(name: &str) -> bool {
-    let trace = [
-        ".json",
-        ".json.gz",
-        ".pftrace",
-        ".perfetto-trace",
-        ".csv",
-        ".hltv",
-        ".gz",
-    ]
-    .iter()
-    .any(|ext| name.ends_with(ext));
-    trace
-        && !name.ends_with(".truth.json")
-        && !name.ends_with(".report.json")
-        && !name.starts_with('.')
-}
-
-/// The inputs with every directory replaced by the traces in it (sorted by name): a run's
-/// per-rank traces are usually one directory.
-pub(crate) fn expand_dirs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, IngestError> {
-    let mut out = Vec::new();
-    for path in paths {
-        if !path.is_dir() {
-            out.push(path.clone());
-            continue;
-        }
-        let entries = std::fs::read_dir(path).map_err(|e| IngestError::Io {
-            path: path.display().to_string(),
-            source: e,
-        })?;
-        let mut found: Vec<PathBuf> = entries
-            .filter_map(Result::ok)
-            .map(|e| e.path())
-            .filter(|p| {
-                p.is_file()
-                    && p.file_name()
-                        .and_then(|n| n.to_str())
-                        .is_some_and(is_trace_name)
-            })
-            .collect();
-        found.sort();
-        if found.is_empty() {
-            return Err(IngestError::NotATrace {
-                path: path.display().to_string(),
-                reason: "a directory with no trace files in it".into(),
-            });
-        }
-        out.extend(found);
-    }
-    Ok(out)
-}
-
 #[cfg(feature = "viewer")]
 fn view(traces: &[PathBuf]) -> anyhow::Result<()> {
     let traces = expand_dirs(traces)?;
@@ -501,13 +416,6 @@ fn report(args: &ReportArgs) -> Result<()> {
     }
     out.finish()?;
     Ok(())
-}
-
-fn read_budget(path: &Path) -> Result<Budget> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("{}: cannot read budget file", path.display()))?;
-    steplens_analysis::budget::parse_budget(&text)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
 fn info(args: &InfoArgs) -> Result<()> {

@@ -1,25 +1,31 @@
-//! One side of a comparison (`check`, `diff`): traces, or a saved `steplens.report/1` JSON
-//! report, which gives the same figures as the trace it came from (less the op shapes).
+//! What the command line and the Python package read: traces and directories of them, one side
+//! of a comparison (`check`, `diff`: traces, or a saved `steplens.report/1` JSON report, which
+//! gives the same figures as the trace it came from, less the op shapes), baseline sets and
+//! budget files; and an error as the one line both print.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use std::sync::OnceLock;
+
 use anyhow::{Context, Result, bail};
+use steplens_analysis::budget::Budget;
 use steplens_analysis::op_rows::{OpRow, ops_by_shape, ops_from_report};
 use steplens_analysis::report::SCHEMA;
 use steplens_analysis::{Report, Thresholds};
+use steplens_ingest::IngestError;
 use steplens_ingest::LoadOptions;
 
 /// A run, loaded and analysed.
-pub(crate) struct Run {
+pub struct Run {
     /// What the user named, for headings.
-    pub(crate) label: String,
+    pub label: String,
     /// Its report.
-    pub(crate) report: Report,
+    pub report: Report,
     /// Op time by name and shapes (shapes only from traces).
-    pub(crate) ops: Vec<OpRow>,
+    pub ops: Vec<OpRow>,
     /// Whether it came from a saved report rather than a trace.
-    pub(crate) from_report: bool,
+    pub from_report: bool,
 }
 
 /// How far into a file to look for a report's schema tag.
@@ -89,26 +95,26 @@ fn check_saved_figures(report: &Report) -> std::result::Result<(), String> {
 }
 
 /// Schema tag of a baseline set (`steplens baseline update`).
-pub(crate) const BASELINE_SET_SCHEMA: &str = "steplens.baselines/1";
+pub const BASELINE_SET_SCHEMA: &str = "steplens.baselines/1";
 
 /// A rolling set of accepted runs' reports, newest last, that `check --baseline` pools.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
-pub(crate) struct BaselineSet {
+pub struct BaselineSet {
     /// [`BASELINE_SET_SCHEMA`].
-    pub(crate) schema: String,
+    pub schema: String,
     /// How many runs the set keeps.
-    pub(crate) keep: usize,
+    pub keep: usize,
     /// The runs' reports, oldest first.
-    pub(crate) runs: Vec<Report>,
+    pub runs: Vec<Report>,
 }
 
 /// Whether `path` starts like a baseline set.
-pub(crate) fn is_baseline_set(path: &Path) -> bool {
+pub fn is_baseline_set(path: &Path) -> bool {
     file_head(path).is_some_and(|head| head.contains(&format!("\"{BASELINE_SET_SCHEMA}\"")))
 }
 
 /// Reads a baseline set.
-pub(crate) fn read_baseline_set(path: &Path) -> Result<BaselineSet> {
+pub fn read_baseline_set(path: &Path) -> Result<BaselineSet> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("{}: cannot read", path.display()))?;
     let set: BaselineSet = serde_json::from_str(&text).map_err(|e| {
@@ -135,7 +141,7 @@ pub(crate) fn read_baseline_set(path: &Path) -> Result<BaselineSet> {
 }
 
 /// Loads one side: a saved report, or traces analysed with `thresholds`.
-pub(crate) fn load_run(
+pub fn load_run(
     paths: &[PathBuf],
     options: &LoadOptions,
     thresholds: &Thresholds,
@@ -188,9 +194,10 @@ pub(crate) fn load_run(
     if paths.len() > 1 && paths.iter().any(|p| saved_report_schema(p).is_some()) {
         bail!("{label}: a saved report stands alone; it cannot be combined with other inputs");
     }
-    let expanded = crate::expand_dirs(paths)?;
-    #[cfg(unix)]
-    crate::sigbus::install(&expanded);
+    let expanded = expand_dirs(paths)?;
+    if let Some(hook) = BEFORE_MAPPING.get() {
+        hook(&expanded);
+    }
     let refs: Vec<&Path> = expanded.iter().map(PathBuf::as_path).collect();
     let timeline = steplens_ingest::load_many(&refs, options, None)?;
     let report = steplens_analysis::build_report_with(&timeline, thresholds);
@@ -208,7 +215,7 @@ pub(crate) fn load_run(
 }
 
 /// Loads both sides at once (one thread each): the two ingests are independent.
-pub(crate) fn load_pair(
+pub fn load_pair(
     a: &[PathBuf],
     b: &[PathBuf],
     options: &LoadOptions,
@@ -224,4 +231,113 @@ pub(crate) fn load_pair(
         };
         Ok((first?, second?))
     })
+}
+
+/// The stable code of an error: the ingest taxonomy (`not_a_trace`, `unsupported`, `damaged`,
+/// `limit_exceeded`, `io`), else `io` for other I/O failures and `invalid_input` for the rest
+/// (budget files, saved reports, arguments).
+pub fn error_code(err: &anyhow::Error) -> &'static str {
+    for cause in err.chain() {
+        if let Some(ingest) = cause.downcast_ref::<IngestError>() {
+            return ingest.code();
+        }
+    }
+    if err
+        .chain()
+        .any(|c| c.downcast_ref::<std::io::Error>().is_some())
+    {
+        "io"
+    } else {
+        "invalid_input"
+    }
+}
+
+/// The error and its causes on one line, without repeating a cause the message already says.
+pub fn one_line(err: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
+}
+
+/// File names a directory argument loads: traces, not truth files or saved reports.
+fn is_trace_name(name: &str) -> bool {
+    let trace = [
+        ".json",
+        ".json.gz",
+        ".pftrace",
+        ".perfetto-trace",
+        ".csv",
+        ".hltv",
+        ".gz",
+    ]
+    .iter()
+    .any(|ext| name.ends_with(ext));
+    trace
+        && !name.ends_with(".truth.json")
+        && !name.ends_with(".report.json")
+        && !name.starts_with('.')
+}
+
+/// The inputs with every directory replaced by the traces in it (sorted by name): a run's
+/// per-rank traces are usually one directory.
+pub fn expand_dirs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, IngestError> {
+    let mut out = Vec::new();
+    for path in paths {
+        if !path.is_dir() {
+            out.push(path.clone());
+            continue;
+        }
+        let entries = std::fs::read_dir(path).map_err(|e| IngestError::Io {
+            path: path.display().to_string(),
+            source: e,
+        })?;
+        let mut found: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| {
+                p.is_file()
+                    && p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(is_trace_name)
+            })
+            .collect();
+        found.sort();
+        if found.is_empty() {
+            return Err(IngestError::NotATrace {
+                path: path.display().to_string(),
+                reason: "a directory with no trace files in it".into(),
+            });
+        }
+        out.extend(found);
+    }
+    Ok(out)
+}
+
+/// Reads and parses a budget file (TOML).
+///
+/// # Errors
+/// When the file cannot be read or is not a valid budget.
+pub fn read_budget(path: &Path) -> Result<Budget> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("{}: cannot read budget file", path.display()))?;
+    steplens_analysis::budget::parse_budget(&text)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+/// What to run on the expanded input paths before they are mapped (the binary's SIGBUS guard;
+/// a library user such as the Python package keeps its own signal handling).
+static BEFORE_MAPPING: OnceLock<fn(&[PathBuf])> = OnceLock::new();
+
+/// Sets the hook run on every input list before it is mapped; the first call wins.
+pub fn before_mapping(hook: fn(&[PathBuf])) {
+    let _ = BEFORE_MAPPING.set(hook);
 }

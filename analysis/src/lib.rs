@@ -3,11 +3,13 @@
 //! Everything here reads a [`steplens_ingest::model::Timeline`] and never touches files.
 //! [`report::build_report`] is the entry point the CLI and the viewer use; the pieces
 //! ([`steps`], [`ops`], [`intervals`]) are public for detectors and tests. [`check`] and
-//! [`diff`] compare two runs' [`compare::RunFigures`] (and [`op_rows`], the op join); [`table`]
-//! holds every polars frame (the export tables), behind the `tables` feature.
+//! [`diff`] compare two runs' [`compare::RunFigures`] (and [`op_rows`], the op join); [`columns`]
+//! defines every table's columns; [`table`] turns them into polars frames (the export tables),
+//! behind the `tables` feature.
 
 pub mod budget;
 pub mod check;
+pub mod columns;
 pub mod compare;
 pub mod critical_path;
 pub mod detect;
