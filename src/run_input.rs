@@ -3,7 +3,7 @@
 //! gives the same figures as the trace it came from, less the op shapes), baseline sets and
 //! budget files; and an error as the one line both print.
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use std::sync::OnceLock;
@@ -288,38 +288,132 @@ fn is_trace_name(name: &str) -> bool {
 }
 
 /// The inputs with every directory replaced by the traces in it (sorted by name): a run's
-/// per-rank traces are usually one directory.
+/// per-rank traces are usually one directory. Files in a directory that are not traces (truth
+/// files, saved reports, notes) are skipped and said in one warning line on stderr.
+///
+/// # Errors
+/// When a directory cannot be listed or holds no trace.
 pub fn expand_dirs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, IngestError> {
-    let mut out = Vec::new();
+    let expanded = expand_inputs(paths)?;
+    if let Some(line) = expanded.skipped_line() {
+        let _ = writeln!(std::io::stderr().lock(), "steplens: warning: {line}");
+    }
+    Ok(expanded.paths)
+}
+
+/// Inputs after directories were expanded, and what the directories held besides traces.
+#[derive(Debug, Clone, Default)]
+pub struct Inputs {
+    /// The traces, in the order given (a directory's in name order).
+    pub paths: Vec<PathBuf>,
+    /// Files in a directory that were not read: not traces by name or by content.
+    pub skipped: Vec<PathBuf>,
+}
+
+impl Inputs {
+    /// The skipped files in one line (up to 5 named), or `None` when nothing was skipped.
+    #[must_use]
+    pub fn skipped_line(&self) -> Option<String> {
+        if self.skipped.is_empty() {
+            return None;
+        }
+        let names: Vec<String> = self
+            .skipped
+            .iter()
+            .take(5)
+            .map(|p| p.display().to_string())
+            .collect();
+        let more = self.skipped.len().saturating_sub(names.len());
+        let tail = if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        };
+        Some(format!(
+            "skipped {} file(s) that are not traces: {}{tail}",
+            self.skipped.len(),
+            names.join(", ")
+        ))
+    }
+}
+
+/// [`expand_dirs`] without the warning: the skipped files are returned.
+///
+/// # Errors
+/// When a directory cannot be listed or holds no trace.
+pub fn expand_inputs(paths: &[PathBuf]) -> Result<Inputs, IngestError> {
+    let mut out = Inputs::default();
     for path in paths {
         if !path.is_dir() {
-            out.push(path.clone());
+            out.paths.push(path.clone());
             continue;
         }
         let entries = std::fs::read_dir(path).map_err(|e| IngestError::Io {
             path: path.display().to_string(),
             source: e,
         })?;
-        let mut found: Vec<PathBuf> = entries
+        let mut files: Vec<PathBuf> = entries
             .filter_map(Result::ok)
             .map(|e| e.path())
-            .filter(|p| {
-                p.is_file()
-                    && p.file_name()
-                        .and_then(|n| n.to_str())
-                        .is_some_and(is_trace_name)
-            })
+            .filter(|p| p.is_file())
             .collect();
-        found.sort();
-        if found.is_empty() {
+        files.sort();
+        let before = out.paths.len();
+        for file in files {
+            let by_name = file
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(is_trace_name);
+            if by_name && looks_like_trace(&file) {
+                out.paths.push(file);
+            } else {
+                out.skipped.push(file);
+            }
+        }
+        if out.paths.len() == before {
             return Err(IngestError::NotATrace {
                 path: path.display().to_string(),
                 reason: "a directory with no trace files in it".into(),
             });
         }
-        out.extend(found);
     }
     Ok(out)
+}
+
+/// Whether a file in a directory reads as a trace from its first bytes: a format steplens
+/// reads, and not a JSON document of steplens's own (a report, a baseline set) or a small
+/// JSON object with no event array (a truth file). A large JSON object gets the benefit of
+/// the doubt: its event array may come after a long preamble.
+fn looks_like_trace(path: &Path) -> bool {
+    const HEAD: u64 = 64 << 10;
+    let Ok(file) = std::fs::File::open(path) else {
+        return true; // the load names the problem
+    };
+    let mut raw = Vec::new();
+    if file.take(HEAD).read_to_end(&mut raw).is_err() {
+        return true;
+    }
+    let whole = raw.len() < HEAD as usize;
+    let head = if raw.starts_with(&[0x1f, 0x8b]) {
+        let mut inflated = Vec::new();
+        let decoder = flate2::read::MultiGzDecoder::new(raw.as_slice());
+        // A short read of a truncated member still gives its first bytes.
+        let _ = decoder.take(HEAD).read_to_end(&mut inflated);
+        inflated
+    } else {
+        raw
+    };
+    match steplens_ingest::sniff(&head) {
+        steplens_ingest::Format::Unknown | steplens_ingest::Format::Csv => return false,
+        steplens_ingest::Format::Zip => return true,
+        steplens_ingest::Format::Trace(_) => {}
+    }
+    let text = String::from_utf8_lossy(&head);
+    let body = text.trim_start_matches('\u{feff}').trim_start();
+    if body.starts_with('{') && text.contains("\"schema\"") && text.contains("\"steplens.") {
+        return false;
+    }
+    !(whole && body.starts_with('{') && !text.contains("\"traceEvents\""))
 }
 
 /// Reads and parses a budget file (TOML).

@@ -13,7 +13,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 use steplens::run_input::{
-    expand_dirs, is_baseline_set, load_run, one_line, read_baseline_set, read_budget,
+    expand_inputs, is_baseline_set, load_run, one_line, read_baseline_set, read_budget,
 };
 use steplens_analysis::Report;
 use steplens_analysis::columns::{self, ColumnTable, SliceColumns};
@@ -62,6 +62,8 @@ struct Run {
     timeline: Timeline,
     report: Report,
     files: Vec<String>,
+    /// The files directories held besides traces, in one line.
+    skipped: Option<String>,
 }
 
 /// Loads traces (files or directories of them) and analyses them, without the GIL.
@@ -78,7 +80,8 @@ fn load(
             anyhow::bail!("load() needs at least one trace file or directory");
         }
         let options = load_options(rank_regex.as_deref(), no_mmap)?;
-        let expanded = expand_dirs(&paths)?;
+        let inputs = expand_inputs(&paths)?;
+        let expanded = inputs.paths.as_slice();
         let refs: Vec<&std::path::Path> = expanded.iter().map(PathBuf::as_path).collect();
         let timeline = steplens_ingest::load_many(&refs, &options, None)?;
         let report = steplens_analysis::build_report(&timeline);
@@ -86,6 +89,7 @@ fn load(
             timeline,
             report,
             files: expanded.iter().map(|p| p.display().to_string()).collect(),
+            skipped: inputs.skipped_line(),
         })
     });
     loaded.map_err(|e| trace_error(py, &e))
@@ -143,7 +147,7 @@ impl Run {
     }
 
     /// The report as terminal text (no colour).
-    #[pyo3(signature = (top = 10))]
+    #[pyo3(signature = (top = 20))]
     fn text(&self, top: usize) -> PyResult<String> {
         let mut out = Vec::new();
         steplens_output::text::text(&mut out, &self.report, top, false)
@@ -163,15 +167,16 @@ impl Run {
 
     /// Problems met while loading that did not stop it: (file, code, message).
     fn warnings(&self) -> Vec<(String, String, String)> {
-        self.report
-            .sources
+        let skipped = self
+            .skipped
             .iter()
-            .flat_map(|s| {
-                s.warnings
-                    .iter()
-                    .map(|w| (s.path.clone(), w.code.clone(), w.message.clone()))
-            })
-            .collect()
+            .map(|line| (String::new(), "skipped_files".to_owned(), line.clone()));
+        let loaded = self.report.sources.iter().flat_map(|s| {
+            s.warnings
+                .iter()
+                .map(|w| (s.path.clone(), w.code.clone(), w.message.clone()))
+        });
+        skipped.chain(loaded).collect()
     }
 
     /// One table as an Arrow stream: `slices` (with `args`, one column per arg key), `steps`,

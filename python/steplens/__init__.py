@@ -134,7 +134,7 @@ class Run:
             self._report = json.loads(self._run.report_json())
         return self._report
 
-    def text(self, top: int = 10) -> str:
+    def text(self, top: int = 20) -> str:
         """The report as ``steplens report`` prints it."""
         return self._run.text(top)
 
@@ -319,7 +319,11 @@ def check(
     """
     if isinstance(baselines, (Run, str, os.PathLike)):
         baselines = [baselines]
-    unwrap = lambda x: x._run if isinstance(x, Run) else os.fspath(x)  # noqa: E731
+    def unwrap(x):
+        if isinstance(x, Run):
+            return x._run
+        return os.fspath(x) if isinstance(x, (str, os.PathLike)) else x
+
     text = _steplens.check(
         unwrap(current),
         [unwrap(b) for b in baselines],
