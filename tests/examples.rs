@@ -1,8 +1,10 @@
 //! The examples of the docs hold to the binary: every ```console block of `README.md` and
 //! `docs/*.md` is run by trycmd. A `$ steplens …` line is a command (`> ` lines continue it), `? N`
 //! under it its exit status, and the lines that follow its stdout and stderr together; `...` on a
-//! line of its own stands for any lines, `[..]` for the rest of a line. Blocks fenced as `sh`,
-//! `text`, `toml` … are not run.
+//! line of its own stands for any lines, `[..]` for any part of a line. Blocks fenced as `sh`,
+//! `text`, `toml` … are not run. After a deliberate change of output,
+//! `TRYCMD=overwrite cargo test --test examples` rewrites the blocks (keeping `...` and `[..]`
+//! where it can); review the diff.
 //!
 //! The commands run in a scratch directory holding `samples` (a link to the repository's) and the
 //! small inputs of `tests/cmd/` (a damaged trace, a file that is no trace, budget files with
