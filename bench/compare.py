@@ -425,6 +425,43 @@ def run_json_load(trace, timeout):
     ], x.get("events")
 
 
+STEPLENS_PY_CHILD = CHILD_COMMON + r"""
+path = sys.argv[1]
+try:
+    import steplens
+except Exception as e:
+    emit(phase="load", error="the steplens Python package is not installed (pip install ./python): " + reason(e))
+    sys.exit(0)
+t0 = time.perf_counter()
+run = steplens.load(path)
+t1 = time.perf_counter()
+steps = run.steps()
+n = len(steps)
+t2 = time.perf_counter()
+emit(phase="load", wall_s=t1 - t0, steps_s=t2 - t1, steps=n)
+"""
+
+
+def run_steplens_python(trace, timeout):
+    """The Python package: steplens.load(TRACE).steps() in a fresh interpreter."""
+    r = run_child([sys.executable, "-c", STEPLENS_PY_CHILD, trace], timeout)
+    res = {x["phase"]: x for x in marked_lines(r["stdout"])}
+    x = res.get("load")
+    if x is None or "error" in x:
+        return [failed_row("steplens (Python)", (x or {}).get("error") or child_failure(r, timeout))]
+    return [
+        {
+            "tool": "steplens (Python)",
+            "what": "steplens.load(TRACE).steps(): load + report, then the step table",
+            "wall_s": x["wall_s"] + x["steps_s"],
+            # The process's peak after the load: what a loaded Run holds, plus the interpreter.
+            "peak_rss_bytes": r["maxrss_bytes"] if GNU_TIME else x["peak_rss_kb"] * 1024,
+            "self_reported_peak_rss_bytes": x["peak_rss_kb"] * 1024,
+            "status": "ok",
+        }
+    ]
+
+
 def run_hta(trace, timeout):
     """Return (rows, info) for HTA load and HTA load+temporal breakdown."""
     r = run_child([sys.executable, "-c", HTA_CHILD, trace], timeout)
@@ -559,6 +596,11 @@ def main():
     )
     ap.add_argument("--skip-hta", action="store_true", help="do not run HTA")
     ap.add_argument("--skip-json-load", action="store_true", help="do not run python json.load")
+    ap.add_argument(
+        "--skip-python-package",
+        action="store_true",
+        help="do not run the steplens Python package (pip install ./python in this interpreter)",
+    )
     ap.add_argument("--json", metavar="OUT", help="also write every figure as JSON to OUT")
     ap.add_argument(
         "--steplens-runs",
@@ -630,6 +672,10 @@ def main():
     out["steplens"] = sraw
     if "error" in sraw:
         print("steplens failed: %s" % sraw["error"], file=sys.stderr)
+
+    if not a.skip_python_package:
+        print("running steplens from Python (steplens.load(...).steps()) ...", flush=True)
+        rows += run_steplens_python(trace, timeout)
 
     if not a.skip_json_load:
         print("running python json.load ...", flush=True)

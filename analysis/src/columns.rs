@@ -1,5 +1,5 @@
 //! The tables of a trace and its report as plain typed columns: one definition of every table's
-//! columns, shared by `export --tables` (converted to polars in [`crate::table`]) and the Python
+//! columns, shared by `export --tables` (converted to polars by the `table` module) and the Python
 //! package (converted to Arrow there). Nothing here depends on a DataFrame library.
 //!
 //! The slices table comes straight from the Timeline's columns; the report's tables are built
@@ -391,10 +391,19 @@ pub fn ops_table(report: &Report) -> ColumnTable<'_> {
     )
 }
 
-/// One row per finding, ranked as in the report; evidence as JSON text.
+/// One row per finding, ranked as in the report, with its input, rank and group (the index in
+/// the report's `finding_groups`: findings of one kind and place); evidence as JSON text.
 #[must_use]
 pub fn findings_table(report: &Report) -> ColumnTable<'_> {
     let f = &report.findings;
+    let mut group = vec![None; f.len()];
+    for (g, members) in report.groups().iter().enumerate() {
+        for &i in &members.findings {
+            if let Some(slot) = group.get_mut(i) {
+                *slot = u32::try_from(g).ok();
+            }
+        }
+    }
     table(
         "findings",
         f.len(),
@@ -412,7 +421,14 @@ pub fn findings_table(report: &Report) -> ColumnTable<'_> {
             ),
             Column::new("call_site", opt_strs(f, |x| x.call_site.as_deref())),
             Column::new("count", Values::U64(f.iter().map(|x| x.count).collect())),
+            Column::new(
+                "source",
+                Values::OptU32(f.iter().map(|x| x.source.map(u32::from)).collect()),
+            ),
+            Column::new("rank", opt_ints(f, |x| x.rank)),
+            Column::new("group", Values::OptU32(group)),
             Column::new("lost_ns", ints(f, |x| x.lost_ns)),
+            Column::new("saving_ns", ints(f, |x| x.saving_ns)),
             Column::new("recommendation", strs(f, |x| &x.recommendation)),
             Column::new(
                 "evidence_json",
@@ -538,14 +554,17 @@ pub fn rows_table<T: Serialize>(
     let mut order: Vec<String> = Vec::new();
     let mut cells: FxHashMap<String, Vec<Option<serde_json::Value>>> = FxHashMap::default();
     for (i, row) in rows.iter().enumerate() {
-        let value = serde_json::to_value(row)?;
-        let serde_json::Value::Object(map) = value else {
+        // serde_json's maps sort their keys; the written text keeps the fields' order, which a
+        // key tree read back from it recovers.
+        let text = serde_json::to_string(row)?;
+        let KeyTree::Object(keys) = serde_json::from_str::<KeyTree>(&text)? else {
             return Err(serde::ser::Error::custom(format!(
                 "{name}: a row is not an object"
             )));
         };
+        let value: serde_json::Value = serde_json::from_str(&text)?;
         let mut flat = Vec::new();
-        flatten("", map, &mut flat);
+        flatten("", &keys, value, &mut flat);
         for (key, value) in flat {
             let column = cells.entry(key.clone()).or_insert_with(|| {
                 order.push(key);
@@ -564,20 +583,85 @@ pub fn rows_table<T: Serialize>(
     Ok(table(name, rows.len(), columns))
 }
 
+/// The keys of a JSON document in the order written, objects within objects kept as trees.
+enum KeyTree {
+    Object(Vec<(String, KeyTree)>),
+    Leaf,
+}
+
+impl<'de> serde::Deserialize<'de> for KeyTree {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = KeyTree;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<KeyTree, A::Error> {
+                let mut keys = Vec::new();
+                while let Some((key, tree)) = map.next_entry::<String, KeyTree>()? {
+                    keys.push((key, tree));
+                }
+                Ok(KeyTree::Object(keys))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<KeyTree, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(KeyTree::Leaf)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<KeyTree, E> {
+                Ok(KeyTree::Leaf)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<KeyTree, E> {
+                Ok(KeyTree::Leaf)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<KeyTree, E> {
+                Ok(KeyTree::Leaf)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<KeyTree, E> {
+                Ok(KeyTree::Leaf)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<KeyTree, E> {
+                Ok(KeyTree::Leaf)
+            }
+            fn visit_unit<E>(self) -> Result<KeyTree, E> {
+                Ok(KeyTree::Leaf)
+            }
+        }
+        deserializer.deserialize_any(Visit)
+    }
+}
+
+/// `value`'s fields as `(parent.child, value)` in the order of `keys`; empty objects and
+/// lists stay whole.
 fn flatten(
     prefix: &str,
-    map: serde_json::Map<String, serde_json::Value>,
+    keys: &[(String, KeyTree)],
+    value: serde_json::Value,
     out: &mut Vec<(String, serde_json::Value)>,
 ) {
-    for (key, value) in map {
-        let key = if prefix.is_empty() {
-            key
+    let serde_json::Value::Object(mut map) = value else {
+        return;
+    };
+    for (key, tree) in keys {
+        let Some(value) = map.remove(key) else {
+            continue;
+        };
+        let name = if prefix.is_empty() {
+            key.clone()
         } else {
             format!("{prefix}.{key}")
         };
-        match value {
-            serde_json::Value::Object(inner) if !inner.is_empty() => flatten(&key, inner, out),
-            other => out.push((key, other)),
+        match (tree, value) {
+            (KeyTree::Object(inner), serde_json::Value::Object(v)) if !inner.is_empty() => {
+                flatten(&name, inner, serde_json::Value::Object(v), out);
+            }
+            (_, other) => out.push((name, other)),
         }
     }
 }

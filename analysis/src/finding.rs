@@ -31,6 +31,12 @@ pub struct Finding {
     pub call_site: Option<String>,
     /// How many occurrences the finding groups.
     pub count: u64,
+    /// Input the finding belongs to (index in the report's `sources`), when it belongs to one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<u16>,
+    /// Rank of that input, in a multi-rank run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank: Option<i64>,
     /// Estimated time lost: the time this finding owns, ns.
     pub lost_ns: i64,
     /// How much shorter the step gets when this is fixed: the finding's time on the step's
@@ -463,4 +469,127 @@ mod tests {
         assert!(matches!(other, Evidence::Other(_)));
         assert_eq!(serde_json::to_string(&other).unwrap(), newer);
     }
+}
+
+/// The findings of one kind at one place (a call site, else the ops, else the track), over
+/// every step and rank: what text, Markdown, HTML and the viewer list, so a per-step finding
+/// shows once with its totals. The JSON keeps each member in `findings`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FindingGroup {
+    /// The members' kind.
+    pub kind: FindingKind,
+    /// The highest member severity.
+    pub severity: Severity,
+    /// Where: the call site, else the ops, else the track, else the title.
+    pub place: String,
+    /// Indices of the members in the report's `findings`, the largest saving first.
+    pub findings: Vec<usize>,
+    /// Distinct steps the members belong to (0 for whole-run findings).
+    pub steps: usize,
+    /// Ranks the members are on, ascending (empty without ranks).
+    pub ranks: Vec<i64>,
+    /// Occurrences over all members.
+    pub count: u64,
+    /// Time the members own, ns.
+    pub lost_ns: i64,
+    /// What fixing it saves over all members' steps, ns.
+    pub saving_ns: i64,
+}
+
+impl FindingGroup {
+    /// `in 3 steps on ranks 0–3` (empty for a group of one finding).
+    #[must_use]
+    pub fn spread(&self) -> String {
+        if self.findings.len() < 2 {
+            return String::new();
+        }
+        let steps = match self.steps {
+            0 | 1 => String::new(),
+            n => format!("in {n} steps"),
+        };
+        let ranks = match self.ranks.as_slice() {
+            [] => String::new(),
+            [one] => format!("on rank {one}"),
+            [first, .., last] if (last - first) as usize + 1 == self.ranks.len() => {
+                format!("on ranks {first}–{last}")
+            }
+            many => format!(
+                "on ranks {}",
+                many.iter()
+                    .map(i64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        match (steps.is_empty(), ranks.is_empty()) {
+            (true, true) => format!("{} times", self.findings.len()),
+            (false, true) => steps,
+            (true, false) => ranks,
+            (false, false) => format!("{steps} {ranks}"),
+        }
+    }
+}
+
+/// Groups ranked findings by kind and place, ranked by total saving, then total lost time;
+/// members keep their rank order.
+#[must_use]
+pub fn group_findings(findings: &[Finding]) -> Vec<FindingGroup> {
+    let place = |f: &Finding| -> String {
+        if let Some(site) = &f.call_site {
+            return site.clone();
+        }
+        if !f.ops.is_empty() {
+            return f.ops.join(", ");
+        }
+        f.track.clone().unwrap_or_else(|| f.title.clone())
+    };
+    let mut groups: Vec<FindingGroup> = Vec::new();
+    let mut index: std::collections::HashMap<(FindingKind, String), usize> =
+        std::collections::HashMap::new();
+    for (i, f) in findings.iter().enumerate() {
+        let key = (f.kind, place(f));
+        let at = *index.entry(key.clone()).or_insert_with(|| {
+            groups.push(FindingGroup {
+                kind: f.kind,
+                severity: f.severity,
+                place: key.1,
+                findings: Vec::new(),
+                steps: 0,
+                ranks: Vec::new(),
+                count: 0,
+                lost_ns: 0,
+                saving_ns: 0,
+            });
+            groups.len() - 1
+        });
+        let g = &mut groups[at];
+        g.findings.push(i);
+        g.severity = g.severity.max(f.severity);
+        g.count += f.count;
+        g.lost_ns += f.lost_ns;
+        g.saving_ns += f.saving_ns;
+        if let Some(rank) = f.rank
+            && !g.ranks.contains(&rank)
+        {
+            g.ranks.push(rank);
+        }
+    }
+    for g in &mut groups {
+        g.ranks.sort_unstable();
+        let mut steps: Vec<(Option<u16>, &str)> = g
+            .findings
+            .iter()
+            .filter_map(|&i| Some((findings[i].source, findings[i].step.as_deref()?)))
+            .collect();
+        steps.sort_unstable();
+        steps.dedup();
+        g.steps = steps.len();
+    }
+    groups.sort_by(|a, b| {
+        b.saving_ns
+            .cmp(&a.saving_ns)
+            .then_with(|| b.lost_ns.cmp(&a.lost_ns))
+            .then_with(|| a.findings[0].cmp(&b.findings[0]))
+    });
+    groups
 }

@@ -105,8 +105,13 @@ pub struct Report {
     pub device: DeviceReport,
     /// Per-step breakdown, in time order.
     pub steps: Vec<StepStats>,
-    /// Findings, ranked by `saving_ns`, then `lost_ns`.
+    /// Findings, ranked by `saving_ns`, then `lost_ns`: one per step (and rank) it occurs in.
     pub findings: Vec<Finding>,
+    /// The findings grouped by kind and place (call site, else ops, else track), ranked by
+    /// their total saving: what the text, Markdown and HTML reports list. Members are indices
+    /// into `findings`.
+    #[serde(default)]
+    pub finding_groups: Vec<crate::finding::FindingGroup>,
     /// Op summary, by total time.
     pub ops: Vec<OpStats>,
     /// Device idle time per stream (HTA's host wait / kernel wait / other split).
@@ -151,6 +156,19 @@ pub struct Report {
     pub kernels_by_op: Vec<crate::tensorboard::KernelRow>,
     /// Summary.
     pub summary: Summary,
+}
+
+impl Report {
+    /// The finding groups; computed from `findings` for a saved report written before groups
+    /// were part of the JSON.
+    #[must_use]
+    pub fn groups(&self) -> std::borrow::Cow<'_, [crate::finding::FindingGroup]> {
+        if self.finding_groups.is_empty() && !self.findings.is_empty() {
+            std::borrow::Cow::Owned(crate::finding::group_findings(&self.findings))
+        } else {
+            std::borrow::Cow::Borrowed(&self.finding_groups)
+        }
+    }
 }
 
 /// Builds the report for a Timeline with the default thresholds.
@@ -200,6 +218,15 @@ pub fn build_report_with(timeline: &Timeline, thresholds: &Thresholds) -> Report
     findings.extend(memory_findings);
     findings.extend(straggler);
     crate::detect::rank_by_saving(&mut findings);
+    for f in &mut findings {
+        f.source = f.cost.source;
+        f.rank = f
+            .cost
+            .source
+            .and_then(|s| timeline.sources.get(usize::from(s)))
+            .and_then(|s| s.rank);
+    }
+    let finding_groups = crate::finding::group_findings(&findings);
     let mut summary = summarize(timeline, &channels, &steps, &findings);
     summary.mme_tpc_overlap_ns = mme_tpc_overlap_ns;
     Report {
@@ -231,6 +258,7 @@ pub fn build_report_with(timeline: &Timeline, thresholds: &Thresholds) -> Report
         },
         steps,
         findings,
+        finding_groups,
         ops,
         idle,
         engines,

@@ -93,6 +93,9 @@ impl Table {
     }
 }
 
+/// The tables whose every row belongs to one input, and so to one rank.
+const PER_INPUT_TABLES: [&str; 3] = ["slices", "steps", "idle"];
+
 /// One rank's part of a per-rank table (a hive partition `rank=<rank>`).
 pub struct RankPart {
     /// The rank.
@@ -103,8 +106,8 @@ pub struct RankPart {
 
 impl Table {
     /// The table split by rank, for a hive-partitioned dataset (`<name>/rank=<r>/…`): rows by
-    /// their `source` column, each input to its rank. `None` for a table without a `source`
-    /// column (a run-wide table: ops, findings, engines).
+    /// their `source` column, each input to its rank. `None` for a run-wide table (ops,
+    /// findings, engines).
     ///
     /// # Errors
     /// When polars fails to take the rows.
@@ -112,6 +115,11 @@ impl Table {
         &self,
         rank_of: &[(u16, i64)],
     ) -> Result<Option<Vec<RankPart>>, TableError> {
+        // Findings carry their input too, but a run-wide finding has none: that table stays
+        // whole, as do the other run-wide ones.
+        if !PER_INPUT_TABLES.contains(&self.name) {
+            return Ok(None);
+        }
         let Ok(column) = self.frame.column("source") else {
             return Ok(None);
         };

@@ -27,6 +27,9 @@ pub(crate) struct Feed {
     /// Bytes written and published.
     filled: AtomicUsize,
     done: AtomicBool,
+    /// Set by the first [`Feed::fill`]: what makes a second writer impossible, so `fill` is
+    /// sound to call from safe code.
+    writer_taken: AtomicBool,
     /// What readers wait on for more bytes; `filled` and `done` change under it.
     lock: Mutex<()>,
     more: Condvar,
@@ -34,9 +37,9 @@ pub(crate) struct Feed {
     expected: usize,
 }
 
-// SAFETY: `base` points into `map`, which the Feed owns and which never moves. The writer
-// (`fill`, one thread at a time: it takes `&mut` of nothing but the unpublished tail) writes
-// only past the published `filled`; readers (`available`, `wait_beyond`) read only below it,
+// SAFETY: `base` points into `map`, which the Feed owns and which never moves. There is one
+// writer at most (`fill` claims `writer_taken` atomically; a second call writes nothing), and
+// it writes only past the published `filled`; readers (`available`, `wait_beyond`) read only below it,
 // and the Release store / Acquire load on `filled` orders the writes before the reads.
 #[allow(unsafe_code)]
 unsafe impl Sync for Feed {}
@@ -69,6 +72,7 @@ impl Feed {
             capacity,
             filled: AtomicUsize::new(0),
             done: AtomicBool::new(false),
+            writer_taken: AtomicBool::new(false),
             lock: Mutex::new(()),
             more: Condvar::new(),
             expected,
@@ -109,10 +113,15 @@ impl Feed {
     }
 
     /// Fills the buffer from `read` (which writes into the slice it gets and returns how many
-    /// bytes it wrote, 0 at the end), publishing as it goes, and marks the feed done. Call it
-    /// once, from one thread.
+    /// bytes it wrote, 0 at the end), publishing as it goes, and marks the feed done. Only the
+    /// first call fills; any later one, from any thread, fails at once and writes nothing.
     #[allow(unsafe_code)]
     pub(crate) fn fill(&self, mut read: impl FnMut(&mut [u8]) -> io::Result<usize>) -> FillEnd {
+        if self.writer_taken.swap(true, Ordering::AcqRel) {
+            return FillEnd::Failed(io::Error::other(
+                "a feed has one writer: it was filled already",
+            ));
+        }
         let mut filled = 0;
         let end = loop {
             let room = (self.capacity - filled).min(CHUNK);
@@ -126,7 +135,8 @@ impl Feed {
                 };
             }
             // SAFETY: `[filled, filled + room)` lies in the mapping, past everything
-            // published, and only this thread writes: no reader can see it yet.
+            // published, and this call holds the one writer claim: no reader can see it yet
+            // and no other writer exists.
             let tail = unsafe { std::slice::from_raw_parts_mut(self.base.add(filled), room) };
             match read(tail) {
                 Ok(0) => break FillEnd::Complete,
@@ -211,5 +221,29 @@ mod tests {
         assert!(matches!(end, FillEnd::Overflow));
         assert_eq!(feed.available().len(), 10);
         assert!(feed.is_done());
+    }
+
+    #[test]
+    fn a_second_fill_writes_nothing() {
+        let feed = Feed::new(16, 16).unwrap();
+        let mut sent = false;
+        let first = feed.fill(|out| {
+            if sent {
+                return Ok(0);
+            }
+            sent = true;
+            out[..4].copy_from_slice(b"abcd");
+            Ok(4)
+        });
+        assert!(matches!(first, FillEnd::Complete));
+        let mut called = false;
+        let second = feed.fill(|out| {
+            called = true;
+            out.fill(b'z');
+            Ok(out.len())
+        });
+        assert!(matches!(second, FillEnd::Failed(_)));
+        assert!(!called, "a second writer must never get the buffer");
+        assert!(feed.available().starts_with(b"abcd"));
     }
 }

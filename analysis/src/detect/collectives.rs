@@ -101,6 +101,8 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
                 ops: vec![name.to_owned()],
                 call_site: None,
                 count: members.len() as u64,
+                source: None,
+                rank: None,
                 lost_ns: lost,
                 saving_ns: 0,
                 evidence: Vec::new(),

@@ -107,6 +107,8 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
                 ops,
                 call_site: ctx.call_site(first),
                 count: count as u64,
+                source: None,
+                rank: None,
                 lost_ns: lost,
                 saving_ns: 0,
                 evidence: calls

@@ -224,6 +224,8 @@ fn finding(
         ops,
         call_site: site,
         count,
+        source: None,
+        rank: None,
         lost_ns: lost,
         saving_ns: 0,
         cost: Cost::pattern(

@@ -178,6 +178,8 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
             // A gap counts when its host-bound part is itself past the jitter threshold; the
             // small remainders still add to the lost time.
             count: gaps.iter().filter(|g| g.2 >= ctx.thresholds.host_gap_min_ns).count().max(1) as u64,
+            source: None,
+            rank: None,
             lost_ns: lost,
             saving_ns: 0,
             evidence,

@@ -364,6 +364,8 @@ fn finding(
         ops,
         call_site,
         count: copies.len() as u64,
+        source: None,
+        rank: None,
         lost_ns: lost,
         saving_ns: 0,
         evidence,

@@ -153,6 +153,8 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
                 ops,
                 call_site: None,
                 count: stretches.len() as u64,
+                source: None,
+                rank: None,
                 lost_ns: lost,
                 saving_ns: 0,
                 cost: Cost::measured(

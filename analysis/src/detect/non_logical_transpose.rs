@@ -187,6 +187,8 @@ fn gaudi_device_transposes(ctx: &Context<'_>) -> Vec<Finding> {
             ops,
             call_site: None,
             count: nodes.len() as u64,
+            source: None,
+            rank: None,
             lost_ns: lost,
             saving_ns: 0,
             evidence: nodes
@@ -681,6 +683,8 @@ fn finding(
         ops,
         call_site: site,
         count,
+        source: None,
+        rank: None,
         lost_ns: lost,
         saving_ns: 0,
         evidence,

@@ -171,6 +171,8 @@ fn finding(
         ops: names.into_iter().map(|(n, _)| n).collect(),
         call_site: ctx.call_site(annotation),
         count: math.len() as u64,
+        source: None,
+        rank: None,
         lost_ns: lost,
         saving_ns: 0,
         evidence: std::iter::once(annotation)

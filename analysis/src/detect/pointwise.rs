@@ -227,6 +227,8 @@ fn finding(ctx: &Context<'_>, source: u16, step: usize, chains: &[Chain]) -> Fin
         },
         call_site,
         count: chains.len() as u64,
+        source: None,
+        rank: None,
         lost_ns: lost,
         saving_ns: 0,
         evidence: chains

@@ -283,6 +283,8 @@ fn finding(
         ops: names,
         call_site: None,
         count: ops.len() as u64,
+        source: None,
+        rank: None,
         lost_ns: lost,
         saving_ns: 0,
         evidence: kernels

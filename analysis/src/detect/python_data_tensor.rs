@@ -140,6 +140,8 @@ fn finding(ctx: &Context<'_>, source: u16, step: usize, cs: &[Construction]) -> 
         ops: vec!["aten::lift_fresh".to_owned()],
         call_site,
         count: cs.len() as u64,
+        source: None,
+        rank: None,
         lost_ns: lost,
         saving_ns: 0,
         evidence: cs

@@ -119,6 +119,8 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
             ops: vec![format!("Torch-Compiled Region: {frame}/{index}")],
             call_site: ctx.call_site(marker),
             count: 1,
+            source: None,
+            rank: None,
             lost_ns: lost,
             saving_ns: 0,
             evidence,

@@ -247,6 +247,8 @@ fn finding(ctx: &Context<'_>, step: Option<usize>, ops: &StepOps) -> Option<Find
         ops: names,
         call_site: ctx.call_site(first),
         count: grads,
+        source: None,
+        rank: None,
         lost_ns: lost,
         saving_ns: 0,
         cost: Cost::pattern(

@@ -303,6 +303,8 @@ fn finding(
         ops: ops.clone(),
         call_site: site.contains(".py:").then(|| site.to_owned()),
         count,
+        source: None,
+        rank: None,
         lost_ns: lost,
         saving_ns: 0,
         evidence: calls

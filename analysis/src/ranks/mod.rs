@@ -428,6 +428,8 @@ fn straggler(
         ops: Vec::new(),
         call_site: None,
         count: row.last_arrivals as u64,
+        source: None,
+        rank: None,
         lost_ns: caused[worst],
         // Without its extra work the straggler arrives with the others: every rank's step
         // shortens by the others' average wait, at most by the straggler's extra compute.

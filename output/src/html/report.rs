@@ -142,20 +142,21 @@ fn overview(h: &mut String, report: &Report) {
 
 fn top_findings(h: &mut String, report: &Report) {
     h.push_str("<h2>What to change first</h2>");
-    if report.findings.is_empty() {
+    let groups = report.groups();
+    if groups.is_empty() {
         h.push_str("<p>No findings: nothing in this trace costs a material share of a step.</p>");
         return;
     }
     h.push_str("<ol>");
     let mut advised: Vec<&str> = Vec::new();
-    for f in report.findings.iter().take(5) {
+    for g in groups.iter().take(5) {
+        let (f, figures) = crate::text::group_lead(report, g);
         let _ = write!(
             h,
-            "<li><span class=\"kind\">{}</span> — {} <span class=\"muted\">(saves {} · owns {})</span>",
+            "<li><span class=\"kind\">{}</span> — {} <span class=\"muted\">({})</span>",
             esc(f.kind.as_str()),
             esc(&f.title),
-            human_ns(f.saving_ns),
-            human_ns(f.lost_ns)
+            esc(&figures)
         );
         if !advised.contains(&f.recommendation.as_str()) {
             advised.push(&f.recommendation);
@@ -496,16 +497,16 @@ fn findings(h: &mut String, report: &Report) {
         let _ = write!(h, "<option>{}</option>", esc(k));
     }
     h.push_str("</select></p>");
-    for f in &report.findings {
+    for g in report.groups().iter() {
+        let (f, figures) = crate::text::group_lead(report, g);
         let _ = write!(
             h,
-            "<div class=\"finding sev-{}\" data-kind=\"{}\"><div><span class=\"kind\">{}</span> <span class=\"muted\">{} · saves {} · owns {}{}{}</span></div><div>{}</div>",
-            esc(f.severity.as_str()),
+            "<div class=\"finding sev-{}\" data-kind=\"{}\"><div><span class=\"kind\">{}</span> <span class=\"muted\">{} · {}{}{}</span></div><div>{}</div>",
+            esc(g.severity.as_str()),
             esc(f.kind.as_str()),
             esc(f.kind.as_str()),
-            esc(f.severity.as_str()),
-            human_ns(f.saving_ns),
-            human_ns(f.lost_ns),
+            esc(g.severity.as_str()),
+            esc(&figures),
             f.step
                 .as_deref()
                 .map(|s| format!(" · {}", esc(s)))
