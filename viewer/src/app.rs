@@ -1,9 +1,10 @@
 //! The application: loading (path field, drag and drop, background thread with progress), and
 //! the panels around the timeline — findings, details, range aggregate, tables and search.
 //!
-//! About 850 lines: each panel is one method on the [`Session`] it reads; they share its view
+//! About 1100 lines: each panel is one method on the [`Session`] it reads; they share its view
 //! state, so they stay together (the widgets with their own state live in `timeline/` and
-//! `tables.rs`).
+//! `tables.rs`, a finding's details in `finding.rs`). The window also owns the fonts
+//! ([`viewer_fonts`]) and the shortcuts overlay (`?`, listing [`KEYS`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -11,16 +12,19 @@ use std::sync::Arc;
 use eframe::egui::{self, Color32, RichText};
 use steplens_analysis::units::human_ns;
 use steplens_analysis::{FindingKind, Severity};
-use steplens_ingest::model::SliceId;
+use steplens_ingest::model::{SliceId, TrackId};
 
+use crate::finding::{self, MemoryCurve, finding_memory, memory_tracks};
 use crate::load::{LoadError, Loaded, Loader, Phase};
 
 /// Ops listed in a report exported from the viewer (the CLI's `--top` default).
 const REPORT_TOP_OPS: usize = 20;
+/// Smallest height of the bottom panel (tabs and tables), points.
+const BOTTOM_MIN_H: f32 = 120.0;
 use crate::query::{self, RangeAggregate, SliceDetails};
 use crate::state::{Highlight, TimeRange, ViewState};
 use crate::tables::{self, TableState};
-use crate::timeline::{self, Mark, TimelineInput, TimelineWidget};
+use crate::timeline::{self, KEYS, Mark, TimelineInput, TimelineWidget};
 
 /// Tabs of the bottom panel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,6 +83,8 @@ pub struct Session {
     pub show_critical_path: bool,
     /// Height of the track area in the last frame (to scroll rows into view).
     track_height: f32,
+    /// The memory curve of the active memory finding (built when it is selected).
+    memory_curve: Option<MemoryCurve>,
 }
 
 impl Session {
@@ -87,7 +93,20 @@ impl Session {
     pub fn new(data: Arc<Loaded>) -> Self {
         let (first, last) = data.timeline.time_range().unwrap_or((0, 1));
         let view = ViewState::new(first, last);
-        let marks = timeline::finding_marks(&data.timeline, &data.report.findings);
+        let mut marks = timeline::finding_marks(&data.timeline, &data.report.findings);
+        // Memory findings name no track: they are marked on their device's memory counters.
+        for (i, f) in data.report.findings.iter().enumerate() {
+            if let Some(m) = finding_memory(&data.report.memory, f) {
+                for track in memory_tracks(&data.timeline, &m.device, f.cost.source) {
+                    marks.push(Mark {
+                        track,
+                        start: f.start_ns,
+                        end: f.end_ns.max(f.start_ns),
+                        finding: i,
+                    });
+                }
+            }
+        }
         let widget = TimelineWidget::new(&data.timeline);
         Self {
             data,
@@ -104,6 +123,7 @@ impl Session {
             flows: Vec::new(),
             show_critical_path: false,
             track_height: 400.0,
+            memory_curve: None,
         }
     }
 
@@ -139,6 +159,12 @@ impl Session {
         self.details.as_ref()
     }
 
+    /// The memory curve of the selected memory finding, when the trace has its counters.
+    #[must_use]
+    pub fn memory_curve(&self) -> Option<&MemoryCurve> {
+        self.memory_curve.as_ref()
+    }
+
     /// The aggregate of the selected time range.
     #[must_use]
     pub fn aggregate(&self) -> Option<&RangeAggregate> {
@@ -147,6 +173,12 @@ impl Session {
 
     /// Selects finding `i` of the report: zooms to it and its evidence, highlights the evidence,
     /// selects the first evidence slice and scrolls its track into view.
+    ///
+    /// A finding without a time range (a memory finding: `start_ns == end_ns`, 0 when it has
+    /// no time at all) keeps the zoom: the view pans to its instant (a memory peak) when it has
+    /// one inside the trace and stays put otherwise; the slice selection is cleared so the
+    /// Details tab shows the finding itself, and its memory counter track is scrolled into
+    /// view when the trace has one.
     pub fn select_finding(&mut self, i: usize) {
         let data = Arc::clone(&self.data);
         let Some(f) = data.report.findings.get(i) else {
@@ -162,18 +194,50 @@ impl Session {
                 end = end.max(t.slices.end(id));
             }
         }
-        self.view.fit(self.view.rel(start), self.view.rel(end));
+        if end > start {
+            self.view.fit(self.view.rel(start), self.view.rel(end));
+        } else if start != 0 {
+            // An instant: centred at the current zoom, if it lies in the trace.
+            let at = self.view.rel(start);
+            let b = self.view.bounds;
+            if at >= b.start && at <= b.end {
+                let half = self.view.visible.span() / 2.0;
+                self.view.set_visible(TimeRange::new(at - half, at + half));
+            }
+        }
         self.active_finding = Some(i);
+        self.memory_curve = finding_memory(&data.report.memory, f).and_then(|m| {
+            let track = |what: &str| {
+                let name = format!("memory {what} {}", m.device);
+                memory_tracks(t, &m.device, f.cost.source)
+                    .into_iter()
+                    .find(|&k| t.tracks.get(k as usize).is_some_and(|tr| tr.name == name))
+            };
+            MemoryCurve::new(t, track("allocated"), track("reserved"))
+        });
         self.view.highlight = Highlight::slices(evidence.clone());
         self.view.range = None;
         if let Some(&first) = evidence.first() {
             self.select_slice(Some(first));
             self.reveal(first);
-        } else if let Some(name) = &f.track
-            && let Some(track) = t.tracks.iter().position(|tr| &tr.name == name)
-        {
-            self.timeline
-                .reveal_row(t, &mut self.view, track as u32, 0, self.track_height);
+        } else {
+            self.select_slice(None);
+            let track = f
+                .track
+                .as_ref()
+                .and_then(|name| t.tracks.iter().position(|tr| &tr.name == name))
+                .map(|p| p as TrackId)
+                .or_else(|| {
+                    finding_memory(&data.report.memory, f).and_then(|m| {
+                        memory_tracks(t, &m.device, f.cost.source)
+                            .into_iter()
+                            .next()
+                    })
+                });
+            if let Some(track) = track {
+                self.timeline
+                    .reveal_row(t, &mut self.view, track, 0, self.track_height);
+            }
         }
         self.tab = Tab::Details;
     }
@@ -262,6 +326,14 @@ impl Session {
             }
         }
         self.search.current = None;
+        self.outline_matches();
+    }
+
+    /// Outlines the search matches on the timeline.
+    fn outline_matches(&mut self) {
+        let mut ids = self.search.matches.clone();
+        ids.sort_unstable();
+        self.view.matches = ids;
     }
 
     /// Goes to the next (or previous) search match.
@@ -294,6 +366,7 @@ impl Session {
         self.search.matches = query::slices_named(t, |n| n == id);
         self.search.current = None;
         self.search.error = None;
+        self.outline_matches();
         self.next_match(true);
     }
 
@@ -335,11 +408,17 @@ impl Session {
         egui::Panel::right("findings")
             .default_size(340.0)
             .show(ui, |ui| self.findings_ui(ui));
+        // A third of the window to start with; resizable; its size is kept across tabs because
+        // every tab fills it (a panel shrinks to what its contents use).
+        let height = ui.available_height();
         egui::Panel::bottom("tables")
             .resizable(true)
-            .default_size(230.0)
-            .min_size(180.0)
-            .show(ui, |ui| self.bottom_ui(ui));
+            .default_size((height / 3.0).max(BOTTOM_MIN_H))
+            .size_range(BOTTOM_MIN_H..=(height * 0.8).max(BOTTOM_MIN_H))
+            .show(ui, |ui| {
+                ui.set_min_height(ui.available_height());
+                self.bottom_ui(ui);
+            });
         egui::CentralPanel::default().show(ui, |ui| {
             let before = self.view.selected;
             self.track_height = (ui.available_height() - timeline::RULER_H).max(60.0);
@@ -378,12 +457,16 @@ impl Session {
 
     /// The search box, in the top bar.
     pub fn search_ui(&mut self, ui: &mut egui::Ui) {
+        // Enter keeps the focus (no `return_key`), so each Enter steps to the next match and
+        // Shift+Enter to the previous one.
         let edit = ui.add(
             egui::TextEdit::singleline(&mut self.search.query)
-                .hint_text("search names")
-                .desired_width(180.0),
+                .hint_text("search names (Enter: next)")
+                .desired_width(180.0)
+                .return_key(None),
         );
-        let enter = edit.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
+        let enter = edit.has_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
+        let backwards = enter && ui.input(|i| i.modifiers.shift);
         let mut rerun = edit.changed();
         if ui.checkbox(&mut self.search.regex, "regex").changed() {
             rerun = true;
@@ -391,10 +474,20 @@ impl Session {
         if rerun {
             self.run_search();
         }
-        if ui.button("Prev").on_hover_text("previous match").clicked() {
+        if ui
+            .button("Prev")
+            .on_hover_text("previous match (Shift+Enter)")
+            .clicked()
+            || backwards
+        {
             self.next_match(false);
         }
-        if ui.button("Next").on_hover_text("next match").clicked() || enter {
+        if ui
+            .button("Next")
+            .on_hover_text("next match (Enter)")
+            .clicked()
+            || (enter && !backwards)
+        {
             self.next_match(true);
         }
         if let Some(e) = &self.search.error {
@@ -442,9 +535,9 @@ impl Session {
                         .map(|s| format!(" · {s}"))
                         .unwrap_or_default()
                 ));
-                ui.label(RichText::new(&f.recommendation).small());
+                ui.label(&f.recommendation);
                 if let Some(site) = &f.call_site {
-                    ui.label(RichText::new(format!("at {site}")).small().monospace());
+                    ui.label(RichText::new(format!("at {site}")).monospace());
                 }
             });
         }
@@ -529,15 +622,49 @@ impl Session {
         }
     }
 
+    /// The Details tab for a finding with no slice selected ([`finding::details_ui`]); its
+    /// links go to a slice or show a time.
+    fn finding_details_ui(&mut self, ui: &mut egui::Ui, i: usize) {
+        let data = Arc::clone(&self.data);
+        let Some(f) = data.report.findings.get(i) else {
+            return;
+        };
+        let link = finding::details_ui(
+            ui,
+            f,
+            &data.report.memory,
+            self.memory_curve.as_ref(),
+            &self.view,
+        );
+        match link {
+            Some(finding::Link::Slice(id)) => self.go_to(id),
+            Some(finding::Link::Time(a, b)) if b > a => {
+                self.view.fit(self.view.rel(a), self.view.rel(b));
+            }
+            Some(finding::Link::Time(a, _)) => {
+                let mid = self.view.rel(a);
+                let half = self.view.visible.span() / 2.0;
+                self.view
+                    .set_visible(TimeRange::new(mid - half, mid + half));
+            }
+            None => {}
+        }
+    }
+
     fn details_ui(&mut self, ui: &mut egui::Ui) {
         let Some(d) = self.details.clone() else {
-            ui.label("Click a slice to see its details.");
+            if let Some(i) = self.active_finding {
+                self.finding_details_ui(ui, i);
+            } else {
+                ui.label("Click a slice or a finding to see its details.");
+            }
             return;
         };
         let t = &self.data.timeline;
         let mut go = None;
         egui::ScrollArea::vertical()
             .id_salt("details")
+            .auto_shrink([false, false])
             .show(ui, |ui| {
                 ui.label(RichText::new(&d.name).strong());
                 egui::Grid::new("details-grid")
@@ -621,6 +748,24 @@ impl Session {
     }
 }
 
+/// The viewer's fonts: egui's defaults with its bundled monospace font (Hack) as a fallback of
+/// the proportional one, whose Ubuntu-Light lacks the arrows (`→`, `↔`), triangles (`▸`, `▾`)
+/// and other symbols that finding titles and the viewer use. Nothing new is bundled.
+#[must_use]
+pub fn viewer_fonts() -> egui::FontDefinitions {
+    let mut fonts = egui::FontDefinitions::default();
+    if let Some(list) = fonts.families.get_mut(&egui::FontFamily::Proportional)
+        && !list.iter().any(|f| f == "Hack")
+    {
+        let at = list
+            .iter()
+            .position(|f| f == "Ubuntu-Light")
+            .map_or(list.len(), |p| p + 1);
+        list.insert(at, "Hack".to_owned());
+    }
+    fonts
+}
+
 /// What the app shows.
 enum Screen {
     /// Nothing loaded yet.
@@ -637,6 +782,9 @@ pub struct ViewerApp {
     /// The outcome of the last report export, shown in the top bar.
     notice: Option<String>,
     path: String,
+    fonts_installed: bool,
+    /// Whether the shortcuts overlay (`?`) is open.
+    pub show_keys: bool,
 }
 
 impl Default for ViewerApp {
@@ -647,6 +795,8 @@ impl Default for ViewerApp {
             error: None,
             notice: None,
             path: String::new(),
+            fonts_installed: false,
+            show_keys: false,
         }
     }
 }
@@ -711,6 +861,13 @@ impl ViewerApp {
 
     /// Draws the app into `ui` (the eframe entry point and kittest tests both call this).
     pub fn ui(&mut self, ui: &mut egui::Ui) {
+        if !self.fonts_installed {
+            // Takes effect from the next frame.
+            ui.ctx().set_fonts(viewer_fonts());
+            ui.ctx().request_repaint();
+            self.fonts_installed = true;
+        }
+        self.keys_overlay(ui);
         self.poll_loader();
         let dropped: Vec<PathBuf> = ui.input(|i| {
             i.raw
@@ -745,6 +902,52 @@ impl ViewerApp {
         }
     }
 
+    /// `?` (outside a text field) shows or hides the list of keys; Escape hides it.
+    fn keys_overlay(&mut self, ui: &mut egui::Ui) {
+        if !ui.ctx().text_edit_focused() {
+            let question = ui.input(|i| {
+                i.events.iter().any(|e| match e {
+                    egui::Event::Key {
+                        key: egui::Key::Questionmark,
+                        pressed: true,
+                        repeat: false,
+                        ..
+                    } => true,
+                    egui::Event::Text(t) => t == "?",
+                    _ => false,
+                })
+            });
+            if question {
+                self.show_keys = !self.show_keys;
+            }
+        }
+        if self.show_keys
+            && ui.input_mut(|i| i.consume_key(egui::Modifiers::NONE, egui::Key::Escape))
+        {
+            self.show_keys = false;
+        }
+        let mut open = self.show_keys;
+        egui::Window::new("Keys and mouse")
+            .open(&mut open)
+            .collapsible(false)
+            .resizable(false)
+            .anchor(egui::Align2::CENTER_CENTER, egui::Vec2::ZERO)
+            .show(ui.ctx(), |ui| {
+                egui::Grid::new("keys-grid")
+                    .num_columns(2)
+                    .striped(true)
+                    .show(ui, |ui| {
+                        for (keys, what) in KEYS {
+                            ui.label(RichText::new(*keys).strong());
+                            ui.label(*what);
+                            ui.end_row();
+                        }
+                    });
+                ui.label(RichText::new("? or Escape closes this list.").weak());
+            });
+        self.show_keys = open;
+    }
+
     fn poll_loader(&mut self) {
         let Screen::Loading(loader) = &self.screen else {
             return;
@@ -766,6 +969,13 @@ impl ViewerApp {
     fn top_ui(&mut self, ui: &mut egui::Ui) {
         ui.horizontal(|ui| {
             ui.strong("steplens");
+            if ui
+                .small_button("?")
+                .on_hover_text("keys and mouse (?)")
+                .clicked()
+            {
+                self.show_keys = !self.show_keys;
+            }
             ui.separator();
             let edit = ui.add(
                 egui::TextEdit::singleline(&mut self.path)

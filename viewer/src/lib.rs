@@ -12,9 +12,11 @@
 //!   is documented there);
 //! - [`query`]: search, range aggregates and slice details, computed once per change;
 //! - [`tables`]: the sortable step, engine, op and aggregate tables;
+//! - [`finding`]: a finding in the Details tab (with a memory finding's memory curve);
 //! - [`app`]: the window: loading, panels, findings.
 
 pub mod app;
+pub mod finding;
 pub mod load;
 pub mod query;
 pub mod state;

@@ -13,6 +13,12 @@ pub const MIN_SPAN_NS: f64 = 50.0;
 pub const KEY_ZOOM_PER_SECOND: f64 = 8.0;
 /// Pan speed of A/D held down: this share of the visible span per second.
 pub const KEY_PAN_PER_SECOND: f64 = 1.5;
+/// One press of W (S) shrinks (grows) the span by this factor, however short the press
+/// (Perfetto's tap); holding the key goes on at [`KEY_ZOOM_PER_SECOND`].
+pub const KEY_ZOOM_STEP: f64 = 0.8;
+/// One press of A/D pans by this share of the visible span; holding the key goes on at
+/// [`KEY_PAN_PER_SECOND`].
+pub const KEY_PAN_STEP: f64 = 0.1;
 
 /// A time range, ns relative to [`ViewState::origin`], `start <= end`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -78,17 +84,25 @@ impl Highlight {
     }
 }
 
-/// Keys held this frame, already filtered (no text field has focus).
+/// Keys held and pressed this frame, already filtered (no text field has focus).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct KeyInput {
-    /// W: zoom in.
+    /// W held: zoom in.
     pub zoom_in: bool,
-    /// S: zoom out.
+    /// S held: zoom out.
     pub zoom_out: bool,
-    /// A: pan left (earlier).
+    /// A held: pan left (earlier).
     pub pan_left: bool,
-    /// D: pan right (later).
+    /// D held: pan right (later).
     pub pan_right: bool,
+    /// Presses of W this frame (key repeats excluded): one [`KEY_ZOOM_STEP`] each.
+    pub zoom_in_presses: u32,
+    /// Presses of S this frame.
+    pub zoom_out_presses: u32,
+    /// Presses of A this frame: one [`KEY_PAN_STEP`] each.
+    pub pan_left_presses: u32,
+    /// Presses of D this frame.
+    pub pan_right_presses: u32,
     /// Seconds since the previous frame.
     pub dt: f64,
     /// Where the zoom centres (pointer time over the timeline), relative ns; `None` = middle.
@@ -110,6 +124,8 @@ pub struct ViewState {
     pub range: Option<TimeRange>,
     /// Outlined slices.
     pub highlight: Highlight,
+    /// The search's matches, sorted by id (outlined on the timeline).
+    pub matches: Vec<SliceId>,
     /// Vertical scroll of the track area, points from the top.
     pub scroll_y: f32,
 }
@@ -127,6 +143,7 @@ impl ViewState {
             selected: None,
             range: None,
             highlight: Highlight::None,
+            matches: Vec::new(),
             scroll_y: 0.0,
         }
     }
@@ -191,17 +208,38 @@ impl ViewState {
         ));
     }
 
-    /// Applies W/S/A/D held down for `keys.dt` seconds. Returns whether the view changed.
+    /// Whether slice `id` is a search match.
+    #[must_use]
+    pub fn is_match(&self, id: SliceId) -> bool {
+        self.matches.binary_search(&id).is_ok()
+    }
+
+    /// Applies the presses of W/S/A/D (one step each) and the keys held down for `keys.dt`
+    /// seconds; in the frame of a press only its step, so a tap moves by exactly one step
+    /// whatever the frame rate. Returns whether the view changed.
     pub fn apply_keys(&mut self, keys: &KeyInput) -> bool {
         let dt = keys.dt.clamp(0.0, 0.25);
         let mut changed = false;
-        if keys.zoom_in != keys.zoom_out {
+        let zoom_pressed = keys.zoom_in_presses + keys.zoom_out_presses > 0;
+        let pan_pressed = keys.pan_left_presses + keys.pan_right_presses > 0;
+        if zoom_pressed {
+            let steps = i32::try_from(keys.zoom_in_presses).unwrap_or(i32::MAX)
+                - i32::try_from(keys.zoom_out_presses).unwrap_or(i32::MAX);
+            self.zoom(KEY_ZOOM_STEP.powi(steps), keys.anchor);
+            changed = true;
+        }
+        if pan_pressed {
+            let steps = f64::from(keys.pan_right_presses) - f64::from(keys.pan_left_presses);
+            self.pan(KEY_PAN_STEP * steps);
+            changed = true;
+        }
+        if !zoom_pressed && keys.zoom_in != keys.zoom_out {
             let factor = KEY_ZOOM_PER_SECOND.powf(dt);
             let factor = if keys.zoom_in { 1.0 / factor } else { factor };
             self.zoom(factor, keys.anchor);
             changed = true;
         }
-        if keys.pan_left != keys.pan_right {
+        if !pan_pressed && keys.pan_left != keys.pan_right {
             let share = KEY_PAN_PER_SECOND * dt;
             self.pan(if keys.pan_right { share } else { -share });
             changed = true;
@@ -299,6 +337,35 @@ mod tests {
         assert!(v.apply_keys(&held(|k| k.pan_left = true)));
         assert!(v.visible.start < right);
         assert!(!v.apply_keys(&KeyInput::default()));
+    }
+
+    #[test]
+    fn a_press_steps_even_when_released_in_the_same_frame() {
+        let mut v = view();
+        let span = v.visible.span();
+        // Down in the frame of its press too: the press's step only.
+        let press = KeyInput {
+            zoom_in: true,
+            zoom_in_presses: 1,
+            dt: 0.25,
+            ..KeyInput::default()
+        };
+        assert!(v.apply_keys(&press));
+        assert!((v.visible.span() - span * KEY_ZOOM_STEP).abs() < 1e-6);
+        let out = KeyInput {
+            zoom_out_presses: 1,
+            ..KeyInput::default()
+        };
+        assert!(v.apply_keys(&out));
+        assert!((v.visible.span() - span).abs() < 1e-3);
+        v.zoom(0.1, None);
+        let start = v.visible.start;
+        let right = KeyInput {
+            pan_right_presses: 1,
+            ..KeyInput::default()
+        };
+        assert!(v.apply_keys(&right));
+        assert!((v.visible.start - start - v.visible.span() * KEY_PAN_STEP).abs() < 1e-3);
     }
 
     #[test]

@@ -1,13 +1,20 @@
 //! Vertical layout of the timeline: groups (a process or device of one input), their tracks and
 //! each track's rows (one per nesting depth; one taller row for a counter).
 //!
-//! The layout is rebuilt only when a group is collapsed or expanded (O(tracks + depth rows)),
-//! never per frame. Per frame, [`Layout::rows_in`] finds the rows inside the viewport by binary
-//! search, so vertical culling costs O(log rows).
+//! A host thread nested deeper than [`FOLD_MIN_ROWS`] rows (a trace recorded with Python
+//! stacks nests ~20–40 `python_function` frames) starts *folded* unless everything fits on
+//! screen unfolded ([`Layout::unfold_if_it_fits`]): its first [`FOLD_SHOWN`] depths keep their
+//! rows and every deeper depth shares one [`RowKind::Folded`] row, the deepest slice on top, so
+//! the device tracks below stay in view. Clicking the track's name unfolds it
+//! ([`Layout::toggle_track`]).
+//!
+//! The layout is rebuilt only when a group is collapsed or expanded or a track folded or
+//! unfolded (O(tracks + depth rows)), never per frame. Per frame, [`Layout::rows_in`] finds the
+//! rows inside the viewport by binary search, so vertical culling costs O(log rows).
 
 use std::ops::Range;
 
-use steplens_ingest::model::{LaneId, Timeline, TrackId, TrackKind};
+use steplens_ingest::model::{DeviceKind, LaneId, Timeline, Track, TrackId, TrackKind};
 
 /// Height of a slice row, points.
 pub const ROW_H: f32 = 18.0;
@@ -17,6 +24,10 @@ pub const COUNTER_H: f32 = 36.0;
 pub const HEADER_H: f32 = 20.0;
 /// Gap after each track, points.
 pub const TRACK_GAP: f32 = 3.0;
+/// A host thread with more depth rows than this starts folded.
+pub const FOLD_MIN_ROWS: u16 = 6;
+/// Depths a folded track keeps as their own rows; the deeper ones share one row.
+pub const FOLD_SHOWN: u16 = 4;
 
 /// What a row shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +48,14 @@ pub enum RowKind {
     Counter {
         /// Track.
         track: TrackId,
+    },
+    /// The depths `from..=` the track's deepest of a folded track, drawn over each other in
+    /// one row (deeper on top).
+    Folded {
+        /// Track.
+        track: TrackId,
+        /// First depth in the row.
+        from: u16,
     },
 }
 
@@ -74,11 +93,16 @@ pub struct Layout {
     pub height: f32,
     /// For each track, the index of its first row (`None` while its group is collapsed).
     pub track_row: Vec<Option<usize>>,
+    /// For each track, whether it is deep enough to fold ([`FOLD_MIN_ROWS`]).
+    pub foldable: Vec<bool>,
+    /// For each track, whether it is unfolded (every depth its own row); tracks that are not
+    /// foldable always are.
+    pub unfolded: Vec<bool>,
 }
 
 impl Layout {
-    /// Groups the Timeline's tracks (consecutive tracks of one input and process) with every
-    /// group expanded.
+    /// Groups the Timeline's tracks (consecutive tracks of one input and process), every group
+    /// expanded but the profiler's own near-empty async ones.
     #[must_use]
     pub fn new(timeline: &Timeline) -> Self {
         let mut groups: Vec<Group> = Vec::new();
@@ -97,26 +121,8 @@ impl Layout {
         for (i, track) in timeline.tracks.iter().enumerate() {
             let key = (track.source, track.process_name.as_str(), track.pid);
             if last_key != Some(key) {
-                let mut name = if track.process_name.is_empty() {
-                    match track.pid {
-                        LaneId::Int(pid) => format!("pid {pid}"),
-                        LaneId::Str(id) => timeline.strings.get(id).to_owned(),
-                    }
-                } else {
-                    track.process_name.clone()
-                };
-                if let TrackKind::Counter = track.kind {
-                    name.push_str(" (counters)");
-                }
-                if multi_source && let Some(src) = timeline.sources.get(track.source as usize) {
-                    let file = src.path.rsplit('/').next().unwrap_or(&src.path);
-                    name = match rank(track.source) {
-                        Some(rank) => format!("rank {rank} · {file}: {name}"),
-                        None => format!("{file}: {name}"),
-                    };
-                }
                 groups.push(Group {
-                    name,
+                    name: String::new(),
                     tracks: Vec::new(),
                     collapsed: false,
                 });
@@ -125,6 +131,35 @@ impl Layout {
             if let Some(g) = groups.last_mut() {
                 g.tracks.push(i as TrackId);
             }
+        }
+        for g in &mut groups {
+            let Some(track) = g
+                .tracks
+                .first()
+                .and_then(|&t| timeline.tracks.get(t as usize))
+            else {
+                continue;
+            };
+            let mut name = group_name(timeline, &g.tracks, !multi_source);
+            if let TrackKind::Counter = track.kind {
+                name.push_str(" (counters)");
+            }
+            let src = timeline.sources.get(track.source as usize);
+            if multi_source && let Some(src) = src {
+                let file = file_name(&src.path);
+                name = match rank(track.source) {
+                    Some(rank) => format!("rank {rank} · {file}: {name}"),
+                    None => format!("{file}: {name}"),
+                };
+            } else if let Some(src) = src
+                && let Some(rank) = src.rank
+                && src.world_size.is_some_and(|w| w > 1)
+            {
+                // One rank of a larger job.
+                name = format!("rank {rank} · {name}");
+            }
+            g.name = name;
+            g.collapsed = is_profiler_noise(timeline, &g.tracks);
         }
         if multi_source {
             // Ranks top to bottom in rank order, whatever order the files were given in;
@@ -138,8 +173,15 @@ impl Layout {
                 (rank.is_none(), rank)
             });
         }
+        let foldable: Vec<bool> = timeline
+            .tracks
+            .iter()
+            .map(|t| t.kind == TrackKind::HostThread && t.max_depth >= FOLD_MIN_ROWS)
+            .collect();
         let mut layout = Self {
             groups,
+            unfolded: vec![false; foldable.len()],
+            foldable,
             ..Self::default()
         };
         layout.rebuild(timeline);
@@ -176,9 +218,26 @@ impl Layout {
                     });
                     y += COUNTER_H;
                 } else {
-                    for depth in 0..=track.max_depth {
+                    let folded = self.is_folded(t);
+                    let last = if folded {
+                        FOLD_SHOWN - 1
+                    } else {
+                        track.max_depth
+                    };
+                    for depth in 0..=last {
                         self.rows.push(Row {
                             kind: RowKind::Lane { track: t, depth },
+                            y,
+                            h: ROW_H,
+                        });
+                        y += ROW_H;
+                    }
+                    if folded {
+                        self.rows.push(Row {
+                            kind: RowKind::Folded {
+                                track: t,
+                                from: FOLD_SHOWN,
+                            },
                             y,
                             h: ROW_H,
                         });
@@ -199,6 +258,61 @@ impl Layout {
         }
     }
 
+    /// Whether `track`'s deep rows are folded into one.
+    #[must_use]
+    pub fn is_folded(&self, track: TrackId) -> bool {
+        self.foldable.get(track as usize).copied().unwrap_or(false)
+            && !self.unfolded.get(track as usize).copied().unwrap_or(true)
+    }
+
+    /// Folds or unfolds `track` (nothing for a track that is not foldable).
+    pub fn toggle_track(&mut self, track: TrackId, timeline: &Timeline) {
+        if self.foldable.get(track as usize).copied().unwrap_or(false)
+            && let Some(open) = self.unfolded.get_mut(track as usize)
+        {
+            *open = !*open;
+            self.rebuild(timeline);
+        }
+    }
+
+    /// Unfolds every folded track when the whole layout then fits in `height` points (a deep
+    /// thread is folded only to make room). Returns whether it did.
+    pub fn unfold_if_it_fits(&mut self, timeline: &Timeline, height: f32) -> bool {
+        let extra: f32 = timeline
+            .tracks
+            .iter()
+            .enumerate()
+            .filter(|&(t, _)| {
+                self.is_folded(t as TrackId) && self.track_row.get(t).is_some_and(Option::is_some)
+            })
+            .map(|(_, tr)| f32::from(tr.max_depth - FOLD_SHOWN) * ROW_H)
+            .sum();
+        if extra == 0.0 || self.height + extra > height {
+            return false;
+        }
+        self.unfolded.iter_mut().for_each(|u| *u = true);
+        self.rebuild(timeline);
+        true
+    }
+
+    /// The rows of `track` (empty while its group is collapsed).
+    #[must_use]
+    pub fn track_rows(&self, track: TrackId) -> Range<usize> {
+        let Some(first) = self.track_row.get(track as usize).copied().flatten() else {
+            return 0..0;
+        };
+        let n = self.rows[first..]
+            .iter()
+            .take_while(|r| match r.kind {
+                RowKind::Lane { track: t, .. }
+                | RowKind::Counter { track: t }
+                | RowKind::Folded { track: t, .. } => t == track,
+                RowKind::Header { .. } => false,
+            })
+            .count();
+        first..first + n
+    }
+
     /// Rows overlapping `[y0, y1)` (points from the top of the track area).
     #[must_use]
     pub fn rows_in(&self, y0: f32, y1: f32) -> Range<usize> {
@@ -214,14 +328,23 @@ impl Layout {
         self.rows.get(i).filter(|r| r.y <= y).map(|_| i)
     }
 
-    /// The row of `track` at `depth` (`None` when its group is collapsed).
+    /// The row of `track` at `depth` (the folded row for a depth folded into it; `None` when
+    /// its group is collapsed).
     #[must_use]
     pub fn lane_row(&self, track: TrackId, depth: u16) -> Option<usize> {
         let first = (*self.track_row.get(track as usize)?)?;
+        if let RowKind::Counter { track: t } = self.rows.get(first)?.kind {
+            return (t == track).then_some(first);
+        }
+        let depth = if self.is_folded(track) {
+            depth.min(FOLD_SHOWN)
+        } else {
+            depth
+        };
         let row = first + depth as usize;
         match self.rows.get(row)?.kind {
-            RowKind::Lane { track: t, .. } if t == track => Some(row),
-            RowKind::Counter { track: t } if t == track => Some(first),
+            RowKind::Lane { track: t, depth: d } if t == track && d == depth => Some(row),
+            RowKind::Folded { track: t, .. } if t == track => Some(row),
             _ => None,
         }
     }
@@ -230,6 +353,124 @@ impl Layout {
     #[must_use]
     pub fn group_of(&self, track: TrackId) -> Option<usize> {
         self.groups.iter().position(|g| g.tracks.contains(&track))
+    }
+}
+
+/// Whether a group is only async lanes with at most one event in all: the profiler's own
+/// `PyTorch Profiler` span, an empty `Traces` or global lane. Such groups start collapsed (their
+/// header stays), so they do not push the threads and devices down, once per rank.
+fn is_profiler_noise(timeline: &Timeline, tracks: &[TrackId]) -> bool {
+    let instants = &timeline.instants.track;
+    let mut events = 0;
+    for &t in tracks {
+        let Some(track) = timeline.tracks.get(t as usize) else {
+            continue;
+        };
+        if track.kind != TrackKind::Async {
+            return false;
+        }
+        events += track.slices.len()
+            + (instants.partition_point(|&x| x <= t) - instants.partition_point(|&x| x < t));
+    }
+    events <= 1
+}
+
+/// The last part of a path (the file name).
+fn file_name(path: &str) -> &str {
+    path.rsplit(['/', '\\']).next().unwrap_or(path)
+}
+
+/// The text of a pid as written.
+fn pid_text(timeline: &Timeline, pid: LaneId) -> String {
+    match pid {
+        LaneId::Int(pid) => pid.to_string(),
+        LaneId::Str(id) => timeline.strings.get(id).to_owned(),
+    }
+}
+
+/// The name of the group of `tracks` (one process of one input): its process name as written
+/// (without the `*` sort prefixes of Synapse's TEF), unless that is empty or a number (the pid:
+/// `9`, `-1`): then the device (`GPU 0`, `Gaudi 0`), the lanes of an async group, the runtime of
+/// a `Runtime/Thread N` thread, the one category of all its slices (the profiler's
+/// `overhead`), and last the pid with the input's file name (`with_file`; several inputs
+/// already prefix it).
+#[must_use]
+pub fn group_name(timeline: &Timeline, tracks: &[TrackId], with_file: bool) -> String {
+    let members: Vec<&Track> = tracks
+        .iter()
+        .filter_map(|&t| timeline.tracks.get(t as usize))
+        .collect();
+    let Some(first) = members.first() else {
+        return String::new();
+    };
+    let pid = pid_text(timeline, first.pid);
+    let written = first.process_name.trim().trim_start_matches('*').trim();
+    // A number is the pid written back (Kineto's `9`, `-1` without a `process_name`).
+    if !written.is_empty() && written.parse::<i64>().is_err() {
+        return written.to_owned();
+    }
+    let pid_suffix = if pid.is_empty() {
+        String::new()
+    } else {
+        format!(" (pid {pid})")
+    };
+    if members.iter().all(|t| t.kind.is_device()) {
+        let family = match timeline.device.kind {
+            DeviceKind::Cuda | DeviceKind::Rocm => "GPU",
+            DeviceKind::Hpu => "Gaudi",
+            DeviceKind::Mtia => "MTIA",
+            DeviceKind::Cpu => "device",
+        };
+        let mut devices = members.iter().map(|t| match t.kind {
+            TrackKind::DeviceEngine { device, .. } => device,
+            _ => None,
+        });
+        let one = devices.next().flatten();
+        return match one {
+            Some(d) if devices.all(|x| x == Some(d)) => format!("{family} {d}"),
+            _ => format!("{family}{pid_suffix}"),
+        };
+    }
+    if members.iter().all(|t| t.kind == TrackKind::Async) {
+        let mut lanes: Vec<&str> = members.iter().map(|t| t.name.as_str()).collect();
+        lanes.dedup();
+        let more = if lanes.len() > 3 { ", …" } else { "" };
+        lanes.truncate(3);
+        return format!("async: {}{more}", lanes.join(", "));
+    }
+    // Synapse's API calls come on a `Synapse/Thread N` thread of a process without a name.
+    let runtime = first.name.split_once('/').map(|(r, _)| r.trim());
+    if let Some(runtime) = runtime
+        && !runtime.is_empty()
+        && members
+            .iter()
+            .all(|t| t.name.split_once('/').map(|(r, _)| r.trim()) == Some(runtime))
+    {
+        return format!("{runtime}{pid_suffix}");
+    }
+    // One category for all of its slices: Kineto's pid -1 holds the profiler's `overhead`.
+    let slices = &timeline.slices;
+    let mut cats = members
+        .iter()
+        .flat_map(|t| t.slices.clone())
+        .filter_map(|i| slices.cat.get(i as usize).copied());
+    if let Some(cat) = cats.next()
+        && cats.all(|c| c == cat)
+    {
+        let name = timeline.categories.name(cat).trim();
+        if !name.is_empty() {
+            return format!("{name}{pid_suffix}");
+        }
+    }
+    let file = timeline
+        .sources
+        .get(first.source as usize)
+        .map_or("", |s| file_name(&s.path));
+    match (pid.is_empty(), with_file && !file.is_empty()) {
+        (false, true) => format!("pid {pid} · {file}"),
+        (false, false) => format!("pid {pid}"),
+        (true, true) => file.to_owned(),
+        (true, false) => "(unnamed)".to_owned(),
     }
 }
 
@@ -256,6 +497,59 @@ mod tests {
             height: y,
             ..Layout::default()
         }
+    }
+
+    fn track(pid: i64, process_name: &str, kind: TrackKind, name: &str) -> Track {
+        Track {
+            source: 0,
+            pid: LaneId::Int(pid),
+            tid: LaneId::Int(1),
+            kind,
+            name: name.to_owned(),
+            process_name: process_name.to_owned(),
+            sort_key: (0, 0),
+            slices: 0..0,
+            max_depth: 0,
+        }
+    }
+
+    #[test]
+    fn unnamed_groups_are_named_by_device_runtime_or_pid_and_file() {
+        let mut t = Timeline::default();
+        t.device.kind = DeviceKind::Hpu;
+        let engine = |device| TrackKind::DeviceEngine {
+            class: steplens_ingest::model::EngineClass::Mme,
+            device: Some(device),
+        };
+        t.tracks = vec![
+            track(3, "3", engine(0), "MME 0"),
+            track(3, "3", engine(0), "MME 1"),
+            track(9, "9", TrackKind::HostThread, "Synapse/Thread 52891"),
+            track(7, "", TrackKind::HostThread, "thread 7"),
+            track(5, "python3", TrackKind::HostThread, "thread 5"),
+            track(6, "***Host", TrackKind::HostThread, "thread 6"),
+        ];
+        t.sources = vec![steplens_ingest::model::SourceInfo {
+            path: "runs/a/trace.json".into(),
+            format: steplens_ingest::FormatId::KinetoJson,
+            bytes: 0,
+            stored_bytes: 0,
+            compressed: false,
+            events: 0,
+            events_by_phase: Vec::new(),
+            warnings: Vec::new(),
+            top_level: Vec::new(),
+            rank: None,
+            world_size: None,
+        }];
+        let name = |tracks: &[TrackId]| group_name(&t, tracks, true);
+        assert_eq!(name(&[0, 1]), "Gaudi 0");
+        assert_eq!(name(&[2]), "Synapse (pid 9)");
+        assert_eq!(name(&[3]), "pid 7 · trace.json");
+        assert_eq!(name(&[4]), "python3");
+        assert_eq!(name(&[5]), "Host");
+        t.device.kind = DeviceKind::Cuda;
+        assert_eq!(group_name(&t, &[0], true), "GPU 0");
     }
 
     #[test]

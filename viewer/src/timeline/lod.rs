@@ -26,7 +26,9 @@
 //! slices, and O(visible lanes × width_px) rectangles. Counters cost O(visible counter rows ×
 //! width_px × [`MAX_COUNTER_SAMPLES_PER_PX`]); instants at most one per pixel column and track.
 //! Labels are drawn only on rectangles wider than [`LABEL_MIN_PX`], so their number is bounded
-//! by `width_px / LABEL_MIN_PX` per lane. `examples/frame_bench.rs` measures it.
+//! by `width_px / LABEL_MIN_PX` per lane. A folded row ([`RowKind::Folded`]) walks each lane
+//! folded into it, so it counts as that many lanes (never more than the rows it replaces).
+//! `examples/frame_bench.rs` measures it.
 //!
 //! Over 800 lines on purpose: the index and the walks that read it share its layout (blocks,
 //! levels, coarse starts); apart, every walk would re-derive that layout's invariants.
@@ -566,6 +568,16 @@ pub fn build_frame(
                 if depth == 0 {
                     out.steps +=
                         walk_instants(timeline, index.instant_range(track), r as u32, vp, out);
+                }
+            }
+            RowKind::Folded { track, from } => {
+                // Shallow first, so the deeper slices are drawn over their parents.
+                let deepest = timeline
+                    .tracks
+                    .get(track as usize)
+                    .map_or(0, |t| t.max_depth);
+                for depth in from..=deepest {
+                    out.steps += walk_lane(index.lane_ref(track, depth), r as u32, vp, out);
                 }
             }
             RowKind::Counter { track } => {

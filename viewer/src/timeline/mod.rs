@@ -7,13 +7,16 @@
 //!
 //! The widget owns no data. Per frame it asks [`layout::Layout::rows_in`] for the visible rows,
 //! [`lod::build_frame`] for the paint list, and paints that list as one mesh plus the labels
-//! that fit; everything else drawn is bounded by the screen (ruler ticks, step lines inside the
+//! that fit (in a folded row, on the parts deeper slices leave uncovered: [`uncovered_runs`]);
+//! everything else drawn is bounded by the screen (ruler ticks, step lines and names inside the
 //! view, findings inside the view, flows of the one selected slice).
 //!
-//! Navigation (Perfetto / chrome://tracing habits): W/S zoom around the pointer, A/D pan, wheel
-//! scrolls the tracks, shift+wheel pans, ctrl+wheel zooms, drag pans, drag on the ruler or
-//! shift+drag selects a time range, F fits the selection, double-click zooms to a slice, Escape
-//! clears.
+//! Navigation (Perfetto / chrome://tracing habits): W/S zoom around the pointer (a press one
+//! step, held on and on), A/D pan, wheel scrolls the tracks, shift+wheel pans, ctrl+wheel
+//! zooms, drag pans, drag on the ruler or shift+drag selects a time range, F fits the
+//! selection, double-click zooms to a slice, Escape clears, a click on a group header collapses
+//! it and one on a deep thread's name folds or unfolds its rows. [`KEYS`] lists them for the
+//! shortcuts overlay.
 
 pub mod layout;
 pub mod lod;
@@ -28,6 +31,44 @@ use steplens_ingest::model::{SliceId, Timeline, TrackId};
 use crate::state::{KeyInput, TimeRange, ViewState};
 use layout::{Layout, RowKind};
 use lod::{Frame, LaneIndex, RectKind, Viewport};
+
+/// Every key and mouse gesture the viewer handles, as the shortcuts overlay (`?`) lists them:
+/// (keys, what they do). The timeline's input handling below and the app's (search, `?`) are
+/// what this describes.
+pub const KEYS: &[(&str, &str)] = &[
+    (
+        "W / S",
+        "zoom in / out around the pointer (a press: one step; held: on and on)",
+    ),
+    (
+        "A / D",
+        "pan earlier / later (a press: one step; held: on and on)",
+    ),
+    ("F", "fit the selected range, else the selected slice"),
+    (
+        "Escape",
+        "clear the range selection, then the slice selection and highlight",
+    ),
+    ("?", "show or hide this list"),
+    (
+        "Enter / Shift+Enter",
+        "in the search box: next / previous match",
+    ),
+    ("Enter in the path field", "open the traces typed there"),
+    ("Wheel", "scroll the tracks up and down"),
+    ("Shift+wheel", "pan earlier / later"),
+    ("Ctrl+wheel, pinch", "zoom around the pointer"),
+    ("Drag", "pan (and scroll the tracks)"),
+    ("Drag on the ruler, Shift+drag", "select a time range"),
+    ("Click a slice", "select it (details below)"),
+    ("Double-click a slice", "zoom to it"),
+    ("Click a group header", "collapse or expand the group"),
+    (
+        "Click a thread name with ▸ / ▾",
+        "unfold or fold its deep rows",
+    ),
+    ("Drop files on the window", "open them"),
+];
 
 /// Width of the track-name gutter, points.
 pub const GUTTER_W: f32 = 190.0;
@@ -113,6 +154,9 @@ pub struct TimelineInput<'a> {
     pub critical_path: Option<&'a steplens_analysis::critical_path::CriticalPath>,
 }
 
+/// The outline of a search match.
+pub const MATCH_COLOUR: Color32 = Color32::from_rgb(80, 220, 255);
+
 /// The colour of a critical-path stretch of `bound`.
 #[must_use]
 pub fn bound_colour(bound: steplens_analysis::critical_path::Bound) -> Color32 {
@@ -138,6 +182,9 @@ pub struct TimelineWidget {
     drag: Option<Drag>,
     /// Where the track area was in the last frame (screen points).
     pub tracks_rect: Rect,
+    step_labels: Vec<(Rect, String)>,
+    /// Whether the first frame checked if the deep threads fit unfolded.
+    fold_checked: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -155,7 +202,15 @@ impl TimelineWidget {
             frame: Frame::default(),
             drag: None,
             tracks_rect: Rect::NOTHING,
+            step_labels: Vec::new(),
+            fold_checked: false,
         }
+    }
+
+    /// The step names drawn in the ruler in the last frame, with where they were drawn.
+    #[must_use]
+    pub fn step_labels(&self) -> &[(Rect, String)] {
+        &self.step_labels
     }
 
     /// Whether a drag (pan or range selection) is in progress.
@@ -212,6 +267,12 @@ impl TimelineWidget {
             Pos2::new(full.left() + GUTTER_W, full.bottom()),
         );
         self.tracks_rect = tracks;
+        if !self.fold_checked && tracks.height() > 0.0 {
+            // Deep threads start folded only when the tracks would not fit unfolded.
+            self.fold_checked = true;
+            self.layout
+                .unfold_if_it_fits(input.timeline, tracks.height());
+        }
         self.handle_input(ui, &response, input, view, ruler, tracks, gutter);
 
         let max_scroll = (self.layout.height - tracks.height() + 20.0).max(0.0);
@@ -259,6 +320,7 @@ impl TimelineWidget {
             &vp,
             tracks,
             ruler,
+            &mut self.step_labels,
         );
         self.paint_slices(&track_painter, input, view, &row_y);
         self.paint_counters(&track_painter, &vp, &row_y, &visuals);
@@ -321,12 +383,26 @@ impl TimelineWidget {
         // still navigate then).
         if !ui.ctx().text_edit_focused() {
             let (keys, fit, escape) = ui.input(|i| {
+                // Presses, not repeats: a held key zooms through `key_down` already.
+                let presses = |key: Key| {
+                    i.events
+                        .iter()
+                        .filter(|e| {
+                            matches!(e, egui::Event::Key { key: k, pressed: true, repeat: false, modifiers, .. }
+                                if *k == key && !modifiers.command && !modifiers.alt)
+                        })
+                        .count() as u32
+                };
                 (
                     KeyInput {
                         zoom_in: i.key_down(Key::W),
                         zoom_out: i.key_down(Key::S),
                         pan_left: i.key_down(Key::A),
                         pan_right: i.key_down(Key::D),
+                        zoom_in_presses: presses(Key::W),
+                        zoom_out_presses: presses(Key::S),
+                        pan_left_presses: presses(Key::A),
+                        pan_right_presses: presses(Key::D),
                         dt: f64::from(i.stable_dt),
                         anchor,
                     },
@@ -405,10 +481,17 @@ impl TimelineWidget {
         {
             if gutter.contains(p) {
                 let y = p.y - tracks.top() + view.scroll_y;
-                if let Some(r) = self.layout.row_at(y)
-                    && let Some(RowKind::Header { group }) = self.layout.rows.get(r).map(|r| r.kind)
+                match self
+                    .layout
+                    .row_at(y)
+                    .and_then(|r| self.layout.rows.get(r))
+                    .map(|r| r.kind)
                 {
-                    self.layout.toggle(group, input.timeline);
+                    Some(RowKind::Header { group }) => self.layout.toggle(group, input.timeline),
+                    Some(RowKind::Lane { track, depth: 0 } | RowKind::Folded { track, .. }) => {
+                        self.layout.toggle_track(track, input.timeline);
+                    }
+                    _ => {}
                 }
             } else if tracks.contains(p) {
                 view.selected = self.slice_at(input, view, &vp, tracks, p);
@@ -439,12 +522,25 @@ impl TimelineWidget {
     ) -> Option<SliceId> {
         let y = pos.y - tracks.top() + view.scroll_y;
         let row = self.layout.rows.get(self.layout.row_at(y)?)?;
-        let RowKind::Lane { track, depth } = row.kind else {
-            return None;
-        };
         let lo = view.abs(vp.t_rel(pos.x - 3.0));
         let hi = view.abs(vp.t_rel(pos.x + 3.0));
-        lod::hit(input.timeline, input.index.lane(track, depth), lo, hi)
+        match row.kind {
+            RowKind::Lane { track, depth } => {
+                lod::hit(input.timeline, input.index.lane(track, depth), lo, hi)
+            }
+            // The deepest slice under the pointer: the one drawn on top.
+            RowKind::Folded { track, from } => {
+                let deepest = input
+                    .timeline
+                    .tracks
+                    .get(track as usize)
+                    .map_or(0, |t| t.max_depth);
+                (from..=deepest)
+                    .rev()
+                    .find_map(|d| lod::hit(input.timeline, input.index.lane(track, d), lo, hi))
+            }
+            RowKind::Header { .. } | RowKind::Counter { .. } => None,
+        }
     }
 
     fn paint_slices(
@@ -468,13 +564,22 @@ impl TimelineWidget {
                 RectKind::Slice(id) => {
                     let name = t.slices.name.get(id as usize).copied().unwrap_or(0);
                     mesh.add_colored_rect(rect, name_color(name));
+                    if view.is_match(id) {
+                        outlines.push((rect, Stroke::new(1.5, MATCH_COLOUR)));
+                    }
                     if view.highlight.contains(id, name) {
                         outlines.push((rect, Stroke::new(2.0, Color32::YELLOW)));
                     }
                     if view.selected == Some(id) {
                         outlines.push((rect, Stroke::new(2.0, Color32::WHITE)));
                     }
-                    if rect.width() >= lod::LABEL_MIN_PX {
+                    // A folded row draws several depths over each other: its labels go on the
+                    // parts left uncovered (below).
+                    let folded = matches!(
+                        self.layout.rows.get(r.row as usize).map(|row| row.kind),
+                        Some(RowKind::Folded { .. })
+                    );
+                    if rect.width() >= lod::LABEL_MIN_PX && !folded {
                         labels.push((rect, id));
                     }
                 }
@@ -495,6 +600,29 @@ impl TimelineWidget {
             }
         }
         painter.add(Shape::mesh(mesh));
+        let clip = painter.clip_rect();
+        for rects in self.frame.rects.chunk_by(|a, b| a.row == b.row) {
+            let Some(first) = rects.first() else {
+                continue;
+            };
+            if !matches!(
+                self.layout.rows.get(first.row as usize).map(|row| row.kind),
+                Some(RowKind::Folded { .. })
+            ) {
+                continue;
+            }
+            let Some((y0, y1)) = row_y(first.row as usize) else {
+                continue;
+            };
+            for (k, x0, x1) in uncovered_runs(rects, clip.left(), clip.width()) {
+                if let Some(RectKind::Slice(id)) = rects.get(k).map(|r| r.kind) {
+                    labels.push((
+                        Rect::from_min_max(Pos2::new(x0, y0 + 1.0), Pos2::new(x1, y1 - 1.0)),
+                        id,
+                    ));
+                }
+            }
+        }
         for (rect, id) in labels {
             let visible = rect.intersect(painter.clip_rect());
             if let Some(text) = fit_label(input.timeline.slice_name(id), visible.width()) {
@@ -572,21 +700,11 @@ impl TimelineWidget {
                 continue;
             }
             let active = input.active_finding == Some(m.finding);
-            let Some(first) = self
-                .layout
-                .track_row
-                .get(m.track as usize)
-                .copied()
-                .flatten()
-            else {
+            let rows = self.layout.track_rows(m.track);
+            if rows.is_empty() {
                 continue;
-            };
-            let depth = input
-                .timeline
-                .tracks
-                .get(m.track as usize)
-                .map_or(0, |t| t.max_depth as usize);
-            let (Some((y0, _)), Some((_, y1))) = (row_y(first), row_y(first + depth)) else {
+            }
+            let (Some((y0, _)), Some((_, y1))) = (row_y(rows.start), row_y(rows.end - 1)) else {
                 continue;
             };
             let mut x0 = vp.x(m.start).max(tracks.left() - 2.0);
@@ -724,6 +842,13 @@ impl TimelineWidget {
         rows: std::ops::Range<usize>,
         visuals: &egui::Visuals,
     ) {
+        // A group's name runs on into its header row over the track area (no slices there),
+        // so long names (`rank 2 · file: process`) are not cut at the gutter.
+        let header_painter = painter.with_clip_rect(Rect::from_x_y_ranges(
+            gutter.left()..=painter.clip_rect().right(),
+            gutter.y_range(),
+        ));
+        let header_w = header_painter.clip_rect().width() - 8.0;
         let painter = painter.with_clip_rect(gutter);
         painter.rect_filled(gutter, CornerRadius::ZERO, visuals.panel_fill);
         let font = FontId::proportional(12.0);
@@ -742,9 +867,9 @@ impl TimelineWidget {
                         visuals.faint_bg_color,
                     );
                     let arrow = if g.collapsed { "+" } else { "-" };
-                    let text = fit_label(&format!("{arrow} {}", g.name), GUTTER_W - 8.0)
-                        .unwrap_or_default();
-                    painter.text(
+                    let text =
+                        fit_label(&format!("{arrow} {}", g.name), header_w).unwrap_or_default();
+                    header_painter.text(
                         Pos2::new(gutter.left() + 4.0, (y0 + y1) / 2.0),
                         Align2::LEFT_CENTER,
                         text,
@@ -761,6 +886,14 @@ impl TimelineWidget {
                     {
                         name = format!("{name} [{class}]");
                     }
+                    if self.layout.foldable.get(track as usize).copied() == Some(true) {
+                        let sign = if self.layout.is_folded(track) {
+                            "▸"
+                        } else {
+                            "▾"
+                        };
+                        name = format!("{sign} {name}");
+                    }
                     let text = fit_label(&name, GUTTER_W - 20.0).unwrap_or_default();
                     painter.text(
                         Pos2::new(gutter.left() + 14.0, (y0 + y1) / 2.0),
@@ -768,6 +901,20 @@ impl TimelineWidget {
                         text,
                         font.clone(),
                         visuals.text_color(),
+                    );
+                }
+                RowKind::Folded { track, from } => {
+                    let deepest = timeline
+                        .tracks
+                        .get(track as usize)
+                        .map_or(0, |t| t.max_depth);
+                    let text = format!("depths {from}–{deepest} folded");
+                    painter.text(
+                        Pos2::new(gutter.left() + 24.0, (y0 + y1) / 2.0),
+                        Align2::LEFT_CENTER,
+                        fit_label(&text, GUTTER_W - 30.0).unwrap_or_default(),
+                        FontId::proportional(11.0),
+                        visuals.weak_text_color(),
                     );
                 }
                 RowKind::Lane { .. } => {}
@@ -830,6 +977,7 @@ fn steps_in_view(steps: &[steplens_ingest::model::Step], t0: i64, t1: i64) -> Ve
     out
 }
 
+#[allow(clippy::too_many_arguments)]
 fn paint_steps(
     track_painter: &egui::Painter,
     painter: &egui::Painter,
@@ -838,7 +986,12 @@ fn paint_steps(
     vp: &Viewport,
     tracks: Rect,
     ruler: Rect,
+    labels: &mut Vec<(Rect, String)>,
 ) {
+    labels.clear();
+    let ruler_painter = painter.with_clip_rect(ruler);
+    let font = FontId::proportional(10.0);
+    let label_colour = Color32::from_rgb(200, 200, 120);
     let t0 = view.abs(vp.start);
     let t1 = view.abs(vp.end);
     let steps = &timeline.steps;
@@ -870,13 +1023,19 @@ fn paint_steps(
             let label = s
                 .number
                 .map_or_else(|| s.name.clone(), |n| format!("step {n}"));
-            painter.with_clip_rect(ruler).text(
-                Pos2::new(x0.max(ruler.left()) + 3.0, ruler.bottom() - 2.0),
-                Align2::LEFT_BOTTOM,
-                label,
-                FontId::proportional(10.0),
-                Color32::from_rgb(200, 200, 120),
-            );
+            // With several ranks the same step starts at about the same x on each: a label
+            // that would overlap the one before it (or repeat it close by) is dropped.
+            let galley = ruler_painter.layout_no_wrap(label.clone(), font.clone(), label_colour);
+            let at = Pos2::new(x0.max(ruler.left()) + 3.0, ruler.bottom() - 2.0);
+            let rect = Align2::LEFT_BOTTOM.anchor_size(at, galley.size());
+            let clash = labels.last().is_some_and(|(prev, text)| {
+                rect.left() < prev.right() + 6.0
+                    || (*text == label && rect.left() < prev.right() + 60.0)
+            });
+            if !clash {
+                ruler_painter.galley(rect.min, galley, label_colour);
+                labels.push((rect, label));
+            }
         }
     }
 }
@@ -965,6 +1124,35 @@ pub fn fit_label(name: &str, width: f32) -> Option<String> {
     Some(s)
 }
 
+/// The parts of a folded row's rectangles (in paint order: a later one covers an earlier one)
+/// left uncovered, at least [`lod::LABEL_MIN_PX`] wide, as (index in `rects`, x0, x1), over
+/// the `width` points from `left`: one pass over the pixel columns each rectangle covers, so
+/// O(rectangles × their width), within the folded lanes' own bound.
+#[must_use]
+pub fn uncovered_runs(rects: &[lod::FrameRect], left: f32, width: f32) -> Vec<(usize, f32, f32)> {
+    let columns = width.max(0.0).ceil() as usize;
+    let mut top = vec![usize::MAX; columns];
+    let col = |x: f32| ((x - left).max(0.0) as usize).min(columns);
+    for (k, r) in rects.iter().enumerate() {
+        for slot in &mut top[col(r.x0)..col(r.x1)] {
+            *slot = k;
+        }
+    }
+    let mut out = Vec::new();
+    let mut c = 0;
+    while c < columns {
+        let k = top[c];
+        let start = c;
+        while c < columns && top[c] == k {
+            c += 1;
+        }
+        if k != usize::MAX && (c - start) as f32 >= lod::LABEL_MIN_PX {
+            out.push((k, left + start as f32, left + c as f32));
+        }
+    }
+    out
+}
+
 /// A stable colour per name.
 #[must_use]
 pub fn name_color(name: u32) -> Color32 {
@@ -1031,6 +1219,31 @@ mod tests {
         assert_eq!(steps_in_view(&steps, 90, 200), vec![2, 3]);
         assert_eq!(steps_in_view(&steps, 0, 2_000), vec![0, 2, 3, 1]);
         assert!(steps_in_view(&steps, 500, 600).is_empty());
+    }
+
+    #[test]
+    fn a_folded_row_labels_what_deeper_slices_leave_uncovered() {
+        let rect = |x0: f32, x1: f32, id: u32| lod::FrameRect {
+            x0,
+            x1,
+            row: 0,
+            kind: RectKind::Slice(id),
+        };
+        // A parent 0..200 with a child 50..100 drawn over it, and a narrow child at 150..160.
+        let rects = [
+            rect(0.0, 200.0, 1),
+            rect(50.0, 100.0, 2),
+            rect(150.0, 160.0, 3),
+        ];
+        assert_eq!(
+            uncovered_runs(&rects, 0.0, 300.0),
+            vec![
+                (0, 0.0, 50.0),
+                (1, 50.0, 100.0),
+                (0, 100.0, 150.0),
+                (0, 160.0, 200.0)
+            ]
+        );
     }
 
     #[test]
