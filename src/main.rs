@@ -56,6 +56,33 @@ enum Command {
     /// Summarize one rank's trace for `report --summaries` (run it next to each rank's trace).
     Summarize(summaries_cmd::SummarizeArgs),
     /// Open the desktop timeline viewer (traces load in the background; none opens an empty window).
+    #[command(long_about = concat!(
+        "Open the desktop timeline viewer (traces load in the background; none opens an empty ",
+        "window).\n",
+        "\n",
+        "Keys and mouse in the window (? there shows this list too):\n",
+        "  W / S                    zoom in / out around the pointer (a press: one step;\n",
+        "                           held: on and on)\n",
+        "  A / D                    pan earlier / later (a press: one step; held: on and on)\n",
+        "  F                        fit the selected range, else the selected slice\n",
+        "  Escape                   clear the range selection, then the slice selection\n",
+        "  ?                        show or hide the list of keys\n",
+        "  Enter / Shift+Enter      in the search box: next / previous match\n",
+        "  Enter in the path field  open the traces typed there\n",
+        "  Wheel                    scroll the tracks up and down\n",
+        "  Shift+wheel              pan earlier / later\n",
+        "  Ctrl+wheel, pinch        zoom around the pointer\n",
+        "  Drag                     pan (and scroll the tracks)\n",
+        "  Drag on the ruler, Shift+drag\n",
+        "                           select a time range\n",
+        "  Click a slice            select it (its details in the bottom panel)\n",
+        "  Double-click a slice     zoom to it\n",
+        "  Click a group header     collapse or expand the group\n",
+        "  Click a thread name with ▸ / ▾\n",
+        "                           unfold or fold its deep rows (Python stacks)\n",
+        "  Drop files on the window\n",
+        "                           open them",
+    ))]
     View {
         /// Trace files, or directories of them, to open.
         traces: Vec<PathBuf>,
