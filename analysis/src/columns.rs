@@ -150,7 +150,7 @@ pub fn slices_table<'a>(timeline: &'a Timeline, extra: &SliceColumns<'_>) -> Col
     let mut depth = Vec::with_capacity(n);
     let mut parent = Vec::with_capacity(n);
     let mut step = Vec::with_capacity(n);
-    for i in 0..n {
+    for (i, &children) in child_ns.iter().enumerate() {
         let t = &timeline.tracks[slices.track[i] as usize];
         source.push(u32::from(t.source));
         track_name.push(Cow::Borrowed(t.name.as_str()));
@@ -159,7 +159,7 @@ pub fn slices_table<'a>(timeline: &'a Timeline, extra: &SliceColumns<'_>) -> Col
         name.push(Cow::Borrowed(timeline.strings.get(slices.name[i])));
         category.push(Cow::Borrowed(timeline.categories.name(slices.cat[i])));
         end_ns.push(slices.end(i as u32));
-        self_ns.push((slices.dur[i] - child_ns[i]).max(0));
+        self_ns.push((slices.dur[i] - children).max(0));
         depth.push(u32::from(slices.depth[i]));
         parent.push((slices.parent[i] != NO_PARENT).then_some(slices.parent[i]));
         step.push(step_of.step(t.source, slices.start[i]).map(Cow::Borrowed));

@@ -5,6 +5,9 @@
 //! Everything a user sees is computed by the same crates as the CLI, so a figure in a
 //! DataFrame equals the one in `steplens report`.
 
+// pyo3 hands `#[pyfunction]` arguments over by value (it extracts them from Python objects).
+#![allow(clippy::needless_pass_by_value)]
+
 mod arrow;
 
 use std::path::PathBuf;
