@@ -97,7 +97,7 @@ impl Session {
         // Memory findings name no track: they are marked on their device's memory counters.
         for (i, f) in data.report.findings.iter().enumerate() {
             if let Some(m) = finding_memory(&data.report.memory, f) {
-                for track in memory_tracks(&data.timeline, &m.device, f.cost.source) {
+                for track in memory_tracks(&data.timeline, &m.device, f.source.or(f.cost.source)) {
                     marks.push(Mark {
                         track,
                         start: f.start_ns,
@@ -209,7 +209,7 @@ impl Session {
         self.memory_curve = finding_memory(&data.report.memory, f).and_then(|m| {
             let track = |what: &str| {
                 let name = format!("memory {what} {}", m.device);
-                memory_tracks(t, &m.device, f.cost.source)
+                memory_tracks(t, &m.device, f.source.or(f.cost.source))
                     .into_iter()
                     .find(|&k| t.tracks.get(k as usize).is_some_and(|tr| tr.name == name))
             };
@@ -229,7 +229,7 @@ impl Session {
                 .map(|p| p as TrackId)
                 .or_else(|| {
                     finding_memory(&data.report.memory, f).and_then(|m| {
-                        memory_tracks(t, &m.device, f.cost.source)
+                        memory_tracks(t, &m.device, f.source.or(f.cost.source))
                             .into_iter()
                             .next()
                     })
