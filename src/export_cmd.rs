@@ -35,12 +35,12 @@ pub(crate) struct ExportArgs {
     /// idle.
     #[arg(long, value_name = "DIR")]
     tables: Option<PathBuf>,
-    /// Write a Perfetto protobuf trace (`.pftrace`) with the steps and findings as annotation
-    /// tracks.
     /// Write the tables into a directory that holds files steplens did not write (they stay;
     /// tables of the same names are replaced).
     #[arg(long)]
     force: bool,
+    /// Write a Perfetto protobuf trace (`.pftrace`) with the steps and findings as annotation
+    /// tracks.
     #[arg(long, value_name = "OUT.pftrace")]
     perfetto: Option<PathBuf>,
     /// File format of the tables.

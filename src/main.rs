@@ -150,7 +150,7 @@ enum ReportFormat {
     Text,
     /// Markdown tables (PR comments, job summaries).
     Md,
-    /// The `steplens.report/1` JSON contract.
+    /// JSON: the `steplens.report/1` contract (`report`), `steplens.diff/1` (`diff`).
     Json,
     /// One self-contained HTML page with charts (open it in a browser; no network needed).
     Html,

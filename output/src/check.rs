@@ -24,7 +24,8 @@ fn side_line(run: &Side<'_>, figures: &RunFigures) -> String {
         || "no steps".to_owned(),
         |ns| format!("median step {}", human_ns(ns)),
     );
-    let kind = if run.from_report {
+    // A baseline set's label already says "(N runs)": it is saved reports by definition.
+    let kind = if run.from_report && !run.label.ends_with(" runs)") {
         " (saved report)"
     } else {
         ""
