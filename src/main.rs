@@ -20,7 +20,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
-use steplens::run_input::{error_code, expand_dirs, one_line, read_budget};
+use steplens::run_input::{error_code, expand_dirs, one_line, parse_rank_regex, read_budget};
 use steplens_ingest::{IngestError, LoadOptions, Timeline, limits};
 
 /// Where each training step's time goes, from PyTorch profiler and Gaudi traces.
@@ -115,16 +115,6 @@ struct LoadArgs {
     /// this regex (default: `rank3`, `rank-3`, `_r3` in the file name).
     #[arg(long, value_name = "REGEX", value_parser = parse_rank_regex)]
     rank_regex: Option<regex::Regex>,
-}
-
-fn parse_rank_regex(text: &str) -> Result<regex::Regex, String> {
-    // The regex crate's message spans several lines (the pattern, a caret, the cause): keep
-    // the cause, on one line.
-    regex::Regex::new(text).map_err(|e| {
-        let cause = e.to_string();
-        let last = cause.lines().last().unwrap_or_default().trim().to_owned();
-        format!("not a valid regex ({last})")
-    })
 }
 
 impl LoadArgs {

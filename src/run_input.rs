@@ -416,6 +416,20 @@ fn looks_like_trace(path: &Path) -> bool {
     !(whole && body.starts_with('{') && !text.contains("\"traceEvents\""))
 }
 
+/// A `--rank-regex` pattern, or why it is not one, on one line.
+///
+/// # Errors
+/// When the pattern does not compile: the regex crate's cause, without its pattern and caret.
+pub fn parse_rank_regex(text: &str) -> Result<regex::Regex, String> {
+    // The regex crate's message spans several lines (the pattern, a caret, the cause): keep
+    // the cause, on one line.
+    regex::Regex::new(text).map_err(|e| {
+        let cause = e.to_string();
+        let last = cause.lines().last().unwrap_or_default().trim().to_owned();
+        format!("not a valid regex ({last})")
+    })
+}
+
 /// Reads and parses a budget file (TOML).
 ///
 /// # Errors

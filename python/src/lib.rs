@@ -49,11 +49,8 @@ fn load_options(rank_regex: Option<&str>, no_mmap: bool) -> anyhow::Result<LoadO
         ..LoadOptions::default()
     };
     if let Some(text) = rank_regex {
-        let regex = regex::Regex::new(text).map_err(|e| {
-            let cause = e.to_string();
-            let last = cause.lines().last().unwrap_or_default().trim().to_owned();
-            anyhow::anyhow!("rank_regex: not a valid regex ({last})")
-        })?;
+        let regex = steplens::run_input::parse_rank_regex(text)
+            .map_err(|why| anyhow::anyhow!("rank_regex: {why}"))?;
         options.rank_regex = Some(regex);
     }
     Ok(options)

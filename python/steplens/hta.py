@@ -46,33 +46,33 @@ CUDA_MAX_LAUNCH_QUEUE_PER_STREAM = 1024
 # The slice-table columns read here, and the trace args (one column each).
 _COLUMNS = ("source", "rank", "file", "name", "category", "start_ns", "dur_ns", "pid", "tid")
 _ARGS = ("stream", "correlation", "memory bandwidth (GB/s)")
-# Every fixed column of the Rust slices table (an arg of the same name comes after them).
-_FIXED_COLUMNS = frozenset(
-    (
-        "source",
-        "track",
-        "track_name",
-        "process",
-        "track_kind",
-        "name",
-        "category",
-        "start_ns",
-        "dur_ns",
-        "end_ns",
-        "self_ns",
-        "depth",
-        "parent",
-        "step",
-        "rank",
-        "file",
-        "pid",
-        "tid",
-        "engine",
-        "device",
-        "correlation",
-        "event_index",
-    )
+# Every fixed column of the Rust slices table, in its order (an arg of the same name comes
+# after them); the test-only reference loader builds the same columns from this list.
+SLICE_COLUMNS = (
+    "source",
+    "track",
+    "track_name",
+    "process",
+    "track_kind",
+    "name",
+    "category",
+    "start_ns",
+    "dur_ns",
+    "end_ns",
+    "self_ns",
+    "depth",
+    "parent",
+    "step",
+    "rank",
+    "file",
+    "pid",
+    "tid",
+    "engine",
+    "device",
+    "correlation",
+    "event_index",
 )
+_FIXED_COLUMNS = frozenset(SLICE_COLUMNS)
 # Optional: the event's position in its file's traceEvents (HTA's row order and `index`).
 _EVENT_INDEX = "event_index"
 

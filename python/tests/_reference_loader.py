@@ -35,6 +35,8 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 import pandas as pd
 
+from steplens.hta import SLICE_COLUMNS
+
 _DEVICE_CATS = {
     "kernel",
     "gpu_memcpy",
@@ -294,30 +296,7 @@ class ReferenceRun:
                 corr[hits[-1]] = fid
         df["correlation"] = pd.array(corr, dtype="Int64")
 
-        fixed = [
-            "source",
-            "track",
-            "track_name",
-            "process",
-            "track_kind",
-            "name",
-            "category",
-            "start_ns",
-            "dur_ns",
-            "end_ns",
-            "self_ns",
-            "depth",
-            "parent",
-            "step",
-            "rank",
-            "file",
-            "pid",
-            "tid",
-            "engine",
-            "device",
-            "correlation",
-            "event_index",
-        ]
+        fixed = list(SLICE_COLUMNS)
         df = df[fixed]
         # Rust order: by source, track, start — not file order.
         order = df.sort_values(["source", "track", "start_ns"], kind="stable").index
