@@ -1,15 +1,17 @@
 //! The application: loading (path field, drag and drop, background thread with progress), and
 //! the panels around the timeline — findings, details, range aggregate, tables and search.
 //!
-//! About 1100 lines: each panel is one method on the [`Session`] it reads; they share its view
+//! About 1250 lines: each panel is one method on the [`Session`] it reads; they share its view
 //! state, so they stay together (the widgets with their own state live in `timeline/` and
 //! `tables.rs`, a finding's details in `finding.rs`). The window also owns the fonts
 //! ([`viewer_fonts`]) and the shortcuts overlay (`?`, listing [`KEYS`]).
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use eframe::egui::{self, Color32, RichText};
+use steplens_analysis::finding::{FindingGroup, group_findings};
 use steplens_analysis::units::human_ns;
 use steplens_analysis::{FindingKind, Severity};
 use steplens_ingest::model::{SliceId, TrackId};
@@ -68,8 +70,10 @@ pub struct Session {
     pub marks: Vec<Mark>,
     /// Shown finding kinds (`None` = all).
     pub finding_filter: Option<FindingKind>,
-    /// The finding last clicked.
+    /// The finding last clicked (an index into the report's `findings`).
     pub active_finding: Option<usize>,
+    /// Groups of the findings panel (indices into [`Self::groups`]) whose members are listed.
+    pub expanded_groups: HashSet<usize>,
     /// Bottom panel tab.
     pub tab: Tab,
     /// Search.
@@ -85,6 +89,19 @@ pub struct Session {
     track_height: f32,
     /// The memory curve of the active memory finding (built when it is selected).
     memory_curve: Option<MemoryCurve>,
+    /// The report's finding groups, as the findings panel lists them.
+    groups: Vec<FindingGroup>,
+}
+
+/// One line of the findings panel (each one row high, so only those on screen are laid out).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FindingLine {
+    /// A group's title (the whole entry for a group of one finding).
+    Title(usize),
+    /// A group of several findings: its figures and the toggle that lists its members.
+    Lead(usize),
+    /// A member of an expanded group (an index into the report's `findings`).
+    Member(usize),
 }
 
 impl Session {
@@ -108,6 +125,13 @@ impl Session {
             }
         }
         let widget = TimelineWidget::new(&data.timeline);
+        // A report changed after it was built (or saved before groups existed) gets its groups
+        // again, so every finding is in exactly one.
+        let mut groups = data.report.groups().into_owned();
+        let members: usize = groups.iter().map(|g| g.findings.len()).sum();
+        if members != data.report.findings.len() {
+            groups = group_findings(&data.report.findings);
+        }
         Self {
             data,
             view,
@@ -115,6 +139,7 @@ impl Session {
             marks,
             finding_filter: None,
             active_finding: None,
+            expanded_groups: HashSet::new(),
             tab: Tab::Details,
             search: SearchState::default(),
             tables: TableState::default(),
@@ -124,7 +149,28 @@ impl Session {
             show_critical_path: false,
             track_height: 400.0,
             memory_curve: None,
+            groups,
         }
+    }
+
+    /// The finding groups the findings panel lists, ranked as the report ranks them (by total
+    /// saving); each holds indices into the report's `findings`, its largest saving first.
+    #[must_use]
+    pub fn groups(&self) -> &[FindingGroup] {
+        &self.groups
+    }
+
+    /// Selects group `g`'s largest member (its first) as [`Self::select_finding`] does.
+    pub fn select_group(&mut self, g: usize) {
+        if let Some(&i) = self.groups.get(g).and_then(|g| g.findings.first()) {
+            self.select_finding(i);
+        }
+    }
+
+    /// The group holding finding `i`.
+    #[must_use]
+    pub fn group_of(&self, i: usize) -> Option<usize> {
+        self.groups.iter().position(|g| g.findings.contains(&i))
     }
 
     /// The report as the CLI writes it with `--format md`.
@@ -504,8 +550,17 @@ impl Session {
     fn findings_ui(&mut self, ui: &mut egui::Ui) {
         let data = Arc::clone(&self.data);
         let findings = &data.report.findings;
-        ui.heading(format!("Findings ({})", findings.len()));
-        let mut kinds: Vec<FindingKind> = findings.iter().map(|f| f.kind).collect();
+        let groups = std::mem::take(&mut self.groups);
+        if groups.len() == findings.len() {
+            ui.heading(format!("Findings ({})", findings.len()));
+        } else {
+            ui.heading(format!(
+                "Findings ({}, {} in all)",
+                groups.len(),
+                findings.len()
+            ));
+        }
+        let mut kinds: Vec<FindingKind> = groups.iter().map(|g| g.kind).collect();
         kinds.sort_unstable();
         kinds.dedup();
         egui::ComboBox::from_label("kind")
@@ -521,7 +576,7 @@ impl Session {
             ui.label("No findings: nothing in this trace crossed a detector threshold.");
         }
         if let Some(f) = self.active_finding.and_then(|i| findings.get(i)) {
-            // The clicked finding in full; the list below stays one line per finding.
+            // The clicked finding in full; the list below stays one entry per group.
             egui::Frame::group(ui.style()).show(ui, |ui| {
                 ui.label(RichText::new(&f.title).strong());
                 ui.label(format!(
@@ -541,50 +596,114 @@ impl Session {
                 }
             });
         }
-        let shown: Vec<usize> = findings
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| self.finding_filter.is_none_or(|k| k == f.kind))
-            .map(|(i, _)| i)
-            .collect();
+        // One entry per group, ranked as the report ranks groups (by total saving): its title,
+        // and for a group of several findings its figures line and, expanded, its members.
+        let mut lines = Vec::new();
+        for (gi, g) in groups.iter().enumerate() {
+            if self.finding_filter.is_some_and(|k| k != g.kind) {
+                continue;
+            }
+            lines.push(FindingLine::Title(gi));
+            if g.findings.len() > 1 {
+                lines.push(FindingLine::Lead(gi));
+                if self.expanded_groups.contains(&gi) {
+                    lines.extend(g.findings.iter().map(|&i| FindingLine::Member(i)));
+                }
+            }
+        }
         let mut clicked = None;
+        let mut clicked_group = None;
+        let mut toggled = None;
         let row_h = ui.spacing().interact_size.y;
         // Only the rows on screen are laid out: a report may hold hundreds of findings.
         egui::ScrollArea::vertical()
             .id_salt("findings-list")
             .auto_shrink([false, false])
-            .show_rows(ui, row_h, shown.len(), |ui, range| {
-                // The report ranks findings by what fixing them saves already.
-                for &i in &shown[range] {
-                    let Some(f) = findings.get(i) else {
-                        continue;
-                    };
-                    let color = match f.severity {
-                        Severity::Critical => Color32::from_rgb(240, 90, 90),
-                        Severity::Warning => Color32::from_rgb(240, 180, 80),
-                        Severity::Info => ui.visuals().text_color(),
-                    };
-                    let text = format!("{}. {} - saves {}", i + 1, f.title, human_ns(f.saving_ns));
-                    let selected = self.active_finding == Some(i);
-                    let button =
-                        egui::Button::selectable(selected, RichText::new(text).color(color))
+            .show_rows(ui, row_h, lines.len(), |ui, range| {
+                for &line in &lines[range] {
+                    match line {
+                        FindingLine::Title(gi) => {
+                            let g = &groups[gi];
+                            let Some(f) = g.findings.first().and_then(|&i| findings.get(i)) else {
+                                continue;
+                            };
+                            let color = severity_color(ui, g.severity);
+                            // A group of one reads as the finding itself did.
+                            let text = if g.findings.len() > 1 {
+                                format!("{}. {}", gi + 1, f.title)
+                            } else {
+                                format!("{}. {} - saves {}", gi + 1, f.title, human_ns(f.saving_ns))
+                            };
+                            let selected =
+                                self.active_finding.is_some_and(|a| g.findings.contains(&a));
+                            let button = egui::Button::selectable(
+                                selected,
+                                RichText::new(text).color(color),
+                            )
                             .truncate();
-                    let r = ui.add(button).on_hover_text(format!(
-                        "{}\n{} ({}){}\n{}",
-                        f.title,
-                        f.kind,
-                        f.severity,
-                        f.step
-                            .as_ref()
-                            .map(|s| format!(", {s}"))
-                            .unwrap_or_default(),
-                        f.recommendation
-                    ));
-                    if r.clicked() {
-                        clicked = Some(i);
+                            let r = ui.add(button).on_hover_text(format!(
+                                "{}\n{} ({}){}\n{}",
+                                f.title,
+                                g.kind,
+                                g.severity,
+                                f.step
+                                    .as_ref()
+                                    .filter(|_| g.findings.len() == 1)
+                                    .map(|s| format!(", {s}"))
+                                    .unwrap_or_default(),
+                                f.recommendation
+                            ));
+                            if r.clicked() {
+                                clicked_group = Some(gi);
+                            }
+                        }
+                        FindingLine::Lead(gi) => {
+                            let g = &groups[gi];
+                            let open = self.expanded_groups.contains(&gi);
+                            ui.horizontal(|ui| {
+                                ui.add_space(ui.spacing().indent);
+                                let arrow = if open { "▾" } else { "▸" };
+                                let hover = if open {
+                                    "hide its findings"
+                                } else {
+                                    "list its findings"
+                                };
+                                let text = format!("{arrow} {}", finding::group_figures(g));
+                                let toggle = egui::Button::new(RichText::new(text).weak())
+                                    .frame(false)
+                                    .truncate();
+                                if ui.add(toggle).on_hover_text(hover).clicked() {
+                                    toggled = Some(gi);
+                                }
+                            });
+                        }
+                        FindingLine::Member(i) => {
+                            let Some(f) = findings.get(i) else {
+                                continue;
+                            };
+                            ui.horizontal(|ui| {
+                                ui.add_space(ui.spacing().indent * 2.0);
+                                let selected = self.active_finding == Some(i);
+                                let button =
+                                    egui::Button::selectable(selected, finding::member_label(f))
+                                        .truncate();
+                                if ui.add(button).on_hover_text(&f.title).clicked() {
+                                    clicked = Some(i);
+                                }
+                            });
+                        }
                     }
                 }
             });
+        self.groups = groups;
+        if let Some(gi) = toggled
+            && !self.expanded_groups.remove(&gi)
+        {
+            self.expanded_groups.insert(gi);
+        }
+        if let Some(gi) = clicked_group {
+            self.select_group(gi);
+        }
         if let Some(i) = clicked {
             self.select_finding(i);
         }
@@ -1106,6 +1225,15 @@ fn truncate(s: &str, max: usize) -> String {
         let mut t: String = s.chars().take(max).collect();
         t.push('…');
         t
+    }
+}
+
+/// The colour of a finding of `severity` in the findings list.
+fn severity_color(ui: &egui::Ui, severity: Severity) -> Color32 {
+    match severity {
+        Severity::Critical => Color32::from_rgb(240, 90, 90),
+        Severity::Warning => Color32::from_rgb(240, 180, 80),
+        Severity::Info => ui.visuals().text_color(),
     }
 }
 

@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 
 use regex::RegexBuilder;
+use steplens_analysis::intervals::IntervalSet;
 use steplens_ingest::model::{NO_PARENT, SliceId, StrId, Timeline, TrackKind};
 
 /// Slices whose name matches `query` (case-insensitive substring, or a regex), in time order.
@@ -70,7 +71,8 @@ pub struct AggregateRow {
 pub struct TrackBusy {
     /// Track name (with its engine class for device tracks).
     pub name: String,
-    /// Time covered by top-level slices inside the range, ns.
+    /// Time covered by top-level slices inside the range, ns: the union of their clipped
+    /// intervals (top-level siblings may overlap, and overlapping time counts once).
     pub busy_ns: i64,
 }
 
@@ -105,7 +107,9 @@ pub fn aggregate(timeline: &Timeline, start: i64, end: i64) -> RangeAggregate {
         let starts = s.start.get(first..track.slices.end as usize).unwrap_or(&[]);
         let a = first + starts.partition_point(|&t| t < start);
         let b = first + starts.partition_point(|&t| t < end);
-        let mut busy = 0i64;
+        // Clipped depth-0 intervals; their union is the busy time (overlapping top-level
+        // siblings, which the nesting stage keeps rather than drops, would count twice in a sum).
+        let mut top: Vec<(i64, i64)> = Vec::new();
         let mut add = |i: usize, by_name: &mut HashMap<_, (u64, i64)>| {
             let (Some(&st), Some(&d), Some(&n)) = (s.start.get(i), s.dur.get(i), s.name.get(i))
             else {
@@ -120,7 +124,7 @@ pub fn aggregate(timeline: &Timeline, start: i64, end: i64) -> RangeAggregate {
             e.1 += clipped;
             total += 1;
             if s.depth.get(i) == Some(&0) {
-                busy += clipped;
+                top.push((st.max(start), (st + d).min(end)));
             }
         };
         // Slices that began before the range and reach into it are ancestors of (or are) the
@@ -138,6 +142,7 @@ pub fn aggregate(timeline: &Timeline, start: i64, end: i64) -> RangeAggregate {
         for i in a..b {
             add(i, &mut by_name);
         }
+        let busy = IntervalSet::from_ranges(top).total();
         if busy > 0 {
             let name = match &track.kind {
                 TrackKind::DeviceEngine { class, .. } => format!("{} [{class}]", track.name),
@@ -313,6 +318,30 @@ mod tests {
         assert_eq!((addmm.count, addmm.total_ns), (2, 200 + 100));
         assert_eq!(agg.tracks.len(), 1);
         assert_eq!(agg.tracks[0].busy_ns, 400);
+    }
+
+    #[test]
+    fn busy_time_counts_overlapping_top_level_slices_once() {
+        // Two depth-0 slices that overlap by 100 ns: the second starts inside the first and
+        // ends after it, so nesting keeps it as a sibling, not a child.
+        let mut b = TimelineBuilder::default();
+        let t = b.track(0, LaneId::Int(1), LaneId::Int(1));
+        let cat = b.intern_cat("kernel");
+        let name = b.intern("gemm");
+        b.push_slice(t, 0, 500, name, cat, ArgsRef::NONE);
+        b.push_slice(t, 400, 500, name, cat, ArgsRef::NONE);
+        let t = b.finish();
+        assert_eq!(t.slices.depth, vec![0, 0], "overlapping siblings");
+        let agg = aggregate(&t, 0, 1000);
+        assert_eq!(agg.tracks.len(), 1);
+        // The union [0, 900), not the sum 500 + 500.
+        assert_eq!(agg.tracks[0].busy_ns, 900);
+        // Per name, each slice's own time still adds up.
+        assert_eq!(agg.rows[0].total_ns, 1000);
+        // Clipped to [0, 600): 500 ns of the first and 200 of the second, 600 covered.
+        let agg = aggregate(&t, 0, 600);
+        assert_eq!(agg.tracks[0].busy_ns, 600);
+        assert_eq!((agg.rows[0].count, agg.rows[0].total_ns), (2, 700));
     }
 
     #[test]

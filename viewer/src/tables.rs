@@ -106,34 +106,57 @@ pub fn order(n: usize, sort: Sort, cmp: impl Fn(usize, usize, usize) -> Ordering
     idx
 }
 
-/// The step table.
-pub fn steps_ui(ui: &mut egui::Ui, steps: &[StepStats], state: &mut TableState) {
-    if steps.is_empty() {
-        ui.label("No steps: the trace has no ProfilerStep ranges.");
-        return;
+/// Columns of the step table: `rank` first when any step has one (a multi-rank run), then
+/// the step and its figures.
+#[must_use]
+pub fn step_columns(steps: &[StepStats]) -> Vec<(&'static str, f32)> {
+    let mut cols = Vec::with_capacity(7);
+    if steps.iter().any(|s| s.rank.is_some()) {
+        cols.push(("rank", 50.0));
     }
-    let cols = [
+    cols.extend([
         ("step", 150.0),
         ("duration", 90.0),
         ("host busy", 90.0),
         ("device busy", 90.0),
         ("device idle", 90.0),
         ("data loader", 90.0),
-    ];
-    header(ui, &cols, &mut state.steps);
-    let key = |s: &StepStats, c: usize| -> i64 {
-        match c {
-            0 => s.start_ns,
-            1 => s.dur_ns,
-            2 => s.host_busy_ns,
-            3 => s.device_busy_ns.unwrap_or(-1),
-            4 => s.device_idle_ns.unwrap_or(-1),
-            _ => s.dataloader_ns,
-        }
+    ]);
+    cols
+}
+
+/// Row order of the step table under `sort`: the rank column orders by rank then start (so
+/// the default, column 0 ascending, groups a multi-rank run's steps by rank in time order),
+/// the step column by start, the others by their value.
+#[must_use]
+pub fn steps_order(steps: &[StepStats], sort: Sort) -> Vec<usize> {
+    let cols = step_columns(steps);
+    let key = |s: &StepStats, c: usize| -> (i64, i64) {
+        let value = match cols.get(c).map_or("", |c| c.0) {
+            "rank" => s.rank.unwrap_or(-1),
+            "duration" => s.dur_ns,
+            "host busy" => s.host_busy_ns,
+            "device busy" => s.device_busy_ns.unwrap_or(-1),
+            "device idle" => s.device_idle_ns.unwrap_or(-1),
+            "data loader" => s.dataloader_ns,
+            _ => s.start_ns,
+        };
+        (value, s.start_ns)
     };
-    let idx = order(steps.len(), state.steps, |a, b, c| {
+    order(steps.len(), sort, |a, b, c| {
         key(&steps[a], c).cmp(&key(&steps[b], c))
-    });
+    })
+}
+
+/// The step table (with a rank column for a multi-rank run).
+pub fn steps_ui(ui: &mut egui::Ui, steps: &[StepStats], state: &mut TableState) {
+    if steps.is_empty() {
+        ui.label("No steps: the trace has no ProfilerStep ranges.");
+        return;
+    }
+    let cols = step_columns(steps);
+    header(ui, &cols, &mut state.steps);
+    let idx = steps_order(steps, state.steps);
     let opt = |v: Option<i64>| v.map_or_else(|| "–".to_owned(), human_ns);
     egui::ScrollArea::vertical()
         .id_salt("steps-table")
@@ -141,12 +164,18 @@ pub fn steps_ui(ui: &mut egui::Ui, steps: &[StepStats], state: &mut TableState) 
             for &i in &idx[range] {
                 let s = &steps[i];
                 ui.horizontal(|ui| {
-                    cell(ui, cols[0].1, &s.name);
-                    cell(ui, cols[1].1, human_ns(s.dur_ns));
-                    cell(ui, cols[2].1, human_ns(s.host_busy_ns));
-                    cell(ui, cols[3].1, opt(s.device_busy_ns));
-                    cell(ui, cols[4].1, opt(s.device_idle_ns));
-                    cell(ui, cols[5].1, human_ns(s.dataloader_ns));
+                    for &(name, w) in &cols {
+                        let text = match name {
+                            "rank" => s.rank.map_or_else(|| "–".to_owned(), |r| r.to_string()),
+                            "step" => s.name.clone(),
+                            "duration" => human_ns(s.dur_ns),
+                            "host busy" => human_ns(s.host_busy_ns),
+                            "device busy" => opt(s.device_busy_ns),
+                            "device idle" => opt(s.device_idle_ns),
+                            _ => human_ns(s.dataloader_ns),
+                        };
+                        cell(ui, w, text);
+                    }
                 });
             }
         });

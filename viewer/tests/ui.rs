@@ -10,7 +10,7 @@ use eframe::egui::{
     Event, Key, Modifiers, MouseWheelSource, MouseWheelUnit, PointerButton, Pos2, TouchPhase, vec2,
 };
 use egui_kittest::Harness;
-use egui_kittest::kittest::Queryable;
+use egui_kittest::kittest::{NodeT, Queryable};
 use steplens_viewer::state::Highlight;
 use steplens_viewer::timeline::evidence_slices;
 use steplens_viewer::timeline::layout::RowKind;
@@ -983,11 +983,191 @@ fn snapshot_ranks_straggler() {
         .iter()
         .position(|f| f.kind == steplens_analysis::FindingKind::Straggler)
         .expect("a straggler finding");
+    let group = harness
+        .state()
+        .session()
+        .unwrap()
+        .group_of(straggler)
+        .unwrap();
     harness
-        .get_by_label_contains(&format!("{}. ", straggler + 1))
+        .get_by_label_contains(&format!("{}. ", group + 1))
         .click();
     harness.run_steps(2);
     harness.remove_cursor();
     harness.run_steps(2);
     harness.snapshot("ranks_straggler");
+}
+
+/// The 4-rank NCCL run of `samples/ranks/` (rank 2 the straggler): 25 findings, 24 of them the
+/// same `aten::item` sync on every rank and step.
+fn nccl_ranks_app() -> ViewerApp {
+    let paths: Vec<PathBuf> = (0..4)
+        .map(|r| PathBuf::from(format!("../samples/ranks/nccl_straggler_rank{r}.json.gz")))
+        .collect();
+    ViewerApp::with_loaded(load_now(&paths, None).expect("ranks load"))
+}
+
+/// The findings panel lists one entry per finding group (kind + place), ranked as the report
+/// ranks groups, with the figures line the CLI's report writes; a group expands to its members,
+/// a member click behaves as a finding click did, and a group click selects its largest member.
+#[test]
+fn findings_are_listed_once_per_group_and_a_group_expands_to_its_members() {
+    let mut harness = harness(nccl_ranks_app(), 1400.0, 850.0);
+    let (groups, findings, markdown) = {
+        let s = harness.state().session().unwrap();
+        (
+            s.groups().to_vec(),
+            s.data.report.findings.clone(),
+            s.report_markdown(),
+        )
+    };
+    assert_eq!(
+        groups,
+        s_groups(&harness),
+        "the report's groups, in its order"
+    );
+    assert!(groups.len() >= 2 && groups.len() < findings.len());
+    let sync = &groups[0];
+    assert_eq!(sync.kind, steplens_analysis::FindingKind::SyncPoint);
+    assert!(sync.findings.len() >= 20 && sync.ranks == [0, 1, 2, 3]);
+    // One entry, not one per step and rank.
+    harness.get_by_label(&format!(
+        "Findings ({}, {} in all)",
+        groups.len(),
+        findings.len()
+    ));
+    assert_eq!(
+        harness
+            .query_all_by_label_contains("host-device sync")
+            .count(),
+        1
+    );
+    harness.get_by_label(&format!("1. {}", findings[sync.findings[0]].title));
+    let straggler = groups
+        .iter()
+        .position(|g| g.kind == steplens_analysis::FindingKind::Straggler)
+        .unwrap();
+    let lone = &findings[groups[straggler].findings[0]];
+    harness.get_by_label(&format!(
+        "{}. {} - saves {}",
+        straggler + 1,
+        lone.title,
+        steplens_analysis::units::human_ns(lone.saving_ns)
+    ));
+    // The figures line says what the CLI's report says of the group.
+    let figures = steplens_viewer::finding::group_figures(sync);
+    assert!(figures.starts_with(&format!("in {} steps on ranks 0–3 · saves ", sync.steps)));
+    assert!(markdown.contains(&format!("({figures})")), "{markdown}");
+    let member = |i: usize| steplens_viewer::finding::member_label(&findings[sync.findings[i]]);
+    assert!(harness.query_by_label(&member(2)).is_none(), "collapsed");
+
+    // Expand and click the third member.
+    harness.get_by_label(&format!("▸ {figures}")).click();
+    harness.run_steps(2);
+    harness.get_by_label(&format!("▾ {figures}"));
+    harness.get_by_label(&member(0));
+    harness.get_by_label(&member(2)).click();
+    harness.run_steps(2);
+    let s = harness.state().session().unwrap();
+    let third = sync.findings[2];
+    assert_eq!(s.active_finding, Some(third));
+    let evidence = evidence_slices(&findings[third]);
+    assert!(!evidence.is_empty());
+    assert_eq!(s.view.highlight, Highlight::slices(evidence.clone()));
+    assert_eq!(s.view.selected, Some(evidence[0]));
+    assert_eq!(
+        s.details().map(|d| d.id),
+        Some(evidence[0]),
+        "Details filled"
+    );
+    let t = &s.data.timeline;
+    for &id in &evidence {
+        let (a, b) = (
+            s.view.rel(t.slices.start[id as usize]),
+            s.view.rel(t.slices.end(id)),
+        );
+        assert!(s.view.visible.contains_range(a, b), "evidence in view");
+    }
+
+    // The group's own entry selects its largest member.
+    harness
+        .get_by_label(&format!("1. {}", findings[sync.findings[0]].title))
+        .click();
+    harness.run_steps(2);
+    assert_eq!(
+        harness.state().session().unwrap().active_finding,
+        Some(sync.findings[0])
+    );
+    // Collapsing hides the members again.
+    harness.get_by_label(&format!("▾ {figures}")).click();
+    harness.run_steps(2);
+    assert!(harness.query_by_label(&member(2)).is_none());
+}
+
+fn s_groups(harness: &Harness<'_, ViewerApp>) -> Vec<steplens_analysis::finding::FindingGroup> {
+    harness
+        .state()
+        .session()
+        .unwrap()
+        .data
+        .report
+        .groups()
+        .into_owned()
+}
+
+/// The rank cell of the top row of the Steps tab (the label left of the top-most step name).
+fn top_step_rank(harness: &Harness<'_, ViewerApp>) -> String {
+    // A plain label's text is its accesskit value.
+    let step = harness
+        .query_all_by_label_contains("ProfilerStep#")
+        .filter(|n| {
+            n.accesskit_node()
+                .label()
+                .or_else(|| n.value())
+                .is_some_and(|l| l.starts_with("ProfilerStep#"))
+        })
+        .map(|n| n.rect())
+        .min_by(|a, b| a.top().total_cmp(&b.top()))
+        .expect("a step row");
+    (0..4)
+        .map(|r| r.to_string())
+        .find(|r| {
+            harness.query_all_by_label(r).any(|n| {
+                (n.rect().center().y - step.center().y).abs() < 2.0
+                    && n.rect().right() <= step.left()
+            })
+        })
+        .expect("a rank cell on the top row")
+}
+
+/// A multi-rank run's Steps tab has a rank column, rows grouped by rank then start (the
+/// default order), sortable like the others; a single trace has none.
+#[test]
+fn the_steps_tab_has_a_rank_column_ordered_by_rank_then_start() {
+    let mut harness = harness(nccl_ranks_app(), 1400.0, 850.0);
+    harness.get_by_label("Steps").click();
+    harness.run_steps(2);
+    harness.get_by_label("rank ^");
+    let s = harness.state().session().unwrap();
+    let steps = &s.data.report.steps;
+    assert!(steps.iter().all(|st| st.rank.is_some()));
+    let order = steplens_viewer::tables::steps_order(steps, s.tables.steps);
+    let keys: Vec<(i64, i64)> = order
+        .iter()
+        .map(|&i| (steps[i].rank.unwrap(), steps[i].start_ns))
+        .collect();
+    assert!(keys.windows(2).all(|w| w[0] <= w[1]), "{keys:?}");
+    assert_eq!(keys.first().map(|k| k.0), Some(0));
+    assert_eq!(keys.last().map(|k| k.0), Some(3));
+    assert_eq!(top_step_rank(&harness), "0");
+    harness.get_by_label("rank ^").click();
+    harness.run_steps(2);
+    harness.get_by_label("rank v");
+    assert_eq!(top_step_rank(&harness), "3");
+
+    let mut single = crate::harness(app(TORCH_SYNC), 1200.0, 800.0);
+    single.get_by_label("Steps").click();
+    single.run_steps(2);
+    single.get_by_label("step ^");
+    assert!(single.query_by_label_contains("rank").is_none());
 }
