@@ -36,7 +36,7 @@ use serde::{Deserialize, Serialize};
 use steplens_ingest::model::{CategoryClass, LaneId, SliceId, Timeline, TrackKind};
 
 use crate::intervals::IntervalSet;
-use crate::steps::DATALOADER_PREFIX;
+use crate::op_names::DATALOADER_PREFIX;
 
 /// What bounds a stretch of the critical path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -320,7 +320,7 @@ impl Shared {
                     f |= BLOCKING_FLAG;
                 }
                 if name == "synGraphCompile"
-                    || crate::detect::is_compile_span(name)
+                    || crate::op_names::is_compile_span(name)
                     || name.starts_with("Torch-Compiled Region")
                 {
                     f |= COMPILE_FLAG;

@@ -7,6 +7,9 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+/// Most evidence references a finding keeps (the JSON says how many there were).
+pub const MAX_EVIDENCE: usize = 20;
+
 /// A finding: something that slows the step, what it costs and what to change. Detectors fill
 /// these in; the fields are fixed by the design contract.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

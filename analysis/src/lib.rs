@@ -21,6 +21,7 @@ pub use steplens_ingest::intervals;
 pub mod idle;
 pub mod memory;
 pub mod nodes;
+pub mod op_names;
 pub mod op_rows;
 pub mod ops;
 pub mod perfetto_export;

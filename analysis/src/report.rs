@@ -203,7 +203,12 @@ pub fn build_report_with(timeline: &Timeline, thresholds: &Thresholds) -> Report
         critical_path,
         device_nodes,
     } = tables;
+    let rank_of_source = source_ranks(timeline);
+    let rank_of = |source: Option<u16>| {
+        source.and_then(|s| rank_of_source.get(usize::from(s)).copied().flatten())
+    };
     for step in &mut steps {
+        step.rank = rank_of(Some(step.source));
         let number = step.name.strip_prefix("ProfilerStep#");
         step.breakdown = views
             .overview
@@ -220,11 +225,7 @@ pub fn build_report_with(timeline: &Timeline, thresholds: &Thresholds) -> Report
     crate::detect::rank_by_saving(&mut findings);
     for f in &mut findings {
         f.source = f.cost.source;
-        f.rank = f
-            .cost
-            .source
-            .and_then(|s| timeline.sources.get(usize::from(s)))
-            .and_then(|s| s.rank);
+        f.rank = rank_of(f.cost.source);
     }
     let finding_groups = crate::finding::group_findings(&findings);
     let mut summary = summarize(timeline, &channels, &steps, &findings);
@@ -290,6 +291,19 @@ struct Tables {
     mme_tpc_overlap_ns: Option<i64>,
     critical_path: Option<crate::critical_path::CriticalPath>,
     device_nodes: Vec<crate::nodes::NodeRow>,
+}
+
+/// The rank of each input: with several inputs, as the rank analysis reads them (so a step or
+/// finding names the rank the ranks table does); with one, only a written `distributedInfo`.
+fn source_ranks(timeline: &Timeline) -> Vec<Option<i64>> {
+    if timeline.sources.len() > 1 {
+        crate::ranks::input_ranks(timeline)
+            .into_iter()
+            .map(|(rank, _)| Some(rank))
+            .collect()
+    } else {
+        timeline.sources.iter().map(|s| s.rank).collect()
+    }
 }
 
 fn tables(ctx: &Context<'_>) -> Tables {

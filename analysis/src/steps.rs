@@ -19,9 +19,7 @@ use serde::{Deserialize, Serialize};
 use steplens_ingest::model::{NO_PARENT, Timeline, TrackKind};
 
 use crate::intervals::IntervalSet;
-
-/// Name prefix of the PyTorch DataLoader's `__next__` annotation.
-pub const DATALOADER_PREFIX: &str = "enumerate(DataLoader)#";
+use crate::op_names::DATALOADER_PREFIX;
 
 /// One row of the step table.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -30,6 +28,11 @@ pub struct StepStats {
     pub name: String,
     /// Input the step belongs to (index into `sources`).
     pub source: u16,
+    /// Rank of that input, when known: `distributedInfo.rank`, or as the rank analysis reads
+    /// several inputs (`--rank-regex`, the file name, else input order). Absent for one
+    /// input without `distributedInfo`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank: Option<i64>,
     /// Start, ns.
     pub start_ns: i64,
     /// Duration, ns.
@@ -201,6 +204,7 @@ pub fn step_breakdown_with(
             StepStats {
                 name: step.name.clone(),
                 source: step.source,
+                rank: None,
                 start_ns: step.start,
                 dur_ns: step.dur,
                 host_busy_ns: c.host.covered(from, to),

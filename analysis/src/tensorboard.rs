@@ -348,7 +348,7 @@ pub fn is_comm_op(name: &str) -> bool {
 }
 
 fn is_dataloader(name: &str) -> bool {
-    (name.starts_with(crate::steps::DATALOADER_PREFIX) && name.ends_with(".__next__"))
+    (name.starts_with(crate::op_names::DATALOADER_PREFIX) && name.ends_with(".__next__"))
         || name.starts_with("enumerate(DataPipe)#")
 }
 

@@ -7,6 +7,21 @@ use rustc_hash::FxHashMap;
 use crate::format::FormatId;
 use crate::model::{EngineClass, SliceId, StrId, Timeline};
 
+/// Category of the analyzed-node slices (the node reader writes it, node binding looks for it).
+pub(crate) const CATEGORY: &str = "analyzed_node";
+
+/// `g_1_conv_0_tpc_packing iter 2` → `g_1_conv_0_tpc_packing`.
+#[must_use]
+pub(crate) fn base_node_name(name: &str) -> &str {
+    if let Some((base, n)) = name.rsplit_once(" iter ")
+        && !n.is_empty()
+        && n.bytes().all(|b| b.is_ascii_digit())
+    {
+        return base;
+    }
+    name
+}
+
 /// The engine class named in a Gaudi engine lane's name: `[HD3] TPC 5`, `*MME `, `**DMA `,
 /// `*EDMA `, `*NIC Internal `, `*ROTATOR`, `MME 0` …. `None` for other names (CUDA streams).
 #[must_use]
@@ -38,7 +53,7 @@ pub(crate) fn bind_node_metrics(timeline: &mut Timeline) {
         return;
     }
     let t = &timeline;
-    let node_cat = t.categories.lookup(crate::habana_nodes::CATEGORY);
+    let node_cat = t.categories.lookup(CATEGORY);
     let hw_source: Vec<bool> = t
         .sources
         .iter()
@@ -83,7 +98,7 @@ pub(crate) fn bind_node_metrics(timeline: &mut Timeline) {
             .strings
             .lookup(&node.name)
             .and_then(|name| own.get(&(node.source, name, node.start_ns)).copied());
-        let base = crate::habana_nodes::base_node_name(&node.name);
+        let base = base_node_name(&node.name);
         let Some((candidates, longest)) = t.strings.lookup(base).and_then(|name| hw.get(&name))
         else {
             continue;

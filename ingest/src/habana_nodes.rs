@@ -17,30 +17,16 @@ use crate::builder::TimelineBuilder;
 use crate::csv::{Records, is_missing};
 use crate::error::IngestError;
 use crate::format::{FormatId, first_line, first_non_space};
+use crate::gaudi::CATEGORY;
 use crate::json::micros_to_ns;
 use crate::model::{ArgsRef, LaneId, NodeMetrics, Warning, WarningCode};
 use crate::reader::{ReadInput, ReadSummary, Reader};
-
-/// Category of the node slices.
-pub(crate) const CATEGORY: &str = "analyzed_node";
 
 /// Text the CSV header contains, used by `sniff`.
 pub(crate) const HEADER_MARK: &[u8] = b"Unit,Unique node id,Node Name";
 
 /// The JSON key holding the rows, used by `sniff`.
 pub(crate) const JSON_KEY: &[u8] = b"\"analyzer_metadata\"";
-
-/// `g_1_conv_0_tpc_packing iter 2` → `g_1_conv_0_tpc_packing`.
-#[must_use]
-pub(crate) fn base_node_name(name: &str) -> &str {
-    if let Some((base, n)) = name.rsplit_once(" iter ")
-        && !n.is_empty()
-        && n.bytes().all(|b| b.is_ascii_digit())
-    {
-        return base;
-    }
-    name
-}
 
 /// A column name with `(usec)` spelled `(us)`, trimmed.
 fn normalise(key: &str) -> Cow<'_, str> {
@@ -357,7 +343,8 @@ impl Reader for AnalyzedNodesReader {
 
 #[cfg(test)]
 mod tests {
-    use super::{base_node_name, normalise};
+    use super::normalise;
+    use crate::gaudi::base_node_name;
 
     #[test]
     fn iteration_suffix_and_usec_spelling() {

@@ -110,7 +110,9 @@ pub fn add_file(
 ) -> Result<(), IngestError> {
     let display = path.display().to_string();
     builder.set_limits(options.limits);
-    let stored = source::read_stored(path, options)?;
+    let stored = source::read_stored(path, options, |head| {
+        !matches!(readers::sniff(head), Format::Unknown)
+    })?;
     if source::is_gzip(stored.bytes()) && inflating::worth_it(stored.bytes()) {
         return inflating::add_gzip(builder, display, &stored, options, progress);
     }

@@ -12,40 +12,7 @@ use crate::error::IngestError;
 use crate::options::LoadOptions;
 use crate::warning::{Warning, WarningCode};
 
-/// The bytes of one input, kept alive for as long as the Timeline needs its args.
-#[derive(Debug)]
-pub enum SourceData {
-    /// A read-only mapping of the file (page cache, not private memory).
-    Mapped(Mmap),
-    /// Bytes read or inflated into memory.
-    Owned(Vec<u8>),
-    /// A gzip input inflated into an anonymous mapping while it was parsed (`feed.rs`): its
-    /// first `len` bytes.
-    Inflated {
-        /// The mapping, as large as the input was allowed to inflate to.
-        map: Mmap,
-        /// Bytes inflated.
-        len: usize,
-    },
-}
-
-impl SourceData {
-    /// The bytes.
-    #[must_use]
-    pub fn bytes(&self) -> &[u8] {
-        match self {
-            Self::Mapped(map) => map,
-            Self::Owned(vec) => vec,
-            Self::Inflated { map, len } => map.get(..*len).unwrap_or_default(),
-        }
-    }
-
-    /// Whether the bytes are a file mapping.
-    #[must_use]
-    pub fn is_mapped(&self) -> bool {
-        matches!(self, Self::Mapped(_))
-    }
-}
+pub use crate::model::SourceData;
 
 /// An input ready for parsing.
 #[derive(Debug)]
@@ -63,14 +30,21 @@ pub struct Input {
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
 /// Reads `path` (`-` = stdin) into memory or maps it, as stored (gzip is not inflated).
-pub(crate) fn read_stored(path: &Path, options: &LoadOptions) -> Result<SourceData, IngestError> {
+///
+/// A stream's first bytes must be gzip or pass `known_format` (the readers' sniff, passed in so
+/// this module needs no reader).
+pub(crate) fn read_stored(
+    path: &Path,
+    options: &LoadOptions,
+    known_format: fn(&[u8]) -> bool,
+) -> Result<SourceData, IngestError> {
     let display = path.display().to_string();
     let io_err = |source: io::Error| IngestError::Io {
         path: display.clone(),
         source,
     };
     let raw = if path.as_os_str() == "-" {
-        read_stream(io::stdin().lock(), &display, options)?
+        read_stream(io::stdin().lock(), &display, options, known_format)?
     } else {
         let mut file = File::open(path).map_err(io_err)?;
         let meta = file.metadata().map_err(io_err)?;
@@ -87,7 +61,7 @@ pub(crate) fn read_stored(path: &Path, options: &LoadOptions) -> Result<SourceDa
         match mappable.then(|| map_file(&file)) {
             Some(Ok(map)) => SourceData::Mapped(map),
             // Pipes, FIFOs and devices have no size to check first: read with a bound.
-            None if !meta.is_file() => read_stream(file, &display, options)?,
+            None if !meta.is_file() => read_stream(file, &display, options, known_format)?,
             // Mapping can fail on some file systems; reading always works.
             Some(Err(_)) | None => {
                 let mut buf = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
@@ -109,6 +83,7 @@ fn read_stream(
     mut stream: impl Read,
     display: &str,
     options: &LoadOptions,
+    known_format: fn(&[u8]) -> bool,
 ) -> Result<SourceData, IngestError> {
     let io_err = |source: io::Error| IngestError::Io {
         path: display.to_owned(),
@@ -119,10 +94,7 @@ fn read_stream(
         .take(STREAM_HEAD)
         .read_to_end(&mut buf)
         .map_err(io_err)?;
-    if !buf.is_empty()
-        && !is_gzip(&buf)
-        && matches!(crate::readers::sniff(&buf), crate::Format::Unknown)
-    {
+    if !buf.is_empty() && !is_gzip(&buf) && !known_format(&buf) {
         return Err(IngestError::NotATrace {
             path: display.to_owned(),
             reason: format!(

@@ -55,9 +55,11 @@ fn step_table(report: &Report) -> Table {
             .is_some_and(|l| Some(l) != s.device_busy_ns)
     });
     let multi_source = report.sources.len() > 1;
+    // Several inputs are told apart by rank where the report knows them, else by input number.
+    let by_rank = multi_source && report.steps.iter().any(|s| s.rank.is_some());
     let mut columns: Vec<(String, bool)> = Vec::new();
     if multi_source {
-        columns.push(("source".into(), false));
+        columns.push((if by_rank { "rank" } else { "source" }.into(), false));
     }
     columns.extend([
         ("step".into(), false),
@@ -82,10 +84,14 @@ fn step_table(report: &Report) -> Table {
     }
     let refs: Vec<(&str, bool)> = columns.iter().map(|(h, r)| (h.as_str(), *r)).collect();
     let mut table = Table::new(&refs);
-    let mut add = |name: String, source: Option<u16>, s: &StepLike| {
+    let mut add = |name: String, source: Option<(u16, Option<i64>)>, s: &StepLike| {
         let mut row = Vec::new();
         if multi_source {
-            row.push(source.map_or_else(String::new, |i| i.to_string()));
+            row.push(match source {
+                Some((_, Some(rank))) if by_rank => rank.to_string(),
+                Some((source, _)) => source.to_string(),
+                None => String::new(),
+            });
         }
         row.extend([name, human_ns(s.dur), human_ns(s.host), pct(s.host, s.dur)]);
         if has_device {
@@ -108,8 +114,8 @@ fn step_table(report: &Report) -> Table {
         }
         table.row(row);
     };
-    for s in &report.steps {
-        add(s.name.clone(), Some(s.source), &StepLike::from(s));
+    for s in crate::views::steps_by_rank(report) {
+        add(s.name.clone(), Some((s.source, s.rank)), &StepLike::from(s));
     }
     if report.steps.len() > 1 {
         let n = report.steps.len() as i64;
@@ -624,15 +630,10 @@ fn critical_path_table(report: &Report) -> Option<Table> {
             .collect()
     } else {
         let multi_source = report.sources.len() > 1;
-        report
-            .steps
-            .iter()
+        crate::views::steps_by_rank(report)
+            .into_iter()
             .filter_map(|s| {
-                let name = if multi_source {
-                    format!("{} [{}]", s.name, s.source)
-                } else {
-                    s.name.clone()
-                };
+                let name = crate::views::step_label(&s.name, s.source, s.rank, multi_source);
                 s.critical_path.as_ref().map(|p| (name, p))
             })
             .collect()

@@ -13,7 +13,7 @@ use steplens_ingest::model::SliceId;
 use super::{Context, human_ns};
 use crate::finding::{Cost, Finding, FindingKind, Severity};
 use crate::intervals::IntervalSet;
-use crate::steps::DATALOADER_PREFIX;
+use crate::op_names::DATALOADER_PREFIX;
 
 pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
     let mut findings = annotated(ctx);

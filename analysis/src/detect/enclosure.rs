@@ -7,9 +7,9 @@
 
 use steplens_ingest::model::{CategoryClass, NO_PARENT, SliceId, Timeline};
 
-use super::is_compile_span;
 use super::torch_ops::EVALUATE_PREFIX;
-use crate::steps::DATALOADER_PREFIX;
+use crate::op_names::DATALOADER_PREFIX;
+use crate::op_names::is_compile_span;
 
 /// A set of enclosing ranges, as flags.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,9 +10,10 @@
 use rustc_hash::FxHashMap;
 use steplens_ingest::model::{CategoryClass, NO_PARENT, SliceId};
 
-use super::{BLOCKING_CALLS, Context, NameSet, human_ns, is_compile_span, ranked_names};
+use super::{BLOCKING_CALLS, Context, NameSet, human_ns, ranked_names};
 use crate::finding::{Cost, Evidence, Finding, FindingKind, Severity};
 use crate::intervals::IntervalSet;
+use crate::op_names::is_compile_span;
 
 /// A device-idle gap: `(start, end, host-bound ns)`.
 type Gap = (i64, i64, i64);

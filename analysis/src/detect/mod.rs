@@ -35,8 +35,7 @@ use crate::finding::{Evidence, Finding, FindingKind, Severity};
 use crate::intervals::IntervalSet;
 use crate::steps::Channels;
 
-/// Most evidence references a finding keeps (the JSON says how many there were).
-pub(crate) const MAX_EVIDENCE: usize = 20;
+pub(crate) use crate::finding::MAX_EVIDENCE;
 /// Durations in titles read as in the tables.
 pub(crate) use crate::units::human_ns;
 pub(crate) use enclosure::Under;
@@ -249,22 +248,6 @@ impl<'a> Context<'a> {
     pub(crate) fn arg(&self, slice: SliceId, arg: OpArg) -> Option<&'a [u8]> {
         self.op_args.get(self.timeline, slice, arg)
     }
-}
-
-/// Names of spans that belong to torch.compile's own machinery: anything under them is the
-/// compiler working, not the training step.
-const COMPILE_SPANS: &[&str] = &[
-    "dynamo",
-    "entire_frame_compile",
-    "entire_backward_compile",
-    "inductor_compile",
-    "compile_fx_inner",
-    "backend_compile",
-];
-
-/// Whether a span belongs to torch.compile's machinery.
-pub(crate) fn is_compile_span(name: &str) -> bool {
-    name.ends_with("(dynamo_timed)") || COMPILE_SPANS.contains(&name)
 }
 
 /// Runtime calls that block the host until the device is done.

@@ -460,7 +460,7 @@ fn late_arrival_evidence(
         .iter()
         .filter_map(|&(k, _)| summary.collectives.get(k))
         .filter(|o| (o.slice as usize) < t.slices.len())
-        .take(crate::detect::MAX_EVIDENCE)
+        .take(crate::finding::MAX_EVIDENCE)
         .map(|o| crate::finding::Evidence::Slice {
             slice: o.slice,
             name: t.slice_name(o.slice).to_owned(),

@@ -15,16 +15,16 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::source::SourceData;
-
 mod arg_keys;
 mod columns;
 mod gaudi;
+mod source_data;
 mod strings;
 
 pub use arg_keys::{ArgKeys, OpArg};
 pub use columns::{ArgsRef, Counters, Flow, Instants, Slices};
 pub use gaudi::{MetricDump, NodeMetrics};
+pub use source_data::SourceData;
 pub use strings::{Categories, CategoryClass, StringTable};
 
 /// Index of a track in [`Timeline::tracks`].

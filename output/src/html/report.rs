@@ -174,14 +174,21 @@ fn step_chart(h: &mut String, report: &Report) {
         return;
     }
     h.push_str("<h2>Steps</h2>");
-    let lost = |step: &str, kind: &str| -> i64 {
+    // A step's findings are those of its own input: ranks share step names.
+    let lost = |step: &steplens_analysis::steps::StepStats, kind: &str| -> i64 {
         report
             .findings
             .iter()
-            .filter(|f| f.step.as_deref() == Some(step) && f.kind == kind)
+            .filter(|f| {
+                f.step.as_deref() == Some(step.name.as_str())
+                    && f.kind == kind
+                    && f.source.is_none_or(|source| source == step.source)
+            })
             .map(|f| f.lost_ns)
             .sum()
     };
+    let multi = report.sources.len() > 1;
+    let steps = crate::views::steps_by_rank(report);
     let has_device = report.steps.iter().any(|s| s.device_busy_ns.is_some());
     let series: [(&str, &str); 5] = [
         (
@@ -220,7 +227,33 @@ fn step_chart(h: &mut String, report: &Report) {
         "<svg width=\"{w}\" height=\"{ht}\" role=\"img\" aria-label=\"step time\">"
     );
     axis_y(h, left, ht - bottom, max);
-    for (i, s) in report.steps.iter().enumerate() {
+    let mut group_now: Option<String> = None;
+    for (i, s) in steps.iter().enumerate() {
+        let x = left + i as f64 * (w - left) / n + 2.0;
+        if multi {
+            let group = s
+                .rank
+                .map_or_else(|| format!("input {}", s.source), |r| format!("rank {r}"));
+            if group_now.as_ref() != Some(&group) {
+                // Each rank's (or input's) bars start under its name, after a divider.
+                if i > 0 {
+                    let _ = write!(
+                        h,
+                        "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"10\" y2=\"{:.1}\" stroke=\"#999\"/>",
+                        x - 2.0,
+                        x - 2.0,
+                        ht - bottom + 30.0
+                    );
+                }
+                let _ = write!(
+                    h,
+                    "<text x=\"{x:.1}\" y=\"{:.1}\">{}</text>",
+                    ht - bottom + 30.0,
+                    esc(&group)
+                );
+                group_now = Some(group);
+            }
+        }
         let busy = if has_device {
             s.device_busy_ns.unwrap_or(0)
         } else {
@@ -228,9 +261,9 @@ fn step_chart(h: &mut String, report: &Report) {
         };
         let parts = [
             busy,
-            lost(&s.name, "recompile"),
-            lost(&s.name, "sync_point"),
-            lost(&s.name, "dataloader_stall").max(0),
+            lost(s, "recompile"),
+            lost(s, "sync_point"),
+            lost(s, "dataloader_stall").max(0),
         ];
         // The parts share one step: each is cut to what the ones before it left (a sync wait
         // overlaps device work; the bar shows the step's wall time, never more).
@@ -241,7 +274,7 @@ fn step_chart(h: &mut String, report: &Report) {
             v
         });
         let rest = left_over;
-        let x = left + i as f64 * (w - left) / n + 2.0;
+        let label = crate::views::step_label(&s.name, s.source, s.rank, multi);
         let mut y = ht - bottom;
         for (k, v) in parts.iter().chain(std::iter::once(&rest)).enumerate() {
             let hh = *v as f64 / max * (ht - bottom - 10.0);
@@ -250,14 +283,14 @@ fn step_chart(h: &mut String, report: &Report) {
                 h,
                 "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{bar:.1}\" height=\"{hh:.1}\" fill=\"{}\"><title>{}: {} {} ({:.0}% of {})</title></rect>",
                 series[k].1,
-                esc(&s.name),
+                esc(&label),
                 series[k].0,
                 human_ns(*v),
                 pct(*v, s.dur_ns),
                 human_ns(s.dur_ns)
             );
         }
-        if report.steps.len() <= 40 {
+        if steps.len() <= 40 {
             let _ = write!(
                 h,
                 "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
