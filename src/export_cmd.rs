@@ -84,7 +84,10 @@ pub(crate) fn run(args: &ExportArgs) -> Result<()> {
         dir.display(),
         written
             .iter()
-            .map(|(name, rows)| format!("{name} ({} rows)", thousands(*rows as u64)))
+            .map(|(name, rows)| {
+                let unit = if *rows == 1 { "row" } else { "rows" };
+                format!("{name} ({} {unit})", thousands(*rows as u64))
+            })
             .collect::<Vec<_>>()
             .join(", ")
     )?;

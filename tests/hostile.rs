@@ -256,7 +256,7 @@ fn table_export_replaces_what_it_wrote_before_and_refuses_other_files() {
     let dir = TempDir::new().unwrap();
     let tables = dir.path().join("tables");
     let tables = tables.to_str().unwrap();
-    let rank = |r: usize| format!("samples/ranks/nccl_balanced_rank{r}.json.gz");
+    let rank = |r: usize| format!("samples/ranks/nccl_balanced/nccl_balanced_rank{r}.json.gz");
     let four: Vec<String> = (0..4).map(rank).collect();
     let mut args = vec!["export", "--tables", tables, "--format", "csv"];
     args.extend(four.iter().map(String::as_str));

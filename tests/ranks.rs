@@ -10,11 +10,23 @@ use serde_json::Value;
 mod support;
 
 /// The four rank traces `samples/<dir>/<prefix>_rank{0..3}.json.gz`, as arguments.
+/// `samples/ranks/` keeps each run in its own directory; `samples/ci-aa/` holds them side by side.
+fn run_dir(dir: &str, prefix: &str) -> String {
+    if dir == "ranks" {
+        format!("{dir}/{prefix}")
+    } else {
+        dir.to_owned()
+    }
+}
+
 fn rank_traces(dir: &str, prefix: &str) -> Vec<String> {
     (0..4)
         .map(|r| {
             support::repo()
-                .join(format!("samples/{dir}/{prefix}_rank{r}.json.gz"))
+                .join(format!(
+                    "samples/{}/{prefix}_rank{r}.json.gz",
+                    run_dir(dir, prefix)
+                ))
                 .to_string_lossy()
                 .into_owned()
         })
@@ -122,8 +134,9 @@ fn ranks_report(prefix: &str) -> Value {
 #[test]
 fn tiny_ddp_buckets_are_fragmented_collectives_and_default_ones_are_not() {
     for prefix in ["buckets_tiny", "buckets_default"] {
-        let truth =
-            support::read_json(&support::repo().join(format!("samples/ranks/{prefix}.truth.json")));
+        let truth = support::read_json(
+            &support::repo().join(format!("samples/ranks/{prefix}/{prefix}.truth.json")),
+        );
         let r = ranks_report(prefix);
         // (step, count) per finding, against (step, count) per rank from the truth.
         let mut got: Vec<(String, u64)> = r["findings"]
@@ -342,7 +355,7 @@ fn a_multi_rank_export_is_a_hive_partitioned_dataset() {
 fn nccl_runs_match_their_schedules() {
     for variant in ["nccl_balanced", "nccl_straggler"] {
         let truth = support::read_json(
-            &support::repo().join(format!("samples/ranks/{variant}.truth.json")),
+            &support::repo().join(format!("samples/ranks/{variant}/{variant}.truth.json")),
         );
         let paths = rank_traces("ranks", variant);
         let mut args = vec!["report", "-f", "json"];
@@ -449,4 +462,64 @@ fn the_straggler_points_at_its_late_arrivals() {
             .starts_with(&format!("rank {rank} arrives last")),
         "{f:#}"
     );
+}
+
+/// A run kept as a directory (four rank traces beside a README and a truth file) is one input to
+/// every command: the traces load as the four ranks, the other files are named once as skipped.
+#[test]
+fn a_run_directory_with_a_readme_is_one_input_to_every_command() {
+    let run = "samples/ranks/nccl_straggler";
+    let base = "samples/ranks/nccl_balanced";
+    let dir = tempfile::tempdir().unwrap();
+    let out = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+    let (tables, perfetto, baselines) = (out("tables"), out("run.pftrace"), out("set.json"));
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["report", run],
+        vec!["info", run],
+        vec!["diff", base, run],
+        vec!["export", run, "--tables", &tables],
+        vec!["export", run, "--perfetto", &perfetto],
+        vec!["baseline", "update", &baselines, run],
+    ];
+    for args in &commands {
+        let o = support::steplens(args);
+        let err = support::stderr(&o);
+        assert!(o.status.success(), "{args:?}: {err}");
+        assert!(
+            err.contains("skipped 2 file(s) that are not traces")
+                && err.contains("nccl_straggler/README.md"),
+            "{args:?}: {err}"
+        );
+    }
+    let checked = support::steplens(&["check", run, "--baseline", base]);
+    assert_eq!(
+        checked.status.code(),
+        Some(1),
+        "{}",
+        support::stderr(&checked)
+    );
+
+    let reported = support::steplens(&["report", run, "-f", "json"]);
+    let r: Value = serde_json::from_str(&support::stdout(&reported)).unwrap();
+    assert_eq!(r["sources"].as_array().map(Vec::len), Some(4));
+    let ranks: Vec<i64> = r["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["rank"].as_i64().unwrap())
+        .collect();
+    assert_eq!(
+        ranks
+            .iter()
+            .copied()
+            .collect::<std::collections::BTreeSet<_>>(),
+        (0..4).collect()
+    );
+    let straggler = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == "straggler")
+        .expect("a straggler");
+    assert_eq!(straggler["rank"], 2);
 }

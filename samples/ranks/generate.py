@@ -1,10 +1,10 @@
 """Real 4-rank DDP runs for the `fragmented_collectives` finding (issue #16), torch CPU profiler,
 gloo over localhost.
 
-- ``buckets_tiny_rank{0..3}.json.gz``: a 12-layer MLP under DistributedDataParallel with
+- ``buckets_tiny/buckets_tiny_rank{0..3}.json.gz``: a 12-layer MLP under DistributedDataParallel with
   ``bucket_cap_mb=0.01``: every gradient gets its own bucket, so each step issues one small
   all_reduce per parameter (25 per step) instead of one.
-- ``buckets_default_rank{0..3}.json.gz``: the same model with DDP's default buckets (25 MB):
+- ``buckets_default/buckets_default_rank{0..3}.json.gz``: the same model with DDP's default buckets (25 MB):
   a handful of all_reduces per step; nothing to report.
 
 The truth files are read back from each trace's own events by this script: per rank and
@@ -60,7 +60,8 @@ def rank_main(rank, prefix, bucket_cap_mb):
             opt.step()
             prof.step()
     (name,) = os.listdir(out_dir)
-    dst = os.path.join(HERE, f"{prefix}_rank{rank}.json.gz")
+    os.makedirs(os.path.join(HERE, prefix), exist_ok=True)
+    dst = os.path.join(HERE, prefix, f"{prefix}_rank{rank}.json.gz")
     with open(os.path.join(out_dir, name), "rb") as src, open(dst, "wb") as raw:
         with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
             shutil.copyfileobj(src, gz)
@@ -73,7 +74,7 @@ def truth(prefix, fragmented):
     trace's events); the planted finding is one per rank and step."""
     per_rank, expected = {}, []
     for rank in range(WORLD):
-        with gzip.open(os.path.join(HERE, f"{prefix}_rank{rank}.json.gz"), "rt") as f:
+        with gzip.open(os.path.join(HERE, prefix, f"{prefix}_rank{rank}.json.gz"), "rt") as f:
             events = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
         steps = sorted((e for e in events if str(e["name"]).startswith("ProfilerStep#")), key=lambda e: e["ts"])
         counts = {}
@@ -88,7 +89,7 @@ def truth(prefix, fragmented):
            "rule": "per rank and step: the gloo:all_reduce ranges starting in the step (no sizes are recorded "
                    "in these CPU traces); fragmented when a step has >= 8 of one collective",
            "all_reduce_per_step": per_rank, "expected_findings": expected}
-    with open(os.path.join(HERE, f"{prefix}.truth.json"), "w") as f:
+    with open(os.path.join(HERE, prefix, f"{prefix}.truth.json"), "w") as f:
         json.dump(out, f, indent=1, sort_keys=True)
         f.write("\n")
 

@@ -15,8 +15,8 @@ the bucket's last gradient kernel has finished on that rank's compute stream; it
 rank at the same moment, the latest start over the ranks plus the transfer time of the bucket
 (the ring's latency). The optimizer's kernels wait for the last all-reduce.
 
-- ``nccl_balanced_rank{0..3}``: identical GPUs (launch gaps differ by a few µs per rank).
-- ``nccl_straggler_rank{0..3}``: rank 2's GPU runs every GEMM 30 % slower (a throttled card).
+- ``nccl_balanced/nccl_balanced_rank{0..3}``: identical GPUs (launch gaps differ by a few µs per rank).
+- ``nccl_straggler/nccl_straggler_rank{0..3}``: rank 2's GPU runs every GEMM 30 % slower (a throttled card).
 
 The truth files are the schedule's own figures, not read back from the traces by steplens'
 rules: per rank the extra GEMM time per step, each rank's wait per step (latest start − its
@@ -277,7 +277,8 @@ def write(variant, ranks, truth_steps, slow_rank):
             "displayTimeUnit": "ms",
             "baseTimeNanoseconds": 1_700_000_000_000_000_000,
         }
-        path = os.path.join(HERE, f"{variant}_rank{r.rank}.json.gz")
+        os.makedirs(os.path.join(HERE, variant), exist_ok=True)
+        path = os.path.join(HERE, variant, f"{variant}_rank{r.rank}.json.gz")
         with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
             gz.write(json.dumps(trace, separators=(",", ":")).encode())
     per_step_extra = [r.gemm_extra_us / STEPS for r in ranks]
@@ -304,7 +305,7 @@ def write(variant, ranks, truth_steps, slow_rank):
         },
         "steps": [s["step"] for s in truth_steps],
     }
-    with open(os.path.join(HERE, f"{variant}.truth.json"), "w") as f:
+    with open(os.path.join(HERE, variant, f"{variant}.truth.json"), "w") as f:
         json.dump(truth, f, indent=1, sort_keys=True)
         f.write("\n")
 

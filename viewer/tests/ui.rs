@@ -439,7 +439,11 @@ fn a_launch_shows_its_flow_to_the_device_work() {
 fn ranks_are_groups_in_rank_order_and_a_collective_links_across_them() {
     let paths: Vec<PathBuf> = [2, 0, 3, 1]
         .iter()
-        .map(|r| PathBuf::from(format!("../samples/ranks/nccl_straggler_rank{r}.json.gz")))
+        .map(|r| {
+            PathBuf::from(format!(
+                "../samples/ranks/nccl_straggler/nccl_straggler_rank{r}.json.gz"
+            ))
+        })
         .collect();
     let mut harness = harness(
         ViewerApp::with_loaded(load_now(&paths, None).expect("ranks load")),
@@ -1002,7 +1006,11 @@ fn snapshot_ranks_straggler() {
 /// same `aten::item` sync on every rank and step.
 fn nccl_ranks_app() -> ViewerApp {
     let paths: Vec<PathBuf> = (0..4)
-        .map(|r| PathBuf::from(format!("../samples/ranks/nccl_straggler_rank{r}.json.gz")))
+        .map(|r| {
+            PathBuf::from(format!(
+                "../samples/ranks/nccl_straggler/nccl_straggler_rank{r}.json.gz"
+            ))
+        })
         .collect();
     ViewerApp::with_loaded(load_now(&paths, None).expect("ranks load"))
 }
