@@ -523,3 +523,82 @@ fn a_run_directory_with_a_readme_is_one_input_to_every_command() {
         .expect("a straggler");
     assert_eq!(straggler["rank"], 2);
 }
+
+/// Bytes of one element of an `Input type` entry, for the truth below.
+fn element_bytes(ty: &str) -> i64 {
+    match ty {
+        "long" | "long int" | "double" => 8,
+        "float" | "int" => 4,
+        "c10::BFloat16" | "c10::Half" => 2,
+        "unsigned char" | "signed char" | "bool" => 1,
+        other => panic!("no size for {other}"),
+    }
+}
+
+/// A real 2023 NCCL run (HTA's `trace_filter` sample, two ranks of a larger job) runs every
+/// collective as NCCL's `SendRecv` kernel and writes no message sizes. Each collective is named
+/// after the backend annotation that launched it and sized from that annotation's first
+/// `Input Dims` × `Input type`. Truth: the `nccl:*` annotations read straight from rank 0's
+/// JSON (the sizes the report pools are rank 0's, median per collective).
+#[test]
+fn collectives_take_their_name_and_size_from_the_host_op() {
+    let Some(dir) = support::corpus_path("hta/trace_filter") else {
+        return;
+    };
+    let path = |r: usize| dir.join(format!("sampled_rank-{r}.json.gz"));
+    let raw = std::fs::read(path(0)).unwrap();
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&raw[..]), &mut text)
+        .unwrap();
+    let trace: Value = serde_json::from_str(&text).unwrap();
+    let mut sizes: std::collections::BTreeMap<String, Vec<i64>> = Default::default();
+    for e in trace["traceEvents"].as_array().unwrap() {
+        let Some(op) = e["name"].as_str().and_then(|n| n.strip_prefix("nccl:")) else {
+            continue;
+        };
+        let name = match op.trim_start_matches('_') {
+            "all_gather_base" => "all_gather",
+            "reduce_scatter_base" => "reduce_scatter",
+            other => other,
+        };
+        let elements: i64 = e["args"]["Input Dims"][0]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d.as_i64().unwrap())
+            .product();
+        let ty = e["args"]["Input type"][0].as_str().unwrap();
+        sizes
+            .entry(name.to_owned())
+            .or_default()
+            .push(elements * element_bytes(ty));
+    }
+    assert!(!sizes.is_empty());
+
+    let p0 = path(0).to_string_lossy().into_owned();
+    let p1 = path(1).to_string_lossy().into_owned();
+    let out = support::steplens(&["report", &p0, &p1, "-f", "json"]);
+    assert!(out.status.success(), "{}", support::stderr(&out));
+    let r: Value = serde_json::from_str(&support::stdout(&out)).unwrap();
+    let rows = r["ranks"]["collectives"].as_array().unwrap();
+    let names: Vec<&str> = rows.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        sizes.keys().map(String::as_str).collect::<Vec<_>>(),
+        "named after the host op, never the kernel (sendrecv)"
+    );
+    for row in rows {
+        let mut want = sizes[row["name"].as_str().unwrap()].clone();
+        want.sort_unstable();
+        // Every call of this run matched on both ranks: the median of rank 0's sizes.
+        assert_eq!(row["count"].as_u64().unwrap() as usize, want.len(), "{row}");
+        let mid = want.len() / 2;
+        let median = if want.len() % 2 == 0 {
+            (want[mid - 1] + want[mid]) / 2
+        } else {
+            want[mid]
+        };
+        assert_eq!(row["bytes"].as_i64(), Some(median), "{row}");
+        assert!(row["bus_gbps"].as_f64().is_some_and(|g| g > 0.0), "{row}");
+    }
+}

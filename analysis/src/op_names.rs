@@ -1,6 +1,7 @@
-//! What the names of framework spans mean, shared by the step table, the critical path, the
-//! detectors and the TensorBoard views: the data loader's annotation and torch.compile's own
-//! spans. It depends on nothing else in the crate, so every analysis can use it.
+//! What framework names mean, shared by the step table, the critical path, the detectors, the
+//! collectives and the TensorBoard views: the data loader's annotation, torch.compile's own
+//! spans and the sizes of torch's element types. It depends on nothing else in the crate, so
+//! every analysis can use it.
 
 /// Name prefix of the PyTorch DataLoader's `__next__` annotation.
 pub const DATALOADER_PREFIX: &str = "enumerate(DataLoader)#";
@@ -19,4 +20,51 @@ const COMPILE_SPANS: &[&str] = &[
 /// Whether a span belongs to torch.compile's machinery.
 pub fn is_compile_span(name: &str) -> bool {
     name.ends_with("(dynamo_timed)") || COMPILE_SPANS.contains(&name)
+}
+
+/// Bytes of one element of a torch dtype, as the profiler writes it: an `Input type` entry
+/// (`float`, `c10::BFloat16`, `long int`) or a `record_param_comms` `dtype` (`Float`,
+/// `BFloat16`, `Long`). `None` for anything else (`TensorList`, `Scalar`, an empty entry).
+#[must_use]
+pub fn dtype_size(name: &str) -> Option<i64> {
+    let lower = name.trim().to_ascii_lowercase();
+    let ty = lower.strip_prefix("c10::").unwrap_or(&lower);
+    Some(match ty {
+        "complex<double>" | "complexdouble" => 16,
+        "double" | "float64" | "long" | "long int" | "long long int" | "int64" | "complex<float>"
+        | "complexfloat" => 8,
+        "float" | "float32" | "int" | "int32" | "unsigned int" | "uint32" | "complex<c10::half>"
+        | "complex<half>" | "complexhalf" => 4,
+        "half" | "float16" | "bfloat16" | "short" | "short int" | "int16" | "unsigned short"
+        | "uint16" => 2,
+        "bool" | "byte" | "char" | "signed char" | "unsigned char" | "int8" | "uint8" => 1,
+        _ if ty.starts_with("float8") => 1,
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::dtype_size;
+
+    #[test]
+    fn dtype_sizes_read_both_spellings() {
+        for (name, bytes) in [
+            ("float", 4),
+            ("Float", 4),
+            ("c10::BFloat16", 2),
+            ("BFloat16", 2),
+            ("c10::Half", 2),
+            ("long int", 8),
+            ("Long", 8),
+            ("unsigned char", 1),
+            ("c10::Float8_e4m3fn", 1),
+            ("c10::complex<double>", 16),
+        ] {
+            assert_eq!(dtype_size(name), Some(bytes), "{name}");
+        }
+        for name in ["TensorList", "Scalar", "", "GenericList"] {
+            assert_eq!(dtype_size(name), None, "{name}");
+        }
+    }
 }

@@ -164,16 +164,7 @@ pub(crate) fn ints(text: &str) -> Option<Vec<i64>> {
 pub(crate) fn dtype_bytes(ctx: &Context<'_>, op: SliceId) -> Option<i64> {
     let raw = ctx.arg(op, OpArg::InputType)?;
     let types: Vec<String> = serde_json::from_slice(raw).ok()?;
-    let ty = types.first()?.as_str();
-    Some(match ty {
-        "double" | "long int" | "long long int" | "c10::complex<float>" => 8,
-        "float" | "int" | "unsigned int" | "c10::complex<c10::Half>" => 4,
-        "c10::Half" | "c10::BFloat16" | "short int" | "unsigned short" => 2,
-        "bool" | "signed char" | "unsigned char" | "char" => 1,
-        "c10::complex<double>" => 16,
-        _ if ty.starts_with("c10::Float8") => 1,
-        _ => return None,
-    })
+    crate::op_names::dtype_size(types.first()?)
 }
 
 /// Elementwise ATen ops (out-of-place and in-place).

@@ -4,9 +4,13 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use steplens_ingest::model::{SliceId, Timeline, TrackKind};
+use rustc_hash::FxHashMap;
+use steplens_ingest::model::{NO_PARENT, OpArg, SliceId, Timeline, TrackKind};
 
 use super::input_ranks;
+
+/// How communication backends name their own annotation of a collective (`nccl:all_reduce`).
+const BACKEND_PREFIXES: [&str; 4] = ["nccl:", "gloo:", "rccl:", "hccl:"];
 
 /// One collective on one rank.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -27,6 +31,10 @@ pub struct Occurrence {
     pub(crate) end: i64,
     /// Message size, when recorded.
     pub(crate) bytes: Option<i64>,
+    /// Ranks in its process group: `Group size` where written, else the trace's
+    /// `distributedInfo.world_size`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) group_size: Option<i64>,
 }
 
 /// One collective matched on every rank.
@@ -38,16 +46,25 @@ pub(crate) struct Matched {
     pub(crate) start_skew: i64,
     pub(crate) end_skew: i64,
     pub(crate) bytes: Option<i64>,
+    pub(crate) group_size: Option<i64>,
 }
 
 /// How specific a collective slice is: device kernels are the transfer itself.
 pub(crate) fn collective_of(name: &str) -> Option<(u8, String)> {
     let lower = name.to_ascii_lowercase();
+    // One name per collective, however the layer spells it: `_allgather_base`,
+    // `all_gather_into_tensor_coalesced` and `ncclDevKernel_AllGather` are all `all_gather`.
     let normalize = |op: &str| {
-        let op = op.trim_end_matches('_').replace("allreduce", "all_reduce");
-        op.replace("allgather", "all_gather")
+        let mut op = op.trim_matches('_');
+        while let Some(shorter) = ["_base", "_coalesced", "_into_tensor", "_tensor"]
+            .iter()
+            .find_map(|suffix| op.strip_suffix(suffix))
+        {
+            op = shorter.trim_end_matches('_');
+        }
+        op.replace("allreduce", "all_reduce")
+            .replace("allgather", "all_gather")
             .replace("reducescatter", "reduce_scatter")
-            .replace("reduce_scatter_tensor", "reduce_scatter")
             .replace("alltoall", "all_to_all")
     };
     if let Some(rest) = lower
@@ -55,9 +72,9 @@ pub(crate) fn collective_of(name: &str) -> Option<(u8, String)> {
         .or_else(|| lower.strip_prefix("ncclkernel_"))
     {
         let op = rest.split(['_', '(']).next().unwrap_or(rest);
-        return Some((3, normalize(op)));
+        return Some((KERNEL_LEVEL, normalize(op)));
     }
-    for prefix in ["nccl:", "gloo:", "rccl:", "hccl:"] {
+    for prefix in BACKEND_PREFIXES {
         if let Some(op) = lower.strip_prefix(prefix) {
             return Some((2, normalize(op)));
         }
@@ -77,12 +94,15 @@ pub(crate) fn collective_of(name: &str) -> Option<(u8, String)> {
                 | "reduce_scatter_tensor_coalesced"
                 | "alltoall"
                 | "alltoall_base"
+                | "all_to_all"
+                | "all_to_allv"
+                | "allgather_coalesced"
                 | "barrier"
                 | "reduce"
                 | "gather"
                 | "scatter"
         ) {
-            return Some((1, normalize(op.trim_start_matches('_'))));
+            return Some((1, normalize(op)));
         }
     }
     None
@@ -203,10 +223,26 @@ pub(crate) fn collect(t: &Timeline, source: u16, by_name: &CollectiveNames) -> V
     };
     found.retain(|f| f.0 == best);
     found.sort_by_key(|f| t.slices.start[f.1 as usize]);
+    // A kernel's name can hide the collective (an all-to-all runs as NCCL's `SendRecv`): the
+    // host op that launched it names it, and may carry the size the kernel lacks.
+    let launches = if best == KERNEL_LEVEL {
+        launches_of(t, found.iter().map(|f| f.1))
+    } else {
+        FxHashMap::default()
+    };
+    let world_size = t
+        .sources
+        .get(usize::from(source))
+        .and_then(|s| s.world_size);
     let mut ordinal: BTreeMap<String, i64> = BTreeMap::new();
     found
         .into_iter()
         .map(|(_, i, op, track)| {
+            let host = launches
+                .get(&i)
+                .map(|&launch| host_collective(t, launch, by_name))
+                .unwrap_or_default();
+            let op = host.name.unwrap_or(op);
             let seq = t.arg_i64(i, "Seq");
             let group = t
                 .arg_str(i, "Process Group Name")
@@ -217,9 +253,12 @@ pub(crate) fn collect(t: &Timeline, source: u16, by_name: &CollectiveNames) -> V
                 None => (format!("{group}/{op}"), *n),
             };
             *n += 1;
-            let bytes = t
-                .arg_i64(i, "In msg nelems")
-                .map(|e| e * t.arg_str(i, "dtype").map_or(4, |d| dtype_bytes(&d)));
+            let bytes = message_bytes(t, i).or(host.bytes);
+            let group_size = t
+                .arg_i64(i, "Group size")
+                .or(host.group_size)
+                .or(world_size)
+                .filter(|&g| g > 1);
             Occurrence {
                 name: op,
                 track,
@@ -228,16 +267,100 @@ pub(crate) fn collect(t: &Timeline, source: u16, by_name: &CollectiveNames) -> V
                 start: t.slices.start[i as usize],
                 end: t.slices.end(i),
                 bytes,
+                group_size,
             }
         })
         .collect()
 }
 
-pub(crate) fn dtype_bytes(dtype: &str) -> i64 {
-    match dtype.to_ascii_lowercase().as_str() {
-        "double" | "long" | "int64" | "float64" | "complexfloat" => 8,
-        "half" | "bfloat16" | "short" | "float16" | "int16" => 2,
-        "byte" | "char" | "bool" | "int8" | "uint8" => 1,
-        _ => 4,
+/// [`collective_of`]'s level of a device kernel (`ncclDevKernel_…`).
+const KERNEL_LEVEL: u8 = 3;
+
+/// The launching host slice of each of `kernels`, from the trace's launch flows.
+fn launches_of(
+    t: &Timeline,
+    kernels: impl Iterator<Item = SliceId>,
+) -> FxHashMap<SliceId, SliceId> {
+    let wanted: rustc_hash::FxHashSet<SliceId> = kernels.collect();
+    let mut out = FxHashMap::default();
+    for flow in &t.flows {
+        if wanted.contains(&flow.to) && t.slice_class(flow.from).is_host_work() {
+            out.entry(flow.to).or_insert(flow.from);
+        }
     }
+    out
+}
+
+/// What the host ops around a kernel's launch say about its collective.
+#[derive(Default)]
+struct HostCollective {
+    /// The innermost collective op's name (`all_to_all` for `nccl:all_to_all`).
+    name: Option<String>,
+    /// The first message size found going outwards.
+    bytes: Option<i64>,
+    /// The first `Group size` found going outwards.
+    group_size: Option<i64>,
+}
+
+fn host_collective(t: &Timeline, launch: SliceId, by_name: &CollectiveNames) -> HostCollective {
+    let mut found = HostCollective::default();
+    let mut at = launch;
+    // Parents nest a few levels deep; the bound only guards a malformed parent chain.
+    for _ in 0..64 {
+        let name = t.slice_name(at);
+        let op = if name == "record_param_comms" {
+            t.arg_str(at, "Collective name")
+                .and_then(|c| collective_of(&format!("c10d::{c}")))
+        } else {
+            by_name.slice(t, at).cloned()
+        };
+        if let Some((_, op)) = op {
+            found.name.get_or_insert(op);
+            if found.bytes.is_none() {
+                found.bytes = message_bytes(t, at);
+            }
+            if found.group_size.is_none() {
+                found.group_size = t.arg_i64(at, "Group size");
+            }
+        }
+        if found.name.is_some() && found.bytes.is_some() {
+            break;
+        }
+        match t.slices.parent.get(at as usize) {
+            Some(&p) if p != NO_PARENT => at = p,
+            _ => break,
+        }
+    }
+    found
+}
+
+/// A collective slice's message size: `In msg nelems` × `dtype` where the profiler wrote them
+/// (torch ≥ 2.1), else, on a backend's own annotation (`nccl:all_reduce`, `gloo:broadcast`),
+/// its first input's `Input Dims` × `Input type`, as 2022–2023 traces record it.
+fn message_bytes(t: &Timeline, slice: SliceId) -> Option<i64> {
+    if let Some(elements) = t.arg_i64(slice, "In msg nelems") {
+        let size = t
+            .arg_str(slice, "dtype")
+            .and_then(|d| crate::op_names::dtype_size(&d))
+            .unwrap_or(4);
+        return Some(elements * size);
+    }
+    if !BACKEND_PREFIXES
+        .iter()
+        .any(|p| t.slice_name(slice).starts_with(p))
+    {
+        return None;
+    }
+    let dims: Vec<Vec<i64>> = t
+        .arg_raw(slice, OpArg::InputDims.key())
+        .and_then(|raw| serde_json::from_slice(raw).ok())?;
+    let types: Vec<String> = t
+        .arg_raw(slice, OpArg::InputType.key())
+        .and_then(|raw| serde_json::from_slice(raw).ok())?;
+    let shape = dims.first().filter(|d| !d.is_empty())?;
+    let size = crate::op_names::dtype_size(types.first()?)?;
+    shape
+        .iter()
+        .try_fold(size, |acc, &d| acc.checked_mul(d))
+        .filter(|&b| b > 0)
 }

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use steplens_ingest::model::Timeline;
 
 use crate::finding::{Cost, Finding, FindingKind, Severity};
-use crate::stats::median;
+use crate::stats::{median, median_f64};
 
 mod collectives;
 mod inputs;
@@ -78,12 +78,26 @@ pub struct CollectiveStats {
     pub max_start_skew_ns: i64,
     /// Largest end skew, ns.
     pub max_end_skew_ns: i64,
-    /// Message size, bytes, when the trace records it.
+    /// Median message size (one rank's input), bytes, when the trace records it: `In msg
+    /// nelems` × `dtype`, else the backend annotation's `Input Dims` × `Input type`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes: Option<i64>,
-    /// Bus bandwidth at the median latency, GB/s, when the size is known.
+    /// Median over the calls of each one's bus bandwidth (bytes × the collective's factor /
+    /// latency, as nccl-tests defines it), GB/s, when sizes are known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bus_gbps: Option<f64>,
+}
+
+/// nccl-tests' bus-bandwidth factor of a collective over `n` ranks, for a size counted as the
+/// profiler counts it: one rank's input (an all-gather's input is 1/n of what it moves).
+fn bus_factor(name: &str, n: usize) -> f64 {
+    let world = n as f64;
+    match name {
+        "all_reduce" => 2.0 * (world - 1.0) / world,
+        "all_gather" => world - 1.0,
+        "reduce_scatter" | "all_to_all" => (world - 1.0) / world,
+        _ => 1.0,
+    }
 }
 
 /// The run as a set of ranks; absent for a single input.
@@ -276,6 +290,7 @@ fn ranks_and_waits(
             start_skew: latest - earliest,
             end_skew,
             bytes: o.bytes,
+            group_size: o.group_size,
         });
     }
     let collectives = per_name
@@ -283,16 +298,22 @@ fn ranks_and_waits(
         .map(|(name, rows)| {
             let p50 = |v: Vec<i64>| median(v).unwrap_or(0);
             let latency = p50(rows.iter().map(|r| r.latency).collect());
-            let bytes = rows.iter().find_map(|r| r.bytes);
-            let bus_gbps = bytes.filter(|_| latency > 0).map(|b| {
-                let world = n as f64;
-                let factor = match name.as_str() {
-                    "all_reduce" => 2.0 * (world - 1.0) / world,
-                    "all_gather" | "reduce_scatter" | "all_to_all" => (world - 1.0) / world,
-                    _ => 1.0,
-                };
-                (b as f64 * factor / latency as f64 * 100.0).round() / 100.0
-            });
+            // Sizes can differ call by call: the median size, and the median of each call's
+            // bus bandwidth (nccl-tests' definition: bytes × the collective's factor / time).
+            let sized: Vec<&Matched> = rows.iter().filter(|r| r.bytes.is_some()).collect();
+            let bytes = median(sized.iter().filter_map(|r| r.bytes).collect());
+            let bus_gbps = median_f64(
+                sized
+                    .iter()
+                    .filter(|r| r.latency > 0)
+                    .map(|r| {
+                        // The group the collective ran in, not only the ranks loaded.
+                        let group = r.group_size.map_or(n, |g| usize::try_from(g).unwrap_or(n));
+                        r.bytes.unwrap_or(0) as f64 * bus_factor(&name, group) / r.latency as f64
+                    })
+                    .collect(),
+            )
+            .map(|gbps| (gbps * 100.0).round() / 100.0);
             CollectiveStats {
                 count: rows.len(),
                 latency_p50_ns: latency,
