@@ -165,6 +165,74 @@ fn bridge_trace_steps_and_engine_busy_match_truth() {
     }
 }
 
+/// The bridge's `Memory Logs` write `Device Type` 1 (CUDA's number) for the HPU, beside a
+/// `deviceProperties` entry naming the GAUDI3: the report (JSON and text, from the binary)
+/// names that memory `hpu:0` with the truth's figures, never `cuda:0`, and gives Gaudi advice,
+/// not `PYTORCH_CUDA_ALLOC_CONF`. The input batches are freed every step: no `memory_growth`.
+#[test]
+fn bridge_trace_memory_is_the_hpus_with_gaudi_advice() {
+    let trace = gaudi("train_hpu.bridge.json.gz");
+    let trace = trace.to_str().unwrap();
+    let truth = truth("train_hpu.bridge.truth.json");
+    let json = support::ok(&["report", "-f", "json", trace]);
+    let text = support::ok(&["report", trace]);
+    for out in [&json, &text] {
+        assert!(!out.contains("cuda:0"), "{out}");
+        assert!(!out.contains("PYTORCH_CUDA_ALLOC_CONF"), "{out}");
+        assert!(!out.contains("torch.cuda"), "{out}");
+    }
+    let r: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let want = truth["memory"].as_array().unwrap();
+    let got = r["memory"].as_array().expect("a memory section");
+    let names = |v: &[serde_json::Value]| -> Vec<String> {
+        v.iter()
+            .map(|m| m["device"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(names(got), names(want));
+    assert_eq!(names(got), ["cpu", "hpu:0"]);
+    for (g, w) in got.iter().zip(want) {
+        for key in [
+            "allocations",
+            "frees",
+            "bytes_allocated",
+            "peak_allocated_bytes",
+            "peak_reserved_bytes",
+            "integrity_breaks",
+            "never_freed_bytes",
+        ] {
+            assert_eq!(g[key], w[key], "{} {key}", w["device"]);
+        }
+        let (gs, ws) = (
+            g["steps"].as_array().unwrap(),
+            w["steps"].as_array().unwrap(),
+        );
+        assert_eq!(gs.len(), ws.len());
+        for (gs, ws) in gs.iter().zip(ws) {
+            for key in ["step", "start_allocated_bytes", "peak_allocated_bytes"] {
+                assert_eq!(gs[key], ws[key], "{} {}: {key}", w["device"], ws["step"]);
+            }
+        }
+    }
+    let findings = r["findings"].as_array().unwrap();
+    let of = |kind: &str| {
+        findings
+            .iter()
+            .filter(|f| f["kind"] == kind)
+            .collect::<Vec<_>>()
+    };
+    assert!(of("memory_growth").is_empty(), "{:#?}", of("memory_growth"));
+    // 1 GiB reserved around at most 20 MiB allocated: the HPU pool's slack, with Gaudi advice.
+    let slack = of("reserved_slack");
+    assert_eq!(slack.len(), 1, "{slack:#?}");
+    let title = slack[0]["title"].as_str().unwrap();
+    assert!(title.starts_with("hpu:0: "), "{title}");
+    let advice = slack[0]["recommendation"].as_str().unwrap();
+    assert!(advice.contains("htcore.mark_step()"), "{advice}");
+    assert!(advice.contains("PT_HPU_METRICS_FILE"), "{advice}");
+    assert!(text.contains("memory peak 20.0 MiB on hpu:0"), "{text}");
+}
+
 #[test]
 fn bridge_trace_planted_problems_are_found() {
     let trace = gaudi("train_hpu.bridge.json.gz");

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
-use steplens_ingest::model::{CategoryClass, SliceId, Timeline, torch_device_name};
+use steplens_ingest::model::{CategoryClass, SliceId, Timeline};
 
 use crate::detect::Context;
 use crate::finding::{Cost, Finding, FindingKind, Severity};
@@ -112,12 +112,13 @@ pub fn memory_by_device(ctx: &Context<'_>) -> Vec<DeviceMemory> {
             continue;
         }
         let int = |key: &str| t.instant_arg_i64(i, key);
-        let (Some(kind), Some(bytes), Some(total)) =
-            (int("Device Type"), int("Bytes"), int("Total Allocated"))
+        // The device as the trace describes it: a Gaudi's memory is `hpu:N` even where the
+        // bridge wrote CUDA's `Device Type` (see `Timeline::memory_device`).
+        let (Some(device), Some(bytes), Some(total)) =
+            (t.memory_device(i), int("Bytes"), int("Total Allocated"))
         else {
             continue;
         };
-        let device = torch_device_name(kind, int("Device Id").unwrap_or(0));
         per_device.entry(device).or_default().push(Event {
             ts: t.instants.ts[i],
             bytes,
@@ -306,11 +307,39 @@ const GROWTH_ADVICE: &str = "Memory allocated at the start of each step keeps ri
     without .item()/.detach(), caches keyed by step, hooks that store activations) and release \
     them, or store detached CPU copies of what you log.";
 
+/// `memory_growth` on a Gaudi (`hpu:N`): the same references to release, and where lazy mode
+/// needs its mark_steps (Intel Gaudi docs: Optimization in PyTorch Models, "Usage of
+/// mark_step").
+const HPU_GROWTH_ADVICE: &str = "HPU memory allocated at the start of each step keeps rising: \
+    something outlives its step. Release tensors kept across iterations (a list of losses or \
+    outputs without .item()/.detach(), caches keyed by step, hooks that store activations), or \
+    keep detached CPU copies of what you log. In lazy mode call htcore.mark_step() after \
+    loss.backward() and after optimizer.step(), so that each step's graph runs and frees its \
+    intermediates instead of growing into the next step.";
+
 const SLACK_ADVICE: &str = "The caching allocator holds far more memory than is allocated \
     (fragmentation from changing tensor sizes). Set \
     PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, keep shapes steady (pad or bucket), and \
     release the cache deliberately (torch.cuda.empty_cache()) only between phases, never \
     inside the step.";
+
+/// `reserved_slack` on a Gaudi (`hpu:N`): its memory pool is the bridge's, which neither
+/// `PYTORCH_CUDA_ALLOC_CONF` nor `torch.cuda.empty_cache()` reach. Static shapes and mark_step
+/// placement are Intel Gaudi's advice (docs.habana.ai: Handling Dynamic Shapes, Optimization
+/// in PyTorch Models); `PT_HPU_METRICS_FILE` and `PT_HPU_ENABLE_REFINE_DYNAMIC_SHAPES` are
+/// documented bridge flags.
+const HPU_SLACK_ADVICE: &str = "The HPU memory pool holds far more memory than is allocated \
+    (fragmentation from changing tensor sizes). Keep shapes static: pad or bucket variable \
+    inputs (PT_HPU_ENABLE_REFINE_DYNAMIC_SHAPES=1 lets the bridge bucket truly dynamic ones); \
+    in lazy mode place htcore.mark_step() after loss.backward() and after optimizer.step(), \
+    and add one inside a graph too large for the device; drop references to tensors you no \
+    longer need. PT_HPU_METRICS_FILE records graph_compilation and memory_defragmentation \
+    counts to confirm the cause.";
+
+/// Whether `device` (as [`DeviceMemory::device`] names it) is a Gaudi.
+fn is_hpu(device: &str) -> bool {
+    device.starts_with("hpu:")
+}
 
 /// `memory_growth` and `reserved_slack` findings from the per-device memory.
 #[must_use]
@@ -350,7 +379,12 @@ pub fn findings(ctx: &Context<'_>, memory: &[DeviceMemory]) -> Vec<Finding> {
                 saving_ns: 0,
                 evidence: Vec::new(),
                 cost: Cost::pattern(source, Vec::new()),
-                recommendation: SLACK_ADVICE.into(),
+                recommendation: if is_hpu(&m.device) {
+                    HPU_SLACK_ADVICE
+                } else {
+                    SLACK_ADVICE
+                }
+                .into(),
             });
         }
     }
@@ -421,7 +455,12 @@ fn growth(ctx: &Context<'_>, m: &DeviceMemory, source: u16) -> Option<Finding> {
         saving_ns: 0,
         evidence: Vec::new(),
         cost: Cost::pattern(source, Vec::new()),
-        recommendation: GROWTH_ADVICE.into(),
+        recommendation: if is_hpu(&m.device) {
+            HPU_GROWTH_ADVICE
+        } else {
+            GROWTH_ADVICE
+        }
+        .into(),
     })
 }
 

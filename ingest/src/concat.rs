@@ -203,6 +203,9 @@ fn append(out: &mut Timeline, part: Timeline) {
             .into_iter()
             .map(|c| c.saturating_add(source_base)),
     );
+    let mut memory_on_hpu = part.memory_on_hpu;
+    memory_on_hpu.resize(part.sources.len(), false);
+    out.memory_on_hpu.extend(memory_on_hpu);
     merge_device(out, &part.device);
     merge_stats(&mut out.stats, &part.stats);
     out.sources.extend(part.sources);

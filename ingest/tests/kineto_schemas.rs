@@ -160,6 +160,72 @@ fn memory_instants_become_allocated_and_reserved_counters_per_device() {
     assert_eq!(t.instants.ts.len(), 3);
 }
 
+/// Gaudi memory: the bridge's `Memory Logs` write `Device Type` 1 (CUDA's number) for the HPU,
+/// and its `deviceProperties` name the Gaudi. The device is the one the trace describes:
+/// `hpu:0`, whether `deviceProperties` comes before the events or after them; the CPU stays
+/// `cpu`, and the same events beside an NVIDIA device stay `cuda:0`.
+#[test]
+fn memory_of_a_trace_describing_a_gaudi_is_the_hpus() {
+    let events = r#"[{"ph":"X","cat":"cpu_op","name":"aten::empty","pid":1,"tid":1,"ts":0,"dur":10},
+        {"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":30001,"tid":1,"ts":1,
+         "args":{"Addr":4096,"Bytes":512,"Device Id":0,"Device Type":1,"Profiler Event Index":1,"Total Allocated":512,"Total Reserved":1048576}},
+        {"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":30001,"tid":1,"ts":5,
+         "args":{"Addr":4096,"Bytes":-512,"Device Id":0,"Device Type":1,"Profiler Event Index":2,"Total Allocated":0,"Total Reserved":1048576}},
+        {"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":1,"tid":1,"ts":6,
+         "args":{"Addr":99,"Bytes":64,"Device Id":-1,"Device Type":0,"Total Allocated":64,"Total Reserved":0}}]"#;
+    let gaudi = r#"[{"name":"GAUDI3","totalGlobalMem":136365211648}]"#;
+    let nvidia = r#"[{"id":0,"name":"NVIDIA A100-SXM4-80GB","totalGlobalMem":85899345920,"computeMajor":8,"computeMinor":0}]"#;
+    let counters = |t: &Timeline| -> Vec<String> {
+        let mut names: Vec<String> = t
+            .tracks
+            .iter()
+            .filter(|tr| tr.kind == TrackKind::Counter)
+            .map(|tr| tr.name.clone())
+            .collect();
+        names.sort();
+        names
+    };
+    // Per instant in time order.
+    let devices = |t: &Timeline| -> Vec<String> {
+        let mut by_time: Vec<(i64, String)> = (0..t.instants.len())
+            .map(|i| (t.instants.ts[i], t.memory_device(i).unwrap()))
+            .collect();
+        by_time.sort();
+        by_time.into_iter().map(|(_, d)| d).collect()
+    };
+    for trace in [
+        format!(r#"{{"deviceProperties":{gaudi},"traceEvents":{events}}}"#),
+        format!(r#"{{"traceEvents":{events},"deviceProperties":{gaudi}}}"#),
+    ] {
+        let t = load_str(&trace);
+        assert_eq!(
+            counters(&t),
+            [
+                "memory allocated cpu",
+                "memory allocated hpu:0",
+                "memory reserved cpu",
+                "memory reserved hpu:0"
+            ],
+            "{trace}"
+        );
+        assert_eq!(devices(&t), ["hpu:0", "hpu:0", "cpu"], "{trace}");
+        assert_eq!(t.memory_on_hpu, [true]);
+    }
+    // A backend registered as PrivateUse1 (20) on a Gaudi is the HPU too.
+    let t = load_str(&format!(
+        r#"{{"deviceProperties":{gaudi},"traceEvents":{}}}"#,
+        events.replace(r#""Device Type":1"#, r#""Device Type":20"#)
+    ));
+    assert_eq!(devices(&t), ["hpu:0", "hpu:0", "cpu"]);
+    // The same events beside a CUDA device are the CUDA device's.
+    let t = load_str(&format!(
+        r#"{{"deviceProperties":{nvidia},"traceEvents":{events}}}"#
+    ));
+    assert_eq!(devices(&t), ["cuda:0", "cuda:0", "cpu"]);
+    assert!(counters(&t).contains(&"memory allocated cuda:0".to_owned()));
+    assert_eq!(t.memory_on_hpu, [false]);
+}
+
 /// The slice a flow endpoint landed on, by name.
 fn flow_names(t: &Timeline) -> Vec<(String, String)> {
     t.flows

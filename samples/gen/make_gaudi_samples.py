@@ -473,7 +473,15 @@ class Device:
 
 # ---------------------------------------------------------------- host-side program
 def mem_event(w, t, nbytes):
-    """A bridge Memory Logs event (allocation if nbytes > 0, else frees the oldest live block)."""
+    """A bridge Memory Logs event (allocation if nbytes > 0, else frees the oldest live block).
+
+    As the bridge writes them (gaudi-pytorch-bridge backend/profiling/trace_sources/memory_source.cpp:
+    `addMemoryEvent(pid, tid, time, addr, bytes, 0, 1, total_allocated, total_reserved)`, the two
+    constants being `Device Id` and `Device Type`; json_file_parser.cpp `constructMemoryEvent`): the HPU's
+    memory under `Device Type` 1, which is c10's CUDA number, while the file's `deviceProperties` entry
+    (`{"name": synDeviceGetName, "totalGlobalMem": ...}`, synapse_profiler_source.cpp `initHpuDetails`)
+    says the device is a Gaudi. A reader trusts the described device: this memory is `hpu:0`.
+    """
     if nbytes > 0:
         addr = w.addr_next
         w.addr_next += (nbytes + 0xFFFFF) & ~0xFFFFF
@@ -627,12 +635,14 @@ def run_program(w):
         with main.op("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", cat="user_annotation",
                      pre=(500, 900), post=(20 * US, 30 * US)) as dl:
             main.t += w.rng.randint(60, 90) * US         # Python __getitem__ work, no op
+            # the collated batch (inputs, labels): CPU tensors, freed when the step is done with them
+            batch = [(0x7F3A00000000 + step * 0x10000000, B * seq * H * 2), (0x7F3A08000000 + step * 0x10000000, B * seq * 8)]
             with main.op("aten::stack", args=shapes([[B, seq, H], []], ["TensorList", "Scalar"], [[], []], ["", "0"])):
-                kineto_mem(w, main, B * seq * H * 2, 0x7F3A00000000 + step * 0x10000000)
+                kineto_mem(w, main, batch[0][1], batch[0][0])
                 with main.op("aten::cat", args=shapes([[B, seq, H], []], ["TensorList", "Scalar"], [[], []], ["", "0"])):
                     main.t += w.rng.randint(55, 70) * US
             with main.op("aten::stack", args=shapes([[B, seq], []], ["TensorList", "Scalar"], [[], []], ["", "0"])):
-                kineto_mem(w, main, B * seq * 8, 0x7F3A08000000 + step * 0x10000000)
+                kineto_mem(w, main, batch[1][1], batch[1][0])
                 with main.op("aten::cat", args=shapes([[B, seq], []], ["TensorList", "Scalar"], [[], []], ["", "0"])):
                     main.t += w.rng.randint(6, 9) * US
         st["dataloader"] = (dl["ts"], dl["ts"] + dl["dur"])
@@ -755,11 +765,17 @@ def run_program(w):
         with main.op("aten::item", args=shapes([[]], ["float"])):
             with main.op("aten::_local_scalar_dense", args=shapes([[]], ["float"])) as lsd:
                 sync, copy = d2h_copy_sync(w, main, dev, 4, lb["dev_e"])
-        for _ in range(3):
-            mem_event(w, sync[1] + w.rng.randint(2, 9) * US, -1)
+        # the graphs' outputs freed once the sync returns, in time order as the bridge logs them
+        # (successive Total Allocated values then differ by exactly Bytes)
+        for t in sorted([sync[1] + w.rng.randint(2, 9) * US for _ in range(3)]):
+            mem_event(w, t, -1)
         st["sync"] = sync
         st["item"] = lsd
         st["launches"] = (la, lb)
+        # `del inputs, labels` at the end of the loop body: the batch is freed inside its own step, so
+        # the CPU allocated baseline is the same at every step start (nothing planted grows)
+        for addr, nbytes in batch:
+            kineto_mem(w, main, -nbytes, addr)
         main.t += w.rng.randint(25, 45) * US
         st["end"] = main.t - w.rng.randint(2, 4) * US
         step_ev["dur"] = st["end"] - st["start"]
@@ -1297,6 +1313,7 @@ def truth_bridge(path, w, planted):
                           "f": sum(1 for e in evs if e.get("cat") == "enqueue" and e["ph"] == "f")},
         "device_steps": dstats,
         "host_bound": host_bound,
+        "memory": truth_memory(doc, steps),
         "per_step": per_step,
         "recipe_first_seen": first_seen,
         "clock": {"bridge_ns_to_synapse_ns_offset": SYN_OFFSET_NS, "baseTimeNanoseconds": BASE_EPOCH_NS,
@@ -1324,9 +1341,72 @@ DEFINITIONS = {
                   "(pid %d, any thread) + Runtime X on the Synapse host lane (pid %d) + B/E spans of Synapse Logger "
                   "and Bridge Logs, minus DataLoader ranges and syn*Synchronize spans; host_bound_ns = |work ∩ gaps|; "
                   "flagged when >= 5 %% of the step (docs/findings.md host_bound_gap defaults)" % (PID, HOST_TYPE),
+    "memory.device": "a [memory] event's device: Device Type 0 -> cpu; Device Type 1 (c10 CUDA) or 20 "
+                     "(PrivateUse1) in a file whose deviceProperties name a Gaudi (GAUDI/Gaudi/HPU) -> "
+                     "hpu:<Device Id> (the bridge's Memory Logs hard-code Device Type 1 for the HPU); "
+                     "otherwise c10's name (1 cuda, 15 hpu, 20 privateuseone)",
+    "memory": "per device, events in time order (file order on ties): allocations / frees = Bytes > 0 / < 0; "
+              "peaks = max Total Allocated / Total Reserved; integrity_breaks = successive events whose Total Allocated "
+              "differ by other than Bytes; never_freed_bytes = allocations (by Addr) with no "
+              "later free; per step: start_allocated_bytes = Total Allocated after the last event before the "
+              "step (the first event's total minus its Bytes when none), peak = max(start, totals inside)",
     "per_step.counts": "events starting inside the step: 'logger:' = Synapse Logger B events, 'host_lane:' = X events "
                        "on the Synapse profiler host lane (first word of the name), 'torch:' = cpu_op X",
 }
+
+
+def memory_device(doc, args):
+    """The device of a `[memory]` event as the file describes it (DEFINITIONS["memory.device"])."""
+    kind, index = args["Device Type"], max(args.get("Device Id", 0), 0)
+    names = [str(d.get("name", "")) for d in doc.get("deviceProperties", [])]
+    gaudi = any("GAUDI" in n or "Gaudi" in n or "HPU" in n for n in names)
+    if kind == 0:
+        return "cpu"
+    if gaudi and kind in (1, 20):
+        return f"hpu:{index}"
+    return {1: "cuda", 15: "hpu", 20: "privateuseone"}.get(kind, "device") + f":{index}"
+
+
+def truth_memory(doc, steps):
+    """Per device, what the file's `[memory]` events show (DEFINITIONS["memory"])."""
+    by_dev = defaultdict(list)
+    for i, e in enumerate(doc["traceEvents"]):
+        if e.get("name") == "[memory]" and e.get("ph") == "i":
+            by_dev[memory_device(doc, e["args"])].append((ns_of(e["ts"]), i, e["args"]))
+    out = []
+    for dev, evs in sorted(by_dev.items()):
+        evs.sort(key=lambda x: (x[0], x[1]))
+        live = {}
+        breaks = 0
+        for k, (_, _, a) in enumerate(evs):
+            if a["Bytes"] > 0:
+                live[a["Addr"]] = a["Bytes"]
+            elif a["Bytes"] < 0:
+                live.pop(a["Addr"], None)
+            if k and a["Total Allocated"] - evs[k - 1][2]["Total Allocated"] != a["Bytes"]:
+                breaks += 1
+        per_step = []
+        for st in steps:
+            lo, hi = st["start_ns"], st["start_ns"] + st["dur_ns"]
+            before = [x for x in evs if x[0] < lo]
+            base = before[-1][2]["Total Allocated"] if before else evs[0][2]["Total Allocated"] - evs[0][2]["Bytes"]
+            inside = [x[2]["Total Allocated"] for x in evs if lo <= x[0] < hi]
+            per_step.append({"step": st["name"], "start_allocated_bytes": base,
+                             "peak_allocated_bytes": max([base] + inside)})
+        out.append({
+            "device": dev,
+            "processes": sorted({doc["traceEvents"][i]["pid"] for _, i, _ in evs}),
+            "device_type": sorted({a["Device Type"] for _, _, a in evs}),
+            "allocations": sum(1 for x in evs if x[2]["Bytes"] > 0),
+            "frees": sum(1 for x in evs if x[2]["Bytes"] < 0),
+            "bytes_allocated": sum(x[2]["Bytes"] for x in evs if x[2]["Bytes"] > 0),
+            "peak_allocated_bytes": max(x[2]["Total Allocated"] for x in evs),
+            "peak_reserved_bytes": max(x[2]["Total Reserved"] for x in evs),
+            "integrity_breaks": breaks,
+            "never_freed_bytes": sum(live.values()),
+            "steps": per_step,
+        })
+    return out
 
 
 def truth_tef(path, planted, steps_bridge):
@@ -1618,6 +1698,16 @@ def check(truth_b, truth_t, truth_c, planted):
         assert c.get("torch:aten::_local_scalar_dense") == 1
         assert c.get("logger:synGraphCompile", 0) == {"ProfilerStep#0": 2, "ProfilerStep#3": 1}.get(ps["step"], 0)
     assert truth_b["recipe_first_seen"][planted["recompile"]["recipe_name"]] == "ProfilerStep#3"
+    # memory: the CPU batches and the HPU's (Memory Logs, Device Type 1 on a GAUDI3) both go back to
+    # the same baseline at every step start; nothing is planted to grow
+    mem = {m["device"]: m for m in truth_b["memory"]}
+    assert sorted(mem) == ["cpu", "hpu:0"], sorted(mem)
+    assert mem["hpu:0"]["processes"] == [MEM_PID] and mem["hpu:0"]["device_type"] == [1]
+    for m in mem.values():
+        starts = {st["start_allocated_bytes"] for st in m["steps"]}
+        assert len(starts) == 1, (m["device"], m["steps"])
+        assert m["never_freed_bytes"] == 0 and m["allocations"] == m["frees"], m
+        assert m["integrity_breaks"] == 0, m
     # TEF and CSV agree with the bridge (same clock up to the offset)
     for name in ("ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#4"):
         bt = ds[name]

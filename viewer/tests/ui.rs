@@ -692,7 +692,7 @@ fn a_finding_without_a_time_range_keeps_the_view_and_shows_itself_in_details() {
     assert_eq!(s.view.selected, None);
     assert!(s.details().is_none());
     harness.get_by_label("recommendation");
-    harness.get_by_label("memory of cuda:0");
+    harness.get_by_label("memory of hpu:0");
 
     harness
         .state_mut()
@@ -717,7 +717,7 @@ fn a_finding_without_a_time_range_keeps_the_view_and_shows_itself_in_details() {
     let track = t
         .tracks
         .iter()
-        .position(|tr| tr.name == "memory allocated cuda:0")
+        .position(|tr| tr.name == "memory allocated hpu:0")
         .unwrap();
     let row = s.timeline.layout.track_rows(track as u32).start;
     let y = s.timeline.layout.rows[row].y - s.view.scroll_y;

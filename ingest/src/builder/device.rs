@@ -5,6 +5,14 @@ use crate::model::{DeviceInfo, DeviceKind, Track, TrackKind};
 
 impl TimelineBuilder {
     pub(super) fn find_device(&mut self) {
+        // Per input, as its reader named its memory counters.
+        self.timeline.memory_on_hpu = (0..self.timeline.sources.len())
+            .map(|s| {
+                self.device_hints
+                    .get(s)
+                    .is_some_and(super::DeviceHints::memory_on_hpu)
+            })
+            .collect();
         // Every input's hints together: any input that saw a device kind counts, names in input
         // order, the first memory size and compute capability stated.
         let hints = self

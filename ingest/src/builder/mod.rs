@@ -114,6 +114,22 @@ pub(crate) struct DeviceHints {
     pub(crate) compute_capability: Option<String>,
 }
 
+impl DeviceHints {
+    /// Whether the accelerator memory of this input's `[memory]` events is a Gaudi's: the
+    /// input describes an HPU (a `deviceProperties` entry naming a Gaudi, `/device:HPU` lanes,
+    /// HPU categories, Synapse calls) and nothing of another accelerator (CUDA/HIP/MTIA calls,
+    /// ROCm properties, a compute capability). The Gaudi bridge writes `Device Type` 1 for the
+    /// HPU's memory; such a trace has no CUDA device.
+    pub(crate) fn memory_on_hpu(&self) -> bool {
+        self.saw_hpu
+            && !self.saw_cuda
+            && !self.saw_hip
+            && !self.saw_mtia
+            && !self.rocm_properties
+            && self.compute_capability.is_none()
+    }
+}
+
 /// What a reader knows for certain about a track (a Perfetto trace written by steplens names
 /// each track's kind and place): [`TimelineBuilder::finish`] uses it instead of inferring the
 /// kind from metadata and categories, the names from lane metadata, and the order from sort

@@ -95,6 +95,10 @@ pub(crate) struct KinetoReader<'a, 'b, 'p> {
     /// Flow v2 (`bind_id` on slices): every slice end, in file order, bound in time order at
     /// the end of the read.
     flow_v2: Vec<FlowV2End>,
+    /// `[memory]` samples (process, ts) in file order, written as counters at the end of the
+    /// read: which device they name depends on the whole document (`deviceProperties` may come
+    /// after the events).
+    memory: Vec<(LaneId, i64, MemorySample)>,
     /// Events seen with each of [`IGNORED_KEYS`].
     ignored_keys: [u64; IGNORED_KEYS.len()],
     /// Events skipped for a field of the wrong type, per [`TYPED_FIELDS`] entry.
@@ -153,6 +157,7 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
             flavor: Flavor::Kineto,
             tef_host_pids: Vec::new(),
             flow_v2: Vec::new(),
+            memory: Vec::new(),
             ignored_keys: [0; IGNORED_KEYS.len()],
             wrong_types: [0; TYPED_FIELDS.len()],
             split_min_bytes: SPLIT_MIN_BYTES,
@@ -298,6 +303,7 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
             });
         }
         self.bind_flows_v2();
+        self.push_memory();
         self.warn_ignored_keys();
         self.warn_wrong_types();
         let by_phase = self
@@ -320,6 +326,19 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
             rank: self.rank,
             world_size: self.world_size,
         })
+    }
+
+    /// Writes the `[memory]` samples as counters, now that the whole document (its
+    /// `deviceProperties` included) says which device they are on.
+    fn push_memory(&mut self) {
+        let samples = std::mem::take(&mut self.memory);
+        if samples.is_empty() {
+            return;
+        }
+        let on_hpu = self.builder.device_hints(self.source).memory_on_hpu();
+        for (pid, ts, sample) in &samples {
+            sample.push(self.builder, self.source, *pid, *ts, on_hpu);
+        }
     }
 
     /// Joins flow v2 ends as Perfetto does, in time order (file order on ties): a slice with
@@ -901,7 +920,7 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
                                 .and_then(|r| self.cur.buf.get(r))
                                 .and_then(MemorySample::parse)
                         {
-                            sample.push(b, source, pid, ts);
+                            self.memory.push((pid, ts, sample));
                         }
                         let name = b.intern(name_text);
                         b.push_instant(track, ts, name, cat, ev.scope, args);
@@ -1076,7 +1095,10 @@ fn is_profiler_annotation(name: &str) -> bool {
 /// One `[memory]` instant of a `profile_memory=True` trace: the allocator's totals on one
 /// device after an allocation or free.
 struct MemorySample {
-    device: String,
+    /// `Device Type` (a `c10::DeviceType` number) and `Device Id`, named once the document is
+    /// read ([`crate::model::memory_device_name`]).
+    kind: i64,
+    index: i64,
     allocated: Option<f64>,
     reserved: Option<f64>,
 }
@@ -1086,25 +1108,27 @@ impl MemorySample {
         let int = |key: &[u8]| json::find_key(args, key).and_then(json::lenient_int);
         let kind = int(b"Device Type")?;
         let index = int(b"Device Id").unwrap_or(0);
-        let device = crate::model::torch_device_name(kind, index);
         let float = |key: &[u8]| {
             json::find_key(args, key)
                 .and_then(|t| std::str::from_utf8(t).ok())
                 .and_then(|t| t.trim_matches('"').parse::<f64>().ok())
         };
         Some(Self {
-            device,
+            kind,
+            index,
             allocated: float(b"Total Allocated"),
             reserved: float(b"Total Reserved"),
         })
     }
 
     /// Writes the totals as the counter series `memory allocated <device>` and
-    /// `memory reserved <device>` of the process that allocated.
-    fn push(&self, b: &mut TimelineBuilder, source: u16, pid: LaneId, ts: i64) {
+    /// `memory reserved <device>` of the process that allocated; `on_hpu`: the document
+    /// describes a Gaudi ([`crate::model::memory_device_name`]).
+    fn push(&self, b: &mut TimelineBuilder, source: u16, pid: LaneId, ts: i64, on_hpu: bool) {
+        let device = crate::model::memory_device_name(self.kind, self.index, on_hpu);
         for (what, value) in [("allocated", self.allocated), ("reserved", self.reserved)] {
             if let Some(v) = value {
-                let series = format!("memory {what} {}", self.device);
+                let series = format!("memory {what} {device}");
                 b.push_counter(source, pid, &series, ts, v);
             }
         }

@@ -252,23 +252,42 @@ fn arg_as_i64(raw: &[u8]) -> Option<i64> {
     std::str::from_utf8(text).ok()?.trim().parse().ok()
 }
 
+/// `c10::DeviceType` numbers (c10/core/DeviceType.h): `CPU = 0`, `CUDA = 1`, `HIP = 6`,
+/// `XLA = 9`, `XPU = 12`, `MPS = 13`, `HPU = 15`, `MTIA = 19`, `PrivateUse1 = 20`.
+const DEVICE_TYPE_CUDA: i64 = 1;
+const DEVICE_TYPE_PRIVATE_USE1: i64 = 20;
+
 /// A device as PyTorch prints it (`cuda:1`, `hpu:0`, `cpu`) from a `c10::DeviceType` number
 /// and a device index, as `[memory]` events give them.
 #[must_use]
 pub fn torch_device_name(kind: i64, index: i64) -> String {
     let name = match kind {
         0 => return "cpu".to_owned(),
-        1 => "cuda",
+        DEVICE_TYPE_CUDA => "cuda",
         6 => "hip",
         9 => "xla",
         12 => "xpu",
         13 => "mps",
         15 => "hpu",
         19 => "mtia",
-        20 => "privateuseone",
+        DEVICE_TYPE_PRIVATE_USE1 => "privateuseone",
         _ => "device",
     };
     format!("{name}:{}", index.max(0))
+}
+
+/// The device of a `[memory]` event of an input whose trace describes a Gaudi (`on_hpu`, see
+/// [`Timeline::memory_on_hpu`]): the Gaudi bridge writes `Device Type` 1 (CUDA) for the HPU's
+/// memory (its `Memory Logs` hard-code it), and a backend registered as PrivateUse1 writes 20;
+/// on such an input both are `hpu:N`. Elsewhere, and for every other type, as
+/// [`torch_device_name`].
+#[must_use]
+pub fn memory_device_name(kind: i64, index: i64, on_hpu: bool) -> String {
+    if on_hpu && matches!(kind, DEVICE_TYPE_CUDA | DEVICE_TYPE_PRIVATE_USE1) {
+        format!("hpu:{}", index.max(0))
+    } else {
+        torch_device_name(kind, index)
+    }
 }
 
 pub use crate::warning::{Warning, WarningCode};
@@ -364,6 +383,10 @@ pub struct Timeline {
     /// For each input, the input whose clock (and steps) it is on: itself, or the trace a
     /// device-only input was aligned to.
     pub clock_of: Vec<u16>,
+    /// For each input, whether the accelerator memory of its `[memory]` events is a Gaudi's:
+    /// the input describes an HPU (`deviceProperties` naming a Gaudi, HPU lanes or categories,
+    /// Synapse calls) and no other accelerator. See [`memory_device_name`].
+    pub memory_on_hpu: Vec<bool>,
     pub(crate) data: Vec<Arc<SourceData>>,
 }
 
@@ -438,6 +461,26 @@ impl Timeline {
     #[must_use]
     pub fn instant_arg_i64(&self, i: usize, key: &str) -> Option<i64> {
         arg_as_i64(self.instant_arg_raw(i, key)?)
+    }
+
+    /// The device whose memory `[memory]` instant `i` reports (`cuda:0`, `hpu:0`, `cpu`), from
+    /// its `Device Type` and `Device Id` and what its input says the device is
+    /// ([`memory_device_name`]); `None` without a `Device Type`. The same name as the
+    /// `memory allocated <device>` counter series of that input.
+    #[must_use]
+    pub fn memory_device(&self, i: usize) -> Option<String> {
+        let kind = self.instant_arg_i64(i, "Device Type")?;
+        let index = self.instant_arg_i64(i, "Device Id").unwrap_or(0);
+        let source = self
+            .tracks
+            .get(*self.instants.track.get(i)? as usize)?
+            .source;
+        let on_hpu = self
+            .memory_on_hpu
+            .get(usize::from(source))
+            .copied()
+            .unwrap_or(false);
+        Some(memory_device_name(kind, index, on_hpu))
     }
 
     /// The raw JSON values of several args of slice `i`, found in one pass over its args:
