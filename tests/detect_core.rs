@@ -319,3 +319,47 @@ fn idle_breakdown_matches_hta() {
     // CPU-only traces have no streams.
     assert!(sample("torch-cpu/train_clean.json").idle.is_empty());
 }
+
+/// On a trace with a device, a value op (`aten::item`) with no blocking runtime call in it shows
+/// no wait, so it is no finding ("host blocked 0 ns"); one whose synchronize waited for a
+/// kernel is. Rule: a sync point's cost is the time its blocking calls took.
+#[test]
+fn a_sync_that_shows_no_wait_is_no_finding() {
+    let trace = r#"{"traceEvents":[
+      {"ph":"X","name":"ProfilerStep#1","cat":"user_annotation","pid":1,"tid":1,"ts":0,"dur":1000},
+      {"ph":"X","name":"aten::mm","cat":"cpu_op","pid":1,"tid":1,"ts":5,"dur":20},
+      {"ph":"X","name":"cudaLaunchKernel","cat":"cuda_runtime","pid":1,"tid":1,"ts":10,"dur":5,"args":{"correlation":1}},
+      {"ph":"X","name":"aten::item","cat":"cpu_op","pid":1,"tid":1,"ts":500,"dur":30},
+      {"ph":"X","name":"ProfilerStep#2","cat":"user_annotation","pid":1,"tid":1,"ts":1000,"dur":1000},
+      {"ph":"X","name":"aten::mm","cat":"cpu_op","pid":1,"tid":1,"ts":1005,"dur":20},
+      {"ph":"X","name":"cudaLaunchKernel","cat":"cuda_runtime","pid":1,"tid":1,"ts":1010,"dur":5,"args":{"correlation":3}},
+      {"ph":"X","name":"aten::item","cat":"cpu_op","pid":1,"tid":1,"ts":1100,"dur":820},
+      {"ph":"X","name":"cudaStreamSynchronize","cat":"cuda_runtime","pid":1,"tid":1,"ts":1105,"dur":810,"args":{"correlation":4}},
+      {"ph":"X","name":"sgemm","cat":"kernel","pid":0,"tid":7,"ts":20,"dur":100,"args":{"device":0,"stream":7,"correlation":1}},
+      {"ph":"X","name":"sgemm","cat":"kernel","pid":0,"tid":7,"ts":1020,"dur":880,"args":{"device":0,"stream":7,"correlation":3}},
+      {"ph":"s","id":1,"pid":1,"tid":1,"ts":10,"cat":"ac2g","name":"ac2g"},
+      {"ph":"f","id":1,"pid":0,"tid":7,"ts":20,"cat":"ac2g","name":"ac2g","bp":"e"},
+      {"ph":"s","id":3,"pid":1,"tid":1,"ts":1010,"cat":"ac2g","name":"ac2g"},
+      {"ph":"f","id":3,"pid":0,"tid":7,"ts":1020,"cat":"ac2g","name":"ac2g","bp":"e"}
+    ]}"#;
+    let t = steplens_ingest::load_bytes(
+        "sync.json",
+        trace.as_bytes().to_vec(),
+        &steplens_ingest::LoadOptions::default(),
+    )
+    .unwrap();
+    let r = steplens_analysis::build_report(&t);
+    let syncs: Vec<_> = r
+        .findings
+        .iter()
+        .filter(|f| f.kind == steplens_analysis::FindingKind::SyncPoint)
+        .collect();
+    assert_eq!(syncs.len(), 1, "{syncs:#?}");
+    assert_eq!(syncs[0].step.as_deref(), Some("ProfilerStep#2"));
+    assert!(syncs[0].lost_ns > 0);
+    assert!(
+        !syncs[0].title.contains("blocked 0 ns"),
+        "{}",
+        syncs[0].title
+    );
+}

@@ -133,3 +133,54 @@ fn ranks_and_memory_have_their_tables() {
     assert!(page.contains("id=\"memory\"") && page.contains("id=\"holders\""));
     assert!(page.contains("generate.py:50"));
 }
+
+/// The compile steps of a torch.compile run draw as compile in the step chart (the warm-up
+/// compile has no recompile finding; the critical path holds its compile time), and a finding's
+/// evidence strip has a caption naming its window and a time axis.
+#[test]
+fn compile_steps_draw_as_compile_and_evidence_has_an_axis() {
+    let sample = support::repo().join("samples/whatif/recompile_shapes.problem.json.gz");
+    let page = html_of(&["report", "-f", "html", sample.to_str().unwrap()]);
+    let json = support::stdout(&support::steplens(&[
+        "report",
+        "-f",
+        "json",
+        sample.to_str().unwrap(),
+    ]));
+    let report: serde_json::Value = serde_json::from_str(&json).unwrap();
+    // Every step whose critical path is mostly compile draws a compile part of at least that.
+    let mut checked = 0;
+    for step in report["steps"].as_array().unwrap() {
+        let compile = step["critical_path"]["by_bound"]["compile"]
+            .as_i64()
+            .unwrap_or(0);
+        if compile * 2 < step["dur_ns"].as_i64().unwrap() {
+            continue;
+        }
+        let name = step["name"].as_str().unwrap();
+        let part = format!("<title>{name}: compile ");
+        let at = page
+            .find(&part)
+            .unwrap_or_else(|| panic!("{name} has no compile part"));
+        assert!(!page[at..].starts_with(&format!("{part}0 ns")), "{name}");
+        checked += 1;
+    }
+    assert!(checked >= 3, "the sample compiles in at least three steps");
+    assert!(page.contains("evidence slice"), "a caption over the strip");
+    assert!(page.contains(">+"), "time labels on the strip's axis");
+}
+
+/// With several ranks, the step chart groups each rank's bars under its name, and a finding
+/// card's strip is drawn in its own rank's step.
+#[test]
+fn rank_steps_are_grouped_and_labelled() {
+    let page = html_of(&["report", "-f", "html", "samples/ranks/nccl_straggler"]);
+    for rank in 0..4 {
+        assert!(
+            page.contains(&format!(">rank {rank}</text>")),
+            "rank {rank}"
+        );
+    }
+    assert!(page.contains("ProfilerStep#3 [rank 2]: device busy"));
+    assert!(page.contains("evidence slice in ProfilerStep#2 [rank"));
+}

@@ -548,8 +548,7 @@ fn collectives_take_their_name_and_size_from_the_host_op() {
     let path = |r: usize| dir.join(format!("sampled_rank-{r}.json.gz"));
     let raw = std::fs::read(path(0)).unwrap();
     let mut text = String::new();
-    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&raw[..]), &mut text)
-        .unwrap();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&raw[..]), &mut text).unwrap();
     let trace: Value = serde_json::from_str(&text).unwrap();
     let mut sizes: std::collections::BTreeMap<String, Vec<i64>> = Default::default();
     for e in trace["traceEvents"].as_array().unwrap() {

@@ -500,6 +500,32 @@ pub struct FindingGroup {
 }
 
 impl FindingGroup {
+    /// The figures every output shows beside the group: where it recurs, what fixing it saves
+    /// and the time it owns (`in 3 steps on ranks 0–3 · saves 1.20 ms · owns 2.40 ms`). A group
+    /// with no time on this trace's clock (memory, a count from a metrics file, a code pattern
+    /// in a CPU-only trace) says so rather than "saves 0 ns".
+    #[must_use]
+    pub fn figures(&self) -> String {
+        let time = if self.saving_ns == 0 && self.lost_ns == 0 {
+            match self.kind {
+                FindingKind::MemoryGrowth | FindingKind::ReservedSlack => "memory, not time".into(),
+                _ => "no time measured in this trace".into(),
+            }
+        } else {
+            format!(
+                "saves {} · owns {}",
+                crate::units::human_ns(self.saving_ns),
+                crate::units::human_ns(self.lost_ns)
+            )
+        };
+        let spread = self.spread();
+        if spread.is_empty() {
+            time
+        } else {
+            format!("{spread} · {time}")
+        }
+    }
+
     /// `in 3 steps on ranks 0–3` (empty for a group of one finding).
     #[must_use]
     pub fn spread(&self) -> String {

@@ -31,10 +31,10 @@ pub fn dtype_size(name: &str) -> Option<i64> {
     let ty = lower.strip_prefix("c10::").unwrap_or(&lower);
     Some(match ty {
         "complex<double>" | "complexdouble" => 16,
-        "double" | "float64" | "long" | "long int" | "long long int" | "int64" | "complex<float>"
-        | "complexfloat" => 8,
-        "float" | "float32" | "int" | "int32" | "unsigned int" | "uint32" | "complex<c10::half>"
-        | "complex<half>" | "complexhalf" => 4,
+        "double" | "float64" | "long" | "long int" | "long long int" | "int64"
+        | "complex<float>" | "complexfloat" => 8,
+        "float" | "float32" | "int" | "int32" | "unsigned int" | "uint32"
+        | "complex<c10::half>" | "complex<half>" | "complexhalf" => 4,
         "half" | "float16" | "bfloat16" | "short" | "short int" | "int16" | "unsigned short"
         | "uint16" => 2,
         "bool" | "byte" | "char" | "signed char" | "unsigned char" | "int8" | "uint8" => 1,

@@ -294,12 +294,13 @@ struct Tables {
 }
 
 /// The rank of each input: with several inputs, as the rank analysis reads them (so a step or
-/// finding names the rank the ranks table does); with one, only a written `distributedInfo`.
+/// finding names the rank the ranks table does) where a trace or its file name says it, never
+/// from input order alone; with one input, only a written `distributedInfo`.
 fn source_ranks(timeline: &Timeline) -> Vec<Option<i64>> {
     if timeline.sources.len() > 1 {
         crate::ranks::input_ranks(timeline)
             .into_iter()
-            .map(|(rank, _)| Some(rank))
+            .map(|(rank, how)| (how != crate::ranks::INPUT_ORDER).then_some(rank))
             .collect()
     } else {
         timeline.sources.iter().map(|s| s.rank).collect()

@@ -8,6 +8,7 @@ pub mod check;
 pub mod diff;
 pub mod html;
 pub mod info;
+mod steps;
 pub mod table;
 pub mod text;
 pub mod views;

@@ -114,7 +114,7 @@ fn step_table(report: &Report) -> Table {
         }
         table.row(row);
     };
-    for s in crate::views::steps_by_rank(report) {
+    for s in crate::steps::steps_by_rank(report) {
         add(s.name.clone(), Some((s.source, s.rank)), &StepLike::from(s));
     }
     if report.steps.len() > 1 {
@@ -420,6 +420,19 @@ fn summary_line(report: &Report) -> String {
 /// Findings listed in text and Markdown (the JSON has all).
 const MAX_FINDINGS_SHOWN: usize = 10;
 
+/// What the step table's device idle column measures, printed under it: the report has two
+/// idle figures, and they answer different questions.
+pub(crate) const STEP_IDLE_NOTE: &str = "device idle: the part of the step with nothing running \
+     on any device stream (duration − device busy)";
+
+/// Heading of the per-stream idle table.
+pub(crate) const STREAM_IDLE_HEADING: &str = "Gaps between kernels, per stream (whole trace)";
+
+/// What the per-stream idle table measures, and why it is smaller than the steps' device idle.
+pub(crate) const STREAM_IDLE_NOTE: &str = "idle: the gaps between one stream's consecutive \
+     kernels, from its first to its last (HTA's idle time); it leaves out the time before a \
+     stream's first kernel and after its last, which the steps' device idle counts";
+
 /// `Findings (12, by what fixing them saves: sync_point 9 (saves 1.2 ms), …; fixing them all
 /// saves 8.1% of step time)`, kinds by saving; counts are of finding groups (kind and place).
 fn findings_heading(report: &Report) -> String {
@@ -442,7 +455,13 @@ fn findings_heading(report: &Report) -> String {
     kinds.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
     let kinds: Vec<String> = kinds
         .iter()
-        .map(|(kind, n, saving)| format!("{kind} {n} (saves {})", human_ns(*saving)))
+        .map(|(kind, n, saving)| {
+            if *saving > 0 {
+                format!("{kind} {n} (saves {})", human_ns(*saving))
+            } else {
+                format!("{kind} {n}")
+            }
+        })
         .collect();
     let share = s.saving_pct_of_steps.map_or_else(String::new, |pct| {
         format!("; fixing them all saves {pct:.1}% of step time")
@@ -461,17 +480,7 @@ pub(crate) fn group_lead<'r>(
     g: &steplens_analysis::finding::FindingGroup,
 ) -> (&'r steplens_analysis::Finding, String) {
     let lead = &report.findings[g.findings[0]];
-    let spread = g.spread();
-    let figures = format!(
-        "{}saves {} · owns {}",
-        if spread.is_empty() {
-            String::new()
-        } else {
-            format!("{spread} · ")
-        },
-        human_ns(g.saving_ns),
-        human_ns(g.lost_ns)
-    );
+    let figures = g.figures();
     (lead, figures)
 }
 
@@ -542,6 +551,9 @@ pub fn text(out: &mut dyn Write, report: &Report, top: usize, color: bool) -> io
             style.bold(&format!("Steps ({})", report.steps.len()))
         )?;
         step_table(report).text(out, style)?;
+        if report.steps.iter().any(|s| s.device_idle_ns.is_some()) {
+            writeln!(out, "  {}", style.dim(STEP_IDLE_NOTE))?;
+        }
     }
     writeln!(out)?;
     writeln!(out, "{}", style.bold(&findings_heading(report)))?;
@@ -583,8 +595,9 @@ pub fn text(out: &mut dyn Write, report: &Report, top: usize, color: bool) -> io
     }
     if !report.idle.is_empty() {
         writeln!(out)?;
-        writeln!(out, "{}", style.bold("Device idle by stream (whole trace)"))?;
+        writeln!(out, "{}", style.bold(STREAM_IDLE_HEADING))?;
         idle_table(report).text(out, style)?;
+        writeln!(out, "  {}", style.dim(STREAM_IDLE_NOTE))?;
     }
     if let Some(ranks) = &report.ranks {
         writeln!(out)?;
@@ -630,10 +643,10 @@ fn critical_path_table(report: &Report) -> Option<Table> {
             .collect()
     } else {
         let multi_source = report.sources.len() > 1;
-        crate::views::steps_by_rank(report)
+        crate::steps::steps_by_rank(report)
             .into_iter()
             .filter_map(|s| {
-                let name = crate::views::step_label(&s.name, s.source, s.rank, multi_source);
+                let name = crate::steps::step_label(&s.name, s.source, s.rank, multi_source);
                 s.critical_path.as_ref().map(|p| (name, p))
             })
             .collect()
@@ -722,6 +735,9 @@ pub fn markdown(out: &mut dyn Write, report: &Report, top: usize) -> io::Result<
         writeln!(out, "No `ProfilerStep#N` annotations in the trace.")?;
     } else {
         step_table(report).markdown(out)?;
+        if report.steps.iter().any(|s| s.device_idle_ns.is_some()) {
+            writeln!(out, "\n_{STEP_IDLE_NOTE}_")?;
+        }
     }
     writeln!(out, "\n## {}\n", findings_heading(report))?;
     let groups = report.groups();
@@ -749,8 +765,9 @@ pub fn markdown(out: &mut dyn Write, report: &Report, top: usize) -> io::Result<
         engine_table(report).markdown(out)?;
     }
     if !report.idle.is_empty() {
-        writeln!(out, "\n## Device idle by stream (whole trace)\n")?;
+        writeln!(out, "\n## {STREAM_IDLE_HEADING}\n")?;
         idle_table(report).markdown(out)?;
+        writeln!(out, "\n_{STREAM_IDLE_NOTE}_")?;
     }
     if let Some(ranks) = &report.ranks {
         writeln!(out, "\n## Ranks ({}; {})\n", ranks.world_size, ranks.clock)?;

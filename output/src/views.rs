@@ -7,6 +7,7 @@ use std::io::{self, Write};
 use steplens_analysis::Report;
 use steplens_analysis::tensorboard::{Breakdown, KernelRow, OperatorRow};
 
+use crate::steps::step_label;
 use crate::table::{Style, Table};
 use crate::text::thousands;
 
@@ -39,22 +40,6 @@ fn us_f(ns: f64) -> String {
 
 fn pct(v: f64) -> String {
     format!("{v:.2}")
-}
-
-/// The report's steps as the step tables list them: by rank (else input), then start.
-pub(crate) fn steps_by_rank(report: &Report) -> Vec<&steplens_analysis::steps::StepStats> {
-    let mut steps: Vec<_> = report.steps.iter().collect();
-    steps.sort_by_key(|s| (s.rank, s.source, s.start_ns));
-    steps
-}
-
-/// A plugin step's label: its name, and with several inputs the rank (or input) it is from.
-pub(crate) fn step_label(name: &str, source: u16, rank: Option<i64>, multi: bool) -> String {
-    match (multi, rank) {
-        (true, Some(r)) => format!("{name} [rank {r}]"),
-        (true, None) => format!("{name} [{source}]"),
-        _ => name.to_owned(),
-    }
 }
 
 /// The sections of `view`: a title and its table, or a line saying why there is none.

@@ -668,7 +668,7 @@ impl Session {
                                 } else {
                                     "list its findings"
                                 };
-                                let text = format!("{arrow} {}", finding::group_figures(g));
+                                let text = format!("{arrow} {}", g.figures());
                                 let toggle = egui::Button::new(RichText::new(text).weak())
                                     .frame(false)
                                     .truncate();

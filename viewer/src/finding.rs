@@ -7,32 +7,12 @@
 use eframe::egui::{self, Color32, RichText};
 use steplens_analysis::Evidence;
 use steplens_analysis::FindingKind;
-use steplens_analysis::finding::FindingGroup;
 use steplens_analysis::memory::DeviceMemory;
 use steplens_analysis::report::Finding;
 use steplens_analysis::units::human_ns;
 use steplens_ingest::model::{SliceId, Timeline, TrackId};
 
 use crate::state::ViewState;
-
-/// A finding group's figures line as the text and HTML reports write it under the group's
-/// title: `in 3 steps on ranks 0–3 · saves 1.20 ms · owns 2.40 ms` (totals over the members;
-/// without the spread for a group of one). `steplens_output::text::group_lead` is private to
-/// that crate, so this says the same from the same data ([`FindingGroup::spread`]).
-#[must_use]
-pub fn group_figures(g: &FindingGroup) -> String {
-    let spread = g.spread();
-    format!(
-        "{}saves {} · owns {}",
-        if spread.is_empty() {
-            String::new()
-        } else {
-            format!("{spread} · ")
-        },
-        human_ns(g.saving_ns),
-        human_ns(g.lost_ns)
-    )
-}
 
 /// One member of a group in the findings list: `ProfilerStep#5 · rank 2 · saves 4.10 ms` (the
 /// step and rank when it has them, else its title).

@@ -1063,7 +1063,7 @@ fn findings_are_listed_once_per_group_and_a_group_expands_to_its_members() {
         steplens_analysis::units::human_ns(lone.saving_ns)
     ));
     // The figures line says what the CLI's report says of the group.
-    let figures = steplens_viewer::finding::group_figures(sync);
+    let figures = sync.figures();
     assert!(figures.starts_with(&format!("in {} steps on ranks 0–3 · saves ", sync.steps)));
     assert!(markdown.contains(&format!("({figures})")), "{markdown}");
     let member = |i: usize| steplens_viewer::finding::member_label(&findings[sync.findings[i]]);

@@ -111,6 +111,9 @@ pub(crate) fn detect(ctx: &Context<'_>, claimed: &[SliceId]) -> Vec<Finding> {
     groups
         .into_iter()
         .filter(|((source, step, _), calls)| step.is_some() || !profiler_flush(ctx, *source, calls))
+        // With a device, a call that never blocked (the device was already done) cost nothing:
+        // "host blocked 0 ns" is not worth a user's time.
+        .filter(|(_, calls)| !has_device || calls.iter().any(|c| c.blocked_ns() > 0))
         .map(|((_, step, site), calls)| finding(ctx, step, &site, &calls, has_device))
         .collect()
 }

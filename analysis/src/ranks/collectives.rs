@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
 use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
 use steplens_ingest::model::{NO_PARENT, OpArg, SliceId, Timeline, TrackKind};
 
 use super::input_ranks;

@@ -49,7 +49,7 @@ pub(crate) fn assign_ranks<'a>(
                 )
             })
             .or_else(|| rank_from_name(path).map(|r| (r, "file name")))
-            .unwrap_or((i as i64, "input order"))
+            .unwrap_or((i as i64, INPUT_ORDER))
         })
         .collect();
     let mut distinct: Vec<i64> = rank_of.iter().map(|r| r.0).collect();
@@ -57,11 +57,14 @@ pub(crate) fn assign_ranks<'a>(
     distinct.dedup();
     if distinct.len() != rank_of.len() {
         for (i, r) in rank_of.iter_mut().enumerate() {
-            *r = (i as i64, "input order");
+            *r = (i as i64, INPUT_ORDER);
         }
     }
     rank_of
 }
+
+/// How a rank is known when nothing names it: the input's position.
+pub const INPUT_ORDER: &str = "input order";
 
 /// The rank of each input of `t` as the rank analysis reads it, with how it was known
 /// (`distributedInfo`, `file name`, `input order`).

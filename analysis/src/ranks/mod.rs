@@ -25,7 +25,7 @@ mod summary;
 pub use collectives::{CollectiveLinks, collective_links};
 pub(crate) use collectives::{CollectiveNames, Matched, Occurrence, collect, collective_of};
 pub(crate) use inputs::assign_ranks;
-pub use inputs::input_ranks;
+pub use inputs::{INPUT_ORDER, input_ranks};
 pub(crate) use summary::rank_summary_with;
 pub use summary::{RankSummary, SUMMARY_SCHEMA, rank_summary};
 

@@ -48,7 +48,7 @@ const STYLE: &str = r#"
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1200px;padding:16px 24px;color:#222}
 h1{font-size:22px;margin:8px 0}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd}
 .headline{font-size:17px;background:#f4f7fb;border-left:4px solid #0072B2;padding:8px 12px}
-.muted{color:#666}.warn{color:#a05a00}
+.muted{color:#666}.warn{color:#a05a00}.note{color:#555;font-size:13px;margin:4px 0 8px}
 table{border-collapse:collapse;font-size:13px;margin:6px 0}th,td{padding:3px 8px;border-bottom:1px solid #eee;text-align:left;vertical-align:top}
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}th{cursor:pointer;background:#fafafa;position:sticky;top:0}
 .finding{border:1px solid #ddd;border-radius:6px;padding:8px 12px;margin:10px 0}
@@ -150,13 +150,19 @@ fn hbars(h: &mut String, rows: &[(String, i64, &str)]) {
     for (i, (label, v, colour)) in rows.iter().enumerate() {
         let y = i as f64 * row_h + 4.0;
         let bw = *v as f64 / max * (w - left - 90.0);
-        let short: String = label.chars().take(55).collect();
+        // What fits left of the bars at the page's font; the full name is in the tooltip.
+        let short: String = if label.chars().count() > 48 {
+            label.chars().take(47).chain(['…']).collect()
+        } else {
+            label.clone()
+        };
         let _ = write!(
             h,
-            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text><rect x=\"{left}\" y=\"{y:.1}\" width=\"{bw:.1}\" height=\"{:.1}\" fill=\"{colour}\"><title>{}: {}</title></rect><text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}<title>{}</title></text><rect x=\"{left}\" y=\"{y:.1}\" width=\"{bw:.1}\" height=\"{:.1}\" fill=\"{colour}\"><title>{}: {}</title></rect><text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
             left - 6.0,
             y + 12.0,
             esc(&short),
+            esc(label),
             row_h - 5.0,
             esc(label),
             human_ns(*v),

@@ -3,8 +3,9 @@
 
 use std::fmt::Write as _;
 
+use steplens_analysis::critical_path::{Bound, CriticalPath};
 use steplens_analysis::memory::human_bytes;
-use steplens_analysis::steps::Channels;
+use steplens_analysis::steps::{Channels, StepStats};
 use steplens_analysis::units::human_ns;
 use steplens_analysis::{Evidence, FindingKind, Report};
 use steplens_ingest::Timeline;
@@ -167,15 +168,16 @@ fn top_findings(h: &mut String, report: &Report) {
     h.push_str("</ol>");
 }
 
-/// Stacked bar per step: device busy, then the step's idle time split into compile, sync,
-/// data-loader and other (host) time.
+/// Stacked bar per step: with a device, device busy and then the rest of the step split into
+/// compile, sync, data-loader and other (host) time; without one, compile, sync and data-loader
+/// time first and then the rest of the host's busy time, so a compile step draws as compile.
 fn step_chart(h: &mut String, report: &Report) {
     if report.steps.is_empty() {
         return;
     }
     h.push_str("<h2>Steps</h2>");
     // A step's findings are those of its own input: ranks share step names.
-    let lost = |step: &steplens_analysis::steps::StepStats, kind: &str| -> i64 {
+    let lost = |step: &StepStats, kind: &str| -> i64 {
         report
             .findings
             .iter()
@@ -188,29 +190,35 @@ fn step_chart(h: &mut String, report: &Report) {
             .sum()
     };
     let multi = report.sources.len() > 1;
-    let steps = crate::views::steps_by_rank(report);
+    let steps = crate::steps::steps_by_rank(report);
     let has_device = report.steps.iter().any(|s| s.device_busy_ns.is_some());
-    let series: [(&str, &str); 5] = [
-        (
-            if has_device {
-                "device busy"
-            } else {
-                "host busy"
-            },
-            PALETTE[4],
-        ),
-        ("compile", PALETTE[6]),
-        ("sync wait", PALETTE[5]),
-        ("data loader", PALETTE[0]),
-        (
-            if has_device {
-                "device idle, host working"
-            } else {
-                "other"
-            },
-            PALETTE[7],
-        ),
+    let busy = (
+        if has_device {
+            "device busy"
+        } else {
+            "host busy"
+        },
+        PALETTE[4],
+    );
+    let causes = [
+        ("compile", bound_colour(Bound::Compile)),
+        ("sync wait", bound_colour(Bound::SyncWait)),
+        ("data loader", bound_colour(Bound::DataLoading)),
     ];
+    let rest = (
+        if has_device {
+            "device idle, host working"
+        } else {
+            "other"
+        },
+        PALETTE[7],
+    );
+    // Stacking order, bottom up; the legend lists it in the same order.
+    let series: Vec<(&str, &str)> = if has_device {
+        std::iter::once(busy).chain(causes).chain([rest]).collect()
+    } else {
+        causes.into_iter().chain([busy, rest]).collect()
+    };
     legend(h, &series);
     let (w, ht, left, bottom) = (1100.0, 260.0, 60.0, 40.0);
     let max = report
@@ -220,63 +228,56 @@ fn step_chart(h: &mut String, report: &Report) {
         .max()
         .unwrap_or(1)
         .max(1) as f64;
-    let n = report.steps.len() as f64;
+    let n = steps.len() as f64;
     let bar = ((w - left) / n * 0.8).max(1.0);
+    let x_of = |i: usize| left + i as f64 * (w - left) / n + 2.0;
     let _ = write!(
         h,
         "<svg width=\"{w}\" height=\"{ht}\" role=\"img\" aria-label=\"step time\">"
     );
     axis_y(h, left, ht - bottom, max);
-    let mut group_now: Option<String> = None;
+    rank_groups(h, report, &steps, x_of, ht - bottom + 30.0);
     for (i, s) in steps.iter().enumerate() {
-        let x = left + i as f64 * (w - left) / n + 2.0;
-        if multi {
-            let group = s
-                .rank
-                .map_or_else(|| format!("input {}", s.source), |r| format!("rank {r}"));
-            if group_now.as_ref() != Some(&group) {
-                // Each rank's (or input's) bars start under its name, after a divider.
-                if i > 0 {
-                    let _ = write!(
-                        h,
-                        "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"10\" y2=\"{:.1}\" stroke=\"#999\"/>",
-                        x - 2.0,
-                        x - 2.0,
-                        ht - bottom + 30.0
-                    );
-                }
-                let _ = write!(
-                    h,
-                    "<text x=\"{x:.1}\" y=\"{:.1}\">{}</text>",
-                    ht - bottom + 30.0,
-                    esc(&group)
-                );
-                group_now = Some(group);
-            }
-        }
+        let x = x_of(i);
         let busy = if has_device {
             s.device_busy_ns.unwrap_or(0)
         } else {
             s.host_busy_ns
         };
-        let parts = [
-            busy,
-            lost(s, "recompile"),
+        // A warm-up compile is no recompile finding: the critical path's compile time shows it.
+        let on_path = |b: Bound| {
+            s.critical_path
+                .as_ref()
+                .and_then(|p| p.by_bound.get(&b).copied())
+                .unwrap_or(0)
+        };
+        let causes = [
+            lost(s, "recompile").max(on_path(Bound::Compile)),
             lost(s, "sync_point"),
             lost(s, "dataloader_stall").max(0),
         ];
+        let parts: Vec<i64> = if has_device {
+            std::iter::once(busy).chain(causes).collect()
+        } else {
+            // Host time in a compile, a sync or the loader is part of the host's busy time.
+            let caused: i64 = causes.iter().sum();
+            causes.into_iter().chain([(busy - caused).max(0)]).collect()
+        };
         // The parts share one step: each is cut to what the ones before it left (a sync wait
         // overlaps device work; the bar shows the step's wall time, never more).
         let mut left_over = s.dur_ns;
-        let parts = parts.map(|v| {
-            let v = v.clamp(0, left_over);
-            left_over -= v;
-            v
-        });
-        let rest = left_over;
-        let label = crate::views::step_label(&s.name, s.source, s.rank, multi);
+        let mut parts: Vec<i64> = parts
+            .into_iter()
+            .map(|v| {
+                let v = v.clamp(0, left_over);
+                left_over -= v;
+                v
+            })
+            .collect();
+        parts.push(left_over);
+        let label = crate::steps::step_label(&s.name, s.source, s.rank, multi);
         let mut y = ht - bottom;
-        for (k, v) in parts.iter().chain(std::iter::once(&rest)).enumerate() {
+        for (k, v) in parts.iter().enumerate() {
             let hh = *v as f64 / max * (ht - bottom - 10.0);
             y -= hh;
             let _ = write!(
@@ -314,27 +315,89 @@ fn step_chart(h: &mut String, report: &Report) {
     h.push_str("</svg>");
 }
 
+/// Under a chart of one bar per step (in [`crate::steps::steps_by_rank`] order): each rank's
+/// (else input's) name under its first bar, after a divider. Nothing for one input.
+fn rank_groups(
+    h: &mut String,
+    report: &Report,
+    steps: &[&StepStats],
+    x_of: impl Fn(usize) -> f64,
+    label_y: f64,
+) {
+    if report.sources.len() < 2 {
+        return;
+    }
+    let mut current: Option<String> = None;
+    for (i, s) in steps.iter().enumerate() {
+        let group = s
+            .rank
+            .map_or_else(|| format!("input {}", s.source), |r| format!("rank {r}"));
+        if current.as_ref() == Some(&group) {
+            continue;
+        }
+        let x = x_of(i);
+        if i > 0 {
+            let _ = write!(
+                h,
+                "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"10\" y2=\"{label_y:.1}\" stroke=\"#999\"/>",
+                x - 2.0,
+                x - 2.0
+            );
+        }
+        let _ = write!(
+            h,
+            "<text x=\"{x:.1}\" y=\"{label_y:.1}\">{}</text>",
+            esc(&group)
+        );
+        current = Some(group);
+    }
+}
+
+/// One colour per kind of work, the same in the step chart and the critical-path chart.
+fn bound_colour(b: Bound) -> &'static str {
+    match b {
+        Bound::HostCompute => PALETTE[1],
+        Bound::LaunchOverhead => PALETTE[3],
+        Bound::DeviceCompute => PALETTE[4],
+        Bound::Communication => PALETTE[2],
+        Bound::KernelGap => PALETTE[7],
+        Bound::SyncWait => PALETTE[5],
+        Bound::DataLoading => PALETTE[0],
+        Bound::Compile => PALETTE[6],
+    }
+}
+
 /// One stacked bar per step: its critical path by what bounds it.
 fn critical_path_chart(h: &mut String, report: &Report) {
-    use steplens_analysis::critical_path::Bound;
-    let paths: Vec<(&str, &steplens_analysis::critical_path::CriticalPath)> = report
-        .steps
+    let multi = report.sources.len() > 1;
+    let steps: Vec<&StepStats> = crate::steps::steps_by_rank(report)
+        .into_iter()
+        .filter(|s| s.critical_path.is_some())
+        .collect();
+    let paths: Vec<(String, &CriticalPath)> = steps
         .iter()
-        .filter_map(|s| s.critical_path.as_ref().map(|p| (s.name.as_str(), p)))
-        .chain(report.critical_path.iter().map(|p| ("whole trace", p)))
+        .filter_map(|s| {
+            let label = crate::steps::step_label(&s.name, s.source, s.rank, multi);
+            s.critical_path.as_ref().map(|p| (label, p))
+        })
+        .chain(
+            report
+                .critical_path
+                .iter()
+                .filter(|_| steps.is_empty())
+                .map(|p| ("whole trace".to_owned(), p)),
+        )
         .collect();
     if paths.is_empty() {
         return;
     }
     h.push_str("<h2>Critical path: what bounds each step</h2>");
-    let colour = |i: usize| PALETTE[i % PALETTE.len()];
     let series: Vec<(&str, &str)> = Bound::ALL
         .iter()
-        .enumerate()
-        .map(|(i, b)| (b.as_str(), colour(i)))
+        .map(|&b| (b.as_str(), bound_colour(b)))
         .collect();
     legend(h, &series);
-    let (w, ht, left, bottom) = (1100.0, 220.0, 60.0, 40.0);
+    let (w, ht, left, bottom) = (1100.0, 240.0, 60.0, 40.0);
     let max = paths
         .iter()
         .map(|(_, p)| p.total_ns)
@@ -343,16 +406,18 @@ fn critical_path_chart(h: &mut String, report: &Report) {
         .max(1) as f64;
     let n = paths.len() as f64;
     let bar = ((w - left) / n * 0.8).max(1.0);
+    let x_of = |i: usize| left + i as f64 * (w - left) / n + 2.0;
     let _ = write!(
         h,
         "<svg width=\"{w}\" height=\"{ht}\" role=\"img\" aria-label=\"critical path by bound\">"
     );
     axis_y(h, left, ht - bottom, max);
-    for (i, (name, path)) in paths.iter().enumerate() {
-        let x = left + i as f64 * (w - left) / n + 2.0;
+    rank_groups(h, report, &steps, x_of, ht - bottom + 30.0);
+    for (i, (label, path)) in paths.iter().enumerate() {
+        let x = x_of(i);
         let mut y = ht - bottom;
-        for (k, b) in Bound::ALL.iter().enumerate() {
-            let v = path.by_bound.get(b).copied().unwrap_or(0);
+        for b in Bound::ALL {
+            let v = path.by_bound.get(&b).copied().unwrap_or(0);
             if v <= 0 {
                 continue;
             }
@@ -361,20 +426,23 @@ fn critical_path_chart(h: &mut String, report: &Report) {
             let _ = write!(
                 h,
                 "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{bar:.1}\" height=\"{hh:.1}\" fill=\"{}\"><title>{}: {} {} ({:.0}% of the path)</title></rect>",
-                colour(k),
-                esc(name),
+                bound_colour(b),
+                esc(label),
                 b.as_str(),
                 human_ns(v),
                 pct(v, path.total_ns)
             );
         }
         if paths.len() <= 40 {
+            let short = steps.get(i).map_or(label.as_str(), |s| {
+                s.name.trim_start_matches("ProfilerStep")
+            });
             let _ = write!(
                 h,
                 "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
                 x + bar / 2.0,
                 ht - bottom + 14.0,
-                esc(name.trim_start_matches("ProfilerStep"))
+                esc(short)
             );
         }
     }
@@ -540,8 +608,10 @@ fn findings(h: &mut String, report: &Report) {
             esc(f.kind.as_str()),
             esc(g.severity.as_str()),
             esc(&figures),
+            // A group of several steps names them in its figures, not by its first member.
             f.step
                 .as_deref()
+                .filter(|_| g.findings.len() == 1)
                 .map(|s| format!(" · {}", esc(s)))
                 .unwrap_or_default(),
             f.call_site
@@ -559,7 +629,8 @@ fn findings(h: &mut String, report: &Report) {
     }
 }
 
-/// The evidence slices of a finding drawn in its step's window (else around the finding).
+/// The evidence slices of a finding drawn in its step's window (else around the finding), over
+/// a time axis from the window's start, with what the window is written above it.
 fn evidence_timeline(h: &mut String, report: &Report, f: &steplens_analysis::report::Finding) {
     let spans: Vec<(i64, i64, String)> = f
         .evidence
@@ -577,10 +648,13 @@ fn evidence_timeline(h: &mut String, report: &Report, f: &steplens_analysis::rep
     if spans.is_empty() {
         return;
     }
-    let step = f
-        .step
-        .as_deref()
-        .and_then(|name| report.steps.iter().find(|s| s.name == name));
+    // Ranks share step names: the step is the finding's own input's.
+    let step = f.step.as_deref().and_then(|name| {
+        report
+            .steps
+            .iter()
+            .find(|s| s.name == name && f.source.is_none_or(|source| source == s.source))
+    });
     let (from, to) = match step {
         Some(s) => (s.start_ns, s.start_ns + s.dur_ns),
         None => {
@@ -589,32 +663,70 @@ fn evidence_timeline(h: &mut String, report: &Report, f: &steplens_analysis::rep
             (a, z.max(a + 1))
         }
     };
-    let (w, ht) = (700.0, 34.0);
+    let shown = spans.len().min(MAX_EVIDENCE_DRAWN);
+    let what = format!(
+        "{shown} evidence slice{}",
+        if shown == 1 { "" } else { "s" }
+    );
+    let caption = match step {
+        Some(s) => format!(
+            "{what} in {} ({})",
+            crate::steps::step_label(&s.name, s.source, s.rank, report.sources.len() > 1),
+            human_ns(to - from)
+        ),
+        None => format!("{what} over {}", human_ns(to - from)),
+    };
+    let (w, ht, top) = (700.0, 62.0, 16.0);
     let span = (to - from).max(1) as f64;
     let _ = write!(
         h,
-        "<svg width=\"{w}\" height=\"{ht}\" role=\"img\" aria-label=\"evidence\"><rect x=\"0\" y=\"8\" width=\"{w}\" height=\"18\" fill=\"#f3f3f3\"><title>{} {}</title></rect>",
-        step.map_or("window", |s| s.name.as_str()),
-        human_ns(to - from)
+        "<svg width=\"{w}\" height=\"{ht}\" role=\"img\" aria-label=\"{caption}\"><text x=\"0\" y=\"11\" font-size=\"11\" fill=\"#555\">{caption}</text><rect x=\"0\" y=\"{top}\" width=\"{w}\" height=\"18\" fill=\"#f3f3f3\"/>",
+        caption = esc(&caption),
     );
-    for (start, dur, name) in spans.iter().take(200) {
+    let colour = kind_colour(f.kind);
+    for (start, dur, name) in spans.iter().take(MAX_EVIDENCE_DRAWN) {
         let x = ((start - from) as f64 / span * w).clamp(0.0, w);
         let bw = (*dur as f64 / span * w).max(1.5).min(w - x);
         let _ = write!(
             h,
-            "<rect x=\"{x:.1}\" y=\"10\" width=\"{bw:.1}\" height=\"14\" fill=\"{}\"><title>{}: {} at +{}</title></rect>",
-            PALETTE[5],
+            "<rect x=\"{x:.1}\" y=\"{:.1}\" width=\"{bw:.1}\" height=\"14\" fill=\"{colour}\"><title>{}: {} at +{}</title></rect>",
+            top + 2.0,
             esc(name),
             human_ns(*dur),
             human_ns(start - from)
         );
     }
-    h.push_str("<line x1=\"0\" x2=\"0\" y1=\"4\" y2=\"30\" stroke=\"#333\"/>");
+    // The axis: a tick and a time from the window's start at each quarter.
+    let axis_y = top + 20.0;
     let _ = write!(
         h,
-        "<line x1=\"{w}\" x2=\"{w}\" y1=\"4\" y2=\"30\" stroke=\"#333\"/></svg>"
+        "<line x1=\"0\" x2=\"{w}\" y1=\"{axis_y}\" y2=\"{axis_y}\" stroke=\"#333\"/>"
     );
+    for q in 0..=4 {
+        let x = w * f64::from(q) / 4.0;
+        let anchor = match q {
+            0 => "start",
+            4 => "end",
+            _ => "middle",
+        };
+        let at = (to - from) * i64::from(q) / 4;
+        let label = if q == 0 {
+            "0".to_owned()
+        } else {
+            format!("+{}", human_ns(at))
+        };
+        let _ = write!(
+            h,
+            "<line x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{axis_y}\" y2=\"{:.1}\" stroke=\"#333\"/><text x=\"{x:.1}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"{anchor}\" fill=\"#333\">{label}</text>",
+            axis_y + 4.0,
+            axis_y + 15.0
+        );
+    }
+    h.push_str("</svg>");
 }
+
+/// Evidence bars drawn per finding card (the JSON keeps every reference).
+const MAX_EVIDENCE_DRAWN: usize = 200;
 
 /// The ranks of a multi-rank run and the memory per device, when the report has them.
 fn ranks_and_memory(h: &mut String, report: &Report) {
@@ -831,7 +943,12 @@ fn tables(h: &mut String, report: &Report) {
         );
     }
     if !report.idle.is_empty() {
-        h.push_str("<h2>Device idle by stream</h2>");
+        let _ = write!(
+            h,
+            "<h2>{}</h2><p class=\"note\">{}</p>",
+            esc(crate::text::STREAM_IDLE_HEADING),
+            esc(crate::text::STREAM_IDLE_NOTE)
+        );
         let rows: Vec<Vec<(String, Option<f64>)>> = report
             .idle
             .iter()

@@ -9,7 +9,7 @@ use steplens_analysis::tensorboard::{Breakdown, KernelRow, OperatorRow};
 use steplens_analysis::units::human_ns;
 
 use super::{PALETTE, axis_y, esc, legend, ns_cell, table, text_cell};
-use crate::views::step_label;
+use crate::steps::step_label;
 
 /// Rows shown per operator or kernel table: the page stays light on a 500 MB trace (the JSON
 /// has them all).
