@@ -5,14 +5,15 @@
 //! two scripts each run twice (both directions), and every torch-cpu sample's saved report
 //! against itself with ±3 % deterministic per-step jitter.
 //! A/B, planted regressions — always a failure naming the cause: +25 % work per step (a real
-//! run), a new `loss.item()` per step (a real run), and the steps of each 20-step single-process
+//! run), a new `loss.item()` per step (a real run), +10 % work per step (a real pair recorded
+//! back to back), and the steps of each 20-step single-process
 //! run made 25 % longer (with the same jitter, against the jittered original). On the DDP ranks,
 //! whose steps vary by ±50 %, the same +25 % must be inconclusive or a failure, never a pass.
 //! Made 10 % longer (the smallest regression the issue asks for), every run with steady steps
 //! must fail (the default run-to-run noise floor of one baseline run is 8 %); runs whose steps
 //! scatter by ~10 % may be inconclusive, never a pass.
 //!
-//! It prints the false-alarm and detection rates the README quotes.
+//! It prints the false-alarm and detection rates that docs/check.md and bench/README.md quote.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
@@ -167,6 +168,7 @@ fn identical_work_never_fails_and_planted_regressions_always_do() {
     aa_check(&aa("same_script_b.json.gz"), &aa("same_script_a.json.gz"));
     aa_check(&aa("steady_a.json.gz"), &aa("steady_b.json.gz"));
     aa_check(&aa("steady_b.json.gz"), &aa("steady_a.json.gz"));
+    aa_check(&aa("steady_ref.json.gz"), &aa("steady_a.json.gz"));
     for (k, trace) in torch_cpu_samples().iter().enumerate() {
         let base = saved_variant(trace, 1.0, dir.path(), &format!("aa{k}.base.json"));
         let jittered = saved_variant(trace, 1.0, dir.path(), &format!("aa{k}.cur.json"));
@@ -209,6 +211,13 @@ fn identical_work_never_fails_and_planted_regressions_always_do() {
         &aa("newsync.json.gz"),
         &aa("same_script_a.json.gz"),
         "new_findings.sync_point",
+    );
+    // The smallest regression the check must catch, as a real pair recorded back to back: one
+    // extra matmul per step, 10.4 % of the step's multiply-adds (the generator's own count).
+    ab_check(
+        &aa("steady_slow10.json.gz"),
+        &aa("steady_ref.json.gz"),
+        "step_time",
     );
     // Planted slowdowns on the 20-step single-process runs. The DDP ranks' steps vary by ±50 %
     // (4 ranks on 2 shared cores): there a planted +25 % must not pass silently — it is

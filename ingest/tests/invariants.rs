@@ -70,6 +70,8 @@ fn samples_are_all_found() {
             "slow25.json.gz",
             "steady_a.json.gz",
             "steady_b.json.gz",
+            "steady_ref.json.gz",
+            "steady_slow10.json.gz",
             "straggler_rank0.json.gz",
             "straggler_rank1.json.gz",
             "straggler_rank2.json.gz",

@@ -8,6 +8,9 @@
 - ``newsync.json.gz``: the single-process loop reading ``loss.item()`` every step (a new sync).
 - ``steady_{a,b}.json.gz``: a loop of wide layers whose steps are tens of ms of matmul, steady
   to a few percent, run twice: an A/A pair, and the runs a planted +10 % must always be caught on.
+- ``steady_ref.json.gz`` and ``steady_slow10.json.gz``: the steady loop, recorded back to back,
+  plain and with one extra no-grad 512x1024 @ 1024x480 matmul per step (about +10 % of the step's
+  multiply-adds): a real A/B pair for the smallest regression the check must catch.
 - ``straggler_rank{0..3}.json.gz``: the 4-rank DDP run again, but rank 2 computes an extra
   256x1024 @ 1024x1024 matmul (with ``aten::mm`` in the trace) every step before its forward:
   the planted straggler the others wait for in every all_reduce.
@@ -82,7 +85,8 @@ def single(variant: str):
 
 def steady(name: str):
     """Wide layers: each step is tens of ms of matmul, so Python and allocator jitter are a small
-    share of it and steps are steady (the planted +10 % runs start from it)."""
+    share of it and steps are steady (the planted +10 % runs start from it). ``steady_slow10``
+    adds one no-grad matmul per step, about a tenth of the step's multiply-adds."""
     torch.manual_seed(0)
     m = nn.Sequential(nn.Linear(512, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(),
                       nn.Linear(1024, 10))
@@ -90,12 +94,19 @@ def steady(name: str):
     torch.manual_seed(1)
     xs = [torch.randn(512, 512) for _ in range(4)]
     ys = [torch.randint(0, 10, (512,)) for _ in range(4)]
+    slow = name.endswith("slow10")
+    # Forward + backward of the three layers: about 3 x 512 x (512x1024 + 1024x1024 + 1024x10)
+    # multiply-adds; the extra matmul is 512 x 1024 x 480, 10.4 % of that.
+    extra_a, extra_b = torch.randn(512, 1024), torch.randn(1024, 480)
 
     def step(i):
         loss = nn.functional.cross_entropy(m(xs[i % 4]), ys[i % 4])
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
+        if slow:
+            with torch.no_grad():
+                extra_a.mm(extra_b)
 
     profile(step, os.path.join(HERE, f"{name}.json.gz"))
 
@@ -129,7 +140,7 @@ def rank_main(rank, world, prefix="ddp", slow_rank=None):
 
 if __name__ == "__main__":
     which = sys.argv[1:] or ["ddp", "same_script_a", "same_script_b", "slow25", "newsync",
-                             "straggler", "steady_a", "steady_b"]
+                             "straggler", "steady_a", "steady_b", "steady_ref", "steady_slow10"]
     for w in which:
         if w == "ddp":
             mp.spawn(rank_main, args=(4,), nprocs=4, join=True)

@@ -3,7 +3,7 @@
     python3 tests/duckdb/rank_table.py TABLES_DIR REPORT_JSON
 
 TABLES_DIR comes from `steplens export rank*.json --tables DIR`, REPORT_JSON from
-`steplens report rank*.json -f json` of the same traces. The SQL below (the one in the README)
+`steplens report rank*.json -f json` of the same traces. The SQL below (the one in docs/export.md)
 rebuilds the rank table's step count and median step per rank from `steps/rank=N/*.parquet`,
 and must agree with the report; the `ranks` table must list the same ranks. Needs `duckdb`
 (`pip install duckdb`). Exit 0 when they agree, 1 with the difference otherwise.
