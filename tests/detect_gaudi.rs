@@ -578,3 +578,76 @@ fn a_compile_inside_a_sync_wait_is_counted_once() {
     let total: i64 = step3.iter().map(|f| f.lost_ns).sum();
     assert!(total <= 20_000_000, "{step3:#?}");
 }
+
+/// Each step's `compile_ns` is the host time in graph compiles, the warm-up's included (no
+/// `recompile` finding names that one). Truth: the generator's planted recompile for
+/// ProfilerStep#3, and for the warm-up step the union of the `synGraphCompile` spans read from
+/// the trace's JSON (µs to ns through f64, to within 2 ns of rounding per span).
+#[test]
+fn steps_count_their_graph_compiles_warm_up_included() {
+    let truth =
+        support::read_json(&support::repo().join("samples/gaudi/train_hpu.bridge.truth.json"));
+    let report = support::sample("gaudi/train_hpu.bridge.json.gz");
+    let step = |name: &str| report.steps.iter().find(|s| s.name == name).unwrap();
+    assert_eq!(
+        step("ProfilerStep#3").compile_ns,
+        truth["planted"]["recompile"]["compile_ns"]
+            .as_i64()
+            .unwrap()
+    );
+    for clean in truth["planted"]["clean_steps"].as_array().unwrap() {
+        assert_eq!(step(clean.as_str().unwrap()).compile_ns, 0, "{clean}");
+    }
+
+    let raw =
+        std::fs::read(support::repo().join("samples/gaudi/train_hpu.bridge.json.gz")).unwrap();
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&raw[..]), &mut text).unwrap();
+    let trace: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let events = trace["traceEvents"].as_array().unwrap();
+    let ns = |v: &serde_json::Value| (v.as_f64().unwrap() * 1000.0).round() as i64;
+    let warm = events
+        .iter()
+        .find(|e| e["name"] == "ProfilerStep#0" && e["ph"] == "X")
+        .unwrap();
+    let (from, to) = (ns(&warm["ts"]), ns(&warm["ts"]) + ns(&warm["dur"]));
+    // The compile is written twice: an `X` on the Synapse host lane and a B/E pair on the
+    // Synapse Logger's lane; the step's compile time is the union of both.
+    let mut spans: Vec<(i64, i64)> = events
+        .iter()
+        .filter(|e| e["name"] == "synGraphCompile" && e["ph"] == "X")
+        .map(|e| (ns(&e["ts"]), ns(&e["ts"]) + ns(&e["dur"])))
+        .collect();
+    let begins: Vec<i64> = events
+        .iter()
+        .filter(|e| e["name"] == "synGraphCompile" && e["ph"] == "B")
+        .map(|e| ns(&e["ts"]))
+        .collect();
+    let ends: Vec<i64> = events
+        .iter()
+        .filter(|e| e["name"] == "synGraphCompile" && e["ph"] == "E")
+        .map(|e| ns(&e["ts"]))
+        .collect();
+    spans.extend(begins.into_iter().zip(ends));
+    let mut spans: Vec<(i64, i64)> = spans
+        .into_iter()
+        .map(|(a, b)| (a.max(from), b.min(to)))
+        .filter(|(a, b)| b > a)
+        .collect();
+    spans.sort_unstable();
+    let mut union = 0;
+    let mut reach = i64::MIN;
+    for (a, b) in spans.iter().copied() {
+        let a = a.max(reach);
+        if b > a {
+            union += b - a;
+            reach = b;
+        }
+    }
+    assert!(union > 0, "the warm-up step compiles");
+    let got = step("ProfilerStep#0").compile_ns;
+    assert!(
+        (got - union).abs() <= 2 * spans.len() as i64,
+        "{got} vs {union}"
+    );
+}

@@ -319,8 +319,7 @@ impl Shared {
                 if BLOCKING.contains(&name) {
                     f |= BLOCKING_FLAG;
                 }
-                if name == "synGraphCompile"
-                    || crate::op_names::is_compile_span(name)
+                if crate::op_names::is_graph_compile(name)
                     || name.starts_with("Torch-Compiled Region")
                 {
                     f |= COMPILE_FLAG;

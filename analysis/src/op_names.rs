@@ -22,6 +22,13 @@ pub fn is_compile_span(name: &str) -> bool {
     name.ends_with("(dynamo_timed)") || COMPILE_SPANS.contains(&name)
 }
 
+/// Whether a host span is a graph compile: torch.compile's machinery ([`is_compile_span`]) or
+/// the Gaudi graph compiler (`synGraphCompile`).
+#[must_use]
+pub fn is_graph_compile(name: &str) -> bool {
+    name == "synGraphCompile" || is_compile_span(name)
+}
+
 /// Bytes of one element of a torch dtype, as the profiler writes it: an `Input type` entry
 /// (`float`, `c10::BFloat16`, `long int`) or a `record_param_comms` `dtype` (`Float`,
 /// `BFloat16`, `Long`). `None` for anything else (`TensorList`, `Scalar`, an empty entry).

@@ -45,6 +45,11 @@ pub struct StepStats {
     pub device_idle_ns: Option<i64>,
     /// Time inside the data loader's `__next__`, ns.
     pub dataloader_ns: i64,
+    /// Host time inside graph compiles (torch.compile, `synGraphCompile`) on any thread of the
+    /// step's input, ns; absent when none. A warm-up compile shows here though no `recompile`
+    /// finding names it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub compile_ns: i64,
     /// Busy time per engine class, ns.
     pub engines: BTreeMap<String, i64>,
     /// Busy time (union) of the device work the step's host work launched, wherever it ran,
@@ -85,6 +90,8 @@ pub struct Channels {
     pub host: IntervalSet,
     /// Data loader waits.
     pub dataloader: IntervalSet,
+    /// Graph compiles on host threads ([`crate::op_names::is_graph_compile`]).
+    pub compile: IntervalSet,
     /// Device work, all engines.
     pub device: IntervalSet,
     /// Device work per engine class.
@@ -100,6 +107,7 @@ pub fn channels(timeline: &Timeline) -> FxHashMap<u16, Channels> {
     struct Raw {
         host: Vec<(i64, i64)>,
         dataloader: Vec<(i64, i64)>,
+        compile: Vec<(i64, i64)>,
         device: Vec<(i64, i64)>,
         engines: BTreeMap<String, Vec<(i64, i64)>>,
         has_device: bool,
@@ -109,6 +117,9 @@ pub fn channels(timeline: &Timeline) -> FxHashMap<u16, Channels> {
     let dataloader_names: Vec<bool> = (0..timeline.strings.len() as u32)
         .map(|id| timeline.strings.get(id).starts_with(DATALOADER_PREFIX))
         .collect();
+    let compile_names: Vec<bool> = (0..timeline.strings.len() as u32)
+        .map(|id| crate::op_names::is_graph_compile(timeline.strings.get(id)))
+        .collect();
     for track in &timeline.tracks {
         let r = raw.entry(track.source).or_default();
         match &track.kind {
@@ -117,6 +128,9 @@ pub fn channels(timeline: &Timeline) -> FxHashMap<u16, Channels> {
                     let idx = i as usize;
                     let range = (slices.start[idx], slices.start[idx] + slices.dur[idx]);
                     let class = timeline.slice_class(i);
+                    if compile_names.get(slices.name[idx] as usize) == Some(&true) {
+                        r.compile.push(range);
+                    }
                     if class.is_host_work() {
                         let parent = slices.parent[idx];
                         if parent == NO_PARENT || !timeline.slice_class(parent).is_host_work() {
@@ -152,6 +166,7 @@ pub fn channels(timeline: &Timeline) -> FxHashMap<u16, Channels> {
                 Channels {
                     host: IntervalSet::from_ranges(r.host),
                     dataloader: IntervalSet::from_ranges(r.dataloader),
+                    compile: IntervalSet::from_ranges(r.compile),
                     device: IntervalSet::from_ranges(r.device),
                     engines: r
                         .engines
@@ -211,6 +226,7 @@ pub fn step_breakdown_with(
                 device_busy_ns: device_busy,
                 device_idle_ns: device_busy.map(|busy| step.dur - busy),
                 dataloader_ns: c.dataloader.covered(from, to),
+                compile_ns: c.compile.covered(from, to),
                 engines: c
                     .engines
                     .iter()
@@ -286,4 +302,9 @@ fn launched_per_step(timeline: &Timeline) -> Vec<Option<Launched>> {
         }
     }
     out
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
+fn is_zero(v: &i64) -> bool {
+    *v == 0
 }

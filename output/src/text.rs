@@ -78,6 +78,10 @@ fn step_table(report: &Report) -> Table {
         columns.push(("device launched".into(), true));
     }
     columns.extend([("data loader".into(), true), ("%".into(), true)]);
+    let show_compile = report.steps.iter().any(|s| s.compile_ns > 0);
+    if show_compile {
+        columns.push(("compile".into(), true));
+    }
     // Per-engine columns only help when there is more than one engine class.
     if engines.len() > 1 {
         columns.extend(engines.iter().map(|e| (e.clone(), true)));
@@ -105,6 +109,9 @@ fn step_table(report: &Report) -> Table {
             row.push(human_ns(s.launched));
         }
         row.extend([human_ns(s.dataloader), pct(s.dataloader, s.dur)]);
+        if show_compile {
+            row.push(human_ns(s.compile));
+        }
         if engines.len() > 1 {
             row.extend(
                 engines
@@ -127,6 +134,7 @@ fn step_table(report: &Report) -> Table {
             mean.device += one.device;
             mean.launched += one.launched;
             mean.dataloader += one.dataloader;
+            mean.compile += one.compile;
             for (k, v) in one.engines {
                 *mean.engines.entry(k).or_insert(0) += v;
             }
@@ -136,6 +144,7 @@ fn step_table(report: &Report) -> Table {
         mean.device /= n;
         mean.launched /= n;
         mean.dataloader /= n;
+        mean.compile /= n;
         for v in mean.engines.values_mut() {
             *v /= n;
         }
@@ -151,6 +160,7 @@ struct StepLike {
     device: i64,
     launched: i64,
     dataloader: i64,
+    compile: i64,
     engines: std::collections::BTreeMap<String, i64>,
 }
 
@@ -162,6 +172,7 @@ impl From<&StepStats> for StepLike {
             device: s.device_busy_ns.unwrap_or(0),
             launched: s.device_launched_ns.unwrap_or(0),
             dataloader: s.dataloader_ns,
+            compile: s.compile_ns,
             engines: s.engines.clone(),
         }
     }

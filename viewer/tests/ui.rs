@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use eframe::egui::{
     Event, Key, Modifiers, MouseWheelSource, MouseWheelUnit, PointerButton, Pos2, TouchPhase, vec2,
@@ -1178,4 +1178,21 @@ fn the_steps_tab_has_a_rank_column_ordered_by_rank_then_start() {
     single.run_steps(2);
     single.get_by_label("step ^");
     assert!(single.query_by_label_contains("rank").is_none());
+}
+
+/// The README's and docs/viewer.md's screenshots are the snapshots above, so they show the
+/// viewer as it is: re-copy them when a snapshot changes.
+#[test]
+fn docs_screenshots_are_the_current_snapshots() {
+    for (doc, snapshot) in [
+        ("viewer-gaudi.png", "gaudi_main_view.png"),
+        ("viewer-ranks.png", "ranks_straggler.png"),
+    ] {
+        let doc_bytes = std::fs::read(Path::new("../docs").join(doc)).unwrap();
+        let snap_bytes = std::fs::read(Path::new("tests/snapshots").join(snapshot)).unwrap();
+        assert!(
+            doc_bytes == snap_bytes,
+            "docs/{doc} differs from viewer/tests/snapshots/{snapshot}: cp viewer/tests/snapshots/{snapshot} docs/{doc}"
+        );
+    }
 }

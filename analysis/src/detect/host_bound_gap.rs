@@ -13,7 +13,6 @@ use steplens_ingest::model::{CategoryClass, NO_PARENT, SliceId};
 use super::{BLOCKING_CALLS, Context, NameSet, human_ns, ranked_names};
 use crate::finding::{Cost, Evidence, Finding, FindingKind, Severity};
 use crate::intervals::IntervalSet;
-use crate::op_names::is_compile_span;
 
 /// A device-idle gap: `(start, end, host-bound ns)`.
 type Gap = (i64, i64, i64);
@@ -34,7 +33,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
     let mut blocked: FxHashMap<u16, Vec<(i64, i64)>> = FxHashMap::default();
     let mut compiling: FxHashMap<u16, Vec<(i64, i64)>> = FxHashMap::default();
     let blocking = NameSet::new(t, |name| BLOCKING_CALLS.contains(&name));
-    let compile = NameSet::new(t, |name| name == "synGraphCompile" || is_compile_span(name));
+    let compile = NameSet::new(t, crate::op_names::is_graph_compile);
     for (_, track) in ctx.host_tracks() {
         for i in track.slices.clone() {
             let class = t.slice_class(i);

@@ -244,7 +244,7 @@ fn step_chart(h: &mut String, report: &Report) {
         } else {
             s.host_busy_ns
         };
-        // A warm-up compile is no recompile finding: the critical path's compile time shows it.
+        // A warm-up compile is no recompile finding: the step's compile time shows it.
         let on_path = |b: Bound| {
             s.critical_path
                 .as_ref()
@@ -252,7 +252,9 @@ fn step_chart(h: &mut String, report: &Report) {
                 .unwrap_or(0)
         };
         let causes = [
-            lost(s, "recompile").max(on_path(Bound::Compile)),
+            lost(s, "recompile")
+                .max(on_path(Bound::Compile))
+                .max(s.compile_ns),
             lost(s, "sync_point"),
             lost(s, "dataloader_stall").max(0),
         ];
