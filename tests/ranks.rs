@@ -592,7 +592,7 @@ fn collectives_take_their_name_and_size_from_the_host_op() {
         // Every call of this run matched on both ranks: the median of rank 0's sizes.
         assert_eq!(row["count"].as_u64().unwrap() as usize, want.len(), "{row}");
         let mid = want.len() / 2;
-        let median = if want.len() % 2 == 0 {
+        let median = if want.len().is_multiple_of(2) {
             (want[mid - 1] + want[mid]) / 2
         } else {
             want[mid]
