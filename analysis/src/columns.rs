@@ -351,12 +351,14 @@ pub fn steps_table(report: &Report) -> ColumnTable<'_> {
             "source",
             Values::U32(steps.iter().map(|s| u32::from(s.source)).collect()),
         ),
+        Column::new("rank", opt_ints(steps, |s| s.rank)),
         Column::new("start_ns", ints(steps, |s| s.start_ns)),
         Column::new("dur_ns", ints(steps, |s| s.dur_ns)),
         Column::new("host_busy_ns", ints(steps, |s| s.host_busy_ns)),
         Column::new("device_busy_ns", opt_ints(steps, |s| s.device_busy_ns)),
         Column::new("device_idle_ns", opt_ints(steps, |s| s.device_idle_ns)),
         Column::new("dataloader_ns", ints(steps, |s| s.dataloader_ns)),
+        Column::new("compile_ns", ints(steps, |s| s.compile_ns)),
     ];
     let mut classes: Vec<&String> = steps.iter().flat_map(|s| s.engines.keys()).collect();
     classes.sort();

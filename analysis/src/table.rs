@@ -135,10 +135,15 @@ impl Table {
         let mut parts = Vec::with_capacity(rank_of.len());
         for &(source, rank) in rank_of {
             let idx = rows.remove(&u32::from(source)).unwrap_or_default();
-            let frame = self
+            let mut frame = self
                 .frame
                 .take(&IdxCa::from_vec("idx".into(), idx))
                 .map_err(polars_err(self.name))?;
+            // The partition's path (`rank=<r>`) carries the rank; a column of the same name
+            // would clash with it in a hive-partitioned reader.
+            if frame.column("rank").is_ok() {
+                frame = frame.drop("rank").map_err(polars_err(self.name))?;
+            }
             parts.push(RankPart {
                 rank,
                 table: Table {

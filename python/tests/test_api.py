@@ -127,6 +127,13 @@ def test_steps_match_the_report(clean):
     assert list(steps["host_busy_ns"]) == [s["host_busy_ns"] for s in report]
 
 
+def test_rank_steps_carry_their_rank(ranks):
+    steps = ranks.steps().to_pandas()
+    report = ranks.report()["steps"]
+    assert list(steps["rank"]) == [s["rank"] for s in report]
+    assert set(steps["rank"]) == {0, 1, 2, 3}
+
+
 def test_every_table_in_every_backend(clean, ranks):
     import pandas as pd
     import polars as pl
