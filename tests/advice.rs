@@ -1,4 +1,4 @@
-//! The advice detectors of issue #15 (`pageable_copy`, `host_created_tensor`,
+//! The advice detectors (`pageable_copy`, `host_created_tensor`,
 //! `no_mixed_precision`, `data_parallel`, `unfused_pointwise`, `unfused_optimizer`) on their own
 //! samples (`samples/advice/`: real torch CPU runs from `generate_cpu.py`, modelled CUDA runs from
 //! `generate_gpu.py`; both write the truth from what they planted): exact per-step counts, call

@@ -1,4 +1,4 @@
-//! The check's A/A and A/B suites (issue #20) on real torch CPU runs (`samples/ci-aa/`, made by
+//! The check's A/A and A/B suites on real torch CPU runs (`samples/ci-aa/`, made by
 //! its `generate.py` on this shared 2-core machine) and on the bundled samples.
 //!
 //! A/A, identical work — never a failure: every ordered pair of the 4 ranks of one DDP run (12),

@@ -1,4 +1,4 @@
-//! End to end over the independently generated Gaudi runs in `samples/gaudi-cases/` (issue #13):
+//! End to end over the independently generated Gaudi runs in `samples/gaudi-cases/`:
 //! `steplens report -f json` on every trace there, compared with the truth the generator computed
 //! from its own planted model (`samples/gaudi-cases/README.md` states the rules).
 //!

@@ -1,4 +1,4 @@
-//! End to end over `samples/kineto-compat/` (issue #14): one GPU training run written in every
+//! End to end over `samples/kineto-compat/`: one GPU training run written in every
 //! historical Kineto JSON shape since PyTorch 1.8, each compared with the truth its generator
 //! computed from the planted model (`samples/kineto-compat/README.md` states the rules).
 //!
@@ -6,7 +6,7 @@
 //! duration; per step, the window-clipped device busy time is exact and `device_launched_ns`
 //! (the union of the device work the step launched, wherever it ran) is within 0.5 %; the
 //! findings are exactly the planted ones (kind, step, count), their lost time within the
-//! truth's tolerance (3 % for the data-loader wait, as issue #14 allows), and the user's call
+//! truth's tolerance (3 % for the data-loader wait, as allowed for that figure), and the user's call
 //! site wherever the shape carries a Python stack. So every schema gives the same answer.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]

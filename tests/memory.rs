@@ -1,4 +1,4 @@
-//! Memory from `[memory]` events (issue #17) against `samples/memory/*.truth.json`, which
+//! Memory from `[memory]` events against `samples/memory/*.truth.json`, which
 //! `samples/memory/truth.py` computes from the traces' own events (rules in its docstring):
 //! per device the counts, peaks, integrity and never-freed bytes exactly, the per-step
 //! baselines and peaks exactly, `steps[].memory_peak_bytes`, and `memory_growth` on the leak

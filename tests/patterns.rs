@@ -1,4 +1,4 @@
-//! The layer-pattern detectors (issue #15: `explicit_pad`, `bias_before_batchnorm`) on real CPU
+//! The layer-pattern detectors (`explicit_pad`, `bias_before_batchnorm`) on real CPU
 //! runs with a clean twin (`samples/patterns/`, made by its `generate.py`, which writes the truth
 //! from what it planted): exact per-step counts and call sites, nothing on the twin, and neither
 //! kind on any other sample.

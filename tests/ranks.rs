@@ -1,4 +1,4 @@
-//! Many ranks as one run (issue #16) on real 4-rank DDP runs (gloo over localhost, torch CPU
+//! Many ranks as one run on real 4-rank DDP runs (gloo over localhost, torch CPU
 //! profiler; `samples/ci-aa/generate.py`): ranks from `distributedInfo`, every `gloo:all_reduce`
 //! matched across the ranks, per-rank compute and collective time, and a `straggler` finding only
 //! where one was planted (rank 2 computes three extra 256x1024x1024 matmuls per step).

@@ -357,7 +357,7 @@ fn keys_read_past_on_purpose_are_counted_in_a_warning() {
 }
 
 /// Device hints are per input: a Gaudi metrics file read before a CUDA trace does not make the
-/// CUDA trace a bridge trace (issue #12), in either order.
+/// CUDA trace a bridge trace, in either order.
 #[test]
 fn a_cuda_trace_keeps_its_format_beside_a_gaudi_metrics_file() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../samples");

@@ -1,4 +1,4 @@
-"""Real CPU PyTorch traces for the advice detectors (issue #15), each mistake with a clean twin.
+"""Real CPU PyTorch traces for the advice detectors, each mistake with a clean twin.
 
 - ``cpu_pointwise``: an MLP whose activation is GELU written out as its formula (8 elementwise
   ops over one activation tensor, one line of this file); twin ``cpu_pointwise_clean`` calls

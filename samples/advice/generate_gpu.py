@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Synthetic CUDA training runs for the advice detectors (issue #15), written in the shape of a
+"""Synthetic CUDA training runs for the advice detectors, written in the shape of a
 PyTorch 2.x Kineto trace (`tensorboard_trace_handler` JSON), with truth computed from the model.
 
     python3 samples/advice/generate_gpu.py     # rewrites samples/advice/gpu_*.json.gz + truth

@@ -1,4 +1,4 @@
-"""Real runs for the check's A/A and A/B tests (issue #20), made with the torch CPU profiler.
+"""Real runs for the check's A/A and A/B tests, made with the torch CPU profiler.
 
 - ``ddp_rank{0..3}.json.gz``: one 4-rank DistributedDataParallel run (gloo over localhost,
   CPU): every rank does identical work, so checking any rank against any other must not fail.

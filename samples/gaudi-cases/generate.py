@@ -399,7 +399,7 @@ def torch_run(scenario, seed):
 WARMUP_STEPS = 2
 GAP_MIN_NS = 50 * US
 HOST_GAP_MIN_PCT = 5.0          # docs/findings.md host_gap_min_pct
-MATERIAL_PCT = 1.0              # issue #13's materiality default
+MATERIAL_PCT = 1.0              # the materiality default (Thresholds::min_finding_pct)
 MME_IDLE_MIN_NS = 20 * US
 
 

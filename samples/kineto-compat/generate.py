@@ -586,7 +586,7 @@ def truth_for(m, shape, view, path):
         and h.name in ("cudaMemcpyAsync", "cudaStreamSynchronize")]
     blocking_iv = [(q(h.start), q(h.end)) for h in blocking]
     has_callsite = shape["callsite"] == "line"
-    # Pageable host -> device copies (issue #15, findings.md `pageable_copy`): the outermost op
+    # Pageable host -> device copies (findings.md `pageable_copy`): the outermost op
     # (aten::to) of each cudaMemcpyAsync whose copy reads pageable memory; lost = the memcpy's
     # time in the step with no other device work beside it (the copies make the host wait in no
     # synchronize).

@@ -1,4 +1,4 @@
-"""Real CPU PyTorch traces with profile_memory=True for steplens' memory analysis (issue #17).
+"""Real CPU PyTorch traces with profile_memory=True for steplens' memory analysis.
 
 Runs a small MLP training loop under torch.profiler (CPU only, single process) in two
 scenarios and writes each trace next to this file:

@@ -1,4 +1,4 @@
-"""Truth for the memory samples, read from the traces' own `[memory]` events (issue #17).
+"""Truth for the memory samples, read from the traces' own `[memory]` events.
 
 Independent of steplens: plain Python over the JSON. Rules (per device = (Device Type,
 Device Id); events in time order, ties in file order):

@@ -1,4 +1,4 @@
-"""Real CPU PyTorch traces for the layer-pattern detectors (issue #15), each with a clean twin.
+"""Real CPU PyTorch traces for the layer-pattern detectors, each with a clean twin.
 
 - ``explicit_pad``: a conv net that pads its input with ``F.pad`` (``aten::constant_pad_nd``)
   before each of its 2 convolutions instead of using the convolution's ``padding=``.

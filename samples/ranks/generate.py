@@ -1,4 +1,4 @@
-"""Real 4-rank DDP runs for the `fragmented_collectives` finding (issue #16), torch CPU profiler,
+"""Real 4-rank DDP runs for the `fragmented_collectives` finding, torch CPU profiler,
 gloo over localhost.
 
 - ``buckets_tiny/buckets_tiny_rank{0..3}.json.gz``: a 12-layer MLP under DistributedDataParallel with

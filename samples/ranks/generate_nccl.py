@@ -1,4 +1,4 @@
-"""Modelled 4-GPU NCCL DDP runs in the shape torch 2.x Kineto writes (issue #16).
+"""Modelled 4-GPU NCCL DDP runs in the shape torch 2.x Kineto writes.
 
 This machine has no GPU, so these traces are written from a schedule, event by event, the way
 a real CUDA run's trace looks (compare ``hta/nccl_parser_config`` in the corpus): per rank one

@@ -1,4 +1,4 @@
-"""The hive-partitioned tables of a multi-rank export, queried as is by DuckDB (issue #16).
+"""The hive-partitioned tables of a multi-rank export, queried as is by DuckDB.
 
     python3 tests/duckdb/rank_table.py TABLES_DIR REPORT_JSON
 
