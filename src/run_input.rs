@@ -78,6 +78,7 @@ fn check_saved_figures(report: &Report) -> std::result::Result<(), String> {
             ("device_busy_ns", step.device_busy_ns),
             ("device_idle_ns", step.device_idle_ns),
             ("dataloader_ns", Some(step.dataloader_ns)),
+            ("compile_ns", Some(step.compile_ns)),
             ("device_launched_ns", step.device_launched_ns),
         ];
         for (name, value) in figures {

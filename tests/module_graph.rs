@@ -59,7 +59,55 @@ fn without_tests(src: &str) -> &str {
         .map_or(src, |at| &src[..at])
 }
 
-/// The `::`-separated identifiers that follow each occurrence of `prefix`.
+/// The leading `::`-separated lowercase identifiers of `text` (`ranks::collect` → both), and
+/// what follows them.
+fn leading_path(text: &str) -> (Vec<&str>, &str) {
+    let mut parts = Vec::new();
+    let mut tail = text;
+    loop {
+        let end = tail
+            .find(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'))
+            .unwrap_or(tail.len());
+        if end == 0 {
+            break;
+        }
+        parts.push(&tail[..end]);
+        match tail[end..].strip_prefix("::") {
+            Some(next) => tail = next,
+            None => return (parts, &tail[end..]),
+        }
+    }
+    (parts, tail)
+}
+
+/// The paths inside a brace group that starts `text` (`{a::x, b}`), one level deep.
+fn brace_group(text: &str) -> Vec<&str> {
+    let Some(inner) = text.strip_prefix('{') else {
+        return Vec::new();
+    };
+    let mut depth = 0usize;
+    let mut items = Vec::new();
+    let mut start = 0;
+    for (i, c) in inner.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                items.push(&inner[start..i]);
+                break;
+            }
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(&inner[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    items.into_iter().map(str::trim).collect()
+}
+
+/// The `::`-separated identifiers that follow each occurrence of `prefix`, each path of a brace
+/// group (`crate::{a::x, b}`) on its own.
 fn paths_after<'a>(src: &'a str, prefix: &str) -> Vec<Vec<&'a str>> {
     let mut out = Vec::new();
     for (at, _) in src.match_indices(prefix) {
@@ -67,24 +115,20 @@ fn paths_after<'a>(src: &'a str, prefix: &str) -> Vec<Vec<&'a str>> {
         if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
             continue;
         }
-        let rest = &src[at + prefix.len()..];
-        let mut parts = Vec::new();
-        let mut tail = rest;
-        loop {
-            let end = tail
-                .find(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'))
-                .unwrap_or(tail.len());
-            if end == 0 {
-                break;
+        let (parts, tail) = leading_path(&src[at + prefix.len()..]);
+        let group = brace_group(tail);
+        if group.is_empty() {
+            if !parts.is_empty() {
+                out.push(parts);
             }
-            parts.push(&tail[..end]);
-            match tail[end..].strip_prefix("::") {
-                Some(next) => tail = next,
-                None => break,
-            }
+            continue;
         }
-        if !parts.is_empty() {
-            out.push(parts);
+        for item in group {
+            let (more, _) = leading_path(item);
+            let path: Vec<&str> = parts.iter().copied().chain(more).collect();
+            if !path.is_empty() {
+                out.push(path);
+            }
         }
     }
     out
@@ -217,6 +261,31 @@ fn no_module_imports_circle_back() {
     );
 }
 
+/// Imports the scan must see in the real tree, in each form it reads.
+#[test]
+fn the_scan_resolves_real_imports() {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let analysis = edges(&modules(&workspace.join("analysis/src")));
+    // `use crate::op_names::…`, and `crate::ranks::…(…)` inside an expression.
+    for (from, to) in [("steps", "op_names"), ("critical_path", "ranks")] {
+        assert!(
+            analysis.get(from).is_some_and(|t| t.contains(to)),
+            "analysis: {from} -> {to}: {:?}",
+            analysis.get(from)
+        );
+    }
+    let ingest = edges(&modules(&workspace.join("ingest/src")));
+    assert!(
+        ingest["habana_nodes"].contains("gaudi"),
+        "`use crate::gaudi::CATEGORY`"
+    );
+    assert!(
+        ingest["kineto"].contains("builder"),
+        "{:?}",
+        ingest["kineto"]
+    );
+}
+
 #[test]
 fn the_scan_sees_a_circle() {
     let mods: BTreeMap<String, PathBuf> = BTreeMap::new();
@@ -233,5 +302,10 @@ fn the_scan_sees_a_circle() {
     assert_eq!(circles(&graph), vec![vec!["a", "b", "c"]]);
     let src = "use crate::ranks::collect; fn f() { super::detect::x(); notcrate::y }";
     assert_eq!(paths_after(src, "crate::"), vec![vec!["ranks", "collect"]]);
+    let grouped = "use crate::{model::{A, B}, source::Input};";
+    assert_eq!(
+        paths_after(grouped, "crate::"),
+        vec![vec!["model"], vec!["source"]]
+    );
     assert_eq!(paths_after(src, "super::"), vec![vec!["detect", "x"]]);
 }

@@ -319,9 +319,8 @@ impl Shared {
                 if BLOCKING.contains(&name) {
                     f |= BLOCKING_FLAG;
                 }
-                if crate::op_names::is_graph_compile(name)
-                    || name.starts_with("Torch-Compiled Region")
-                {
+                // `Torch-Compiled Region` is the compiled graph running, not compiling.
+                if crate::op_names::is_graph_compile(name) {
                     f |= COMPILE_FLAG;
                 }
                 if name.starts_with(DATALOADER_PREFIX) {

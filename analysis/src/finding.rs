@@ -56,6 +56,15 @@ pub struct Finding {
     pub cost: Cost,
 }
 
+impl Finding {
+    /// What fixing it saves and the time it owns (`saves 1.20 ms · owns 2.40 ms`), worded as
+    /// [`FindingGroup::figures`] words a group's.
+    #[must_use]
+    pub fn figures(&self) -> String {
+        time_figures(self.kind, self.saving_ns, self.lost_ns)
+    }
+}
+
 /// Where a finding's lost time sits on the clock. Detectors fill it in; `detect::run_all` uses
 /// it so that no wall-clock nanosecond of a step is lost to two findings, and to apply the
 /// materiality floor.
@@ -499,6 +508,23 @@ pub struct FindingGroup {
     pub saving_ns: i64,
 }
 
+/// What a finding (or group) saves and owns, as every output writes it: `saves 1.20 ms · owns
+/// 2.40 ms`, or, with no time on the trace's clock, what it is instead of "saves 0 ns".
+fn time_figures(kind: FindingKind, saving_ns: i64, lost_ns: i64) -> String {
+    if saving_ns == 0 && lost_ns == 0 {
+        match kind {
+            FindingKind::MemoryGrowth | FindingKind::ReservedSlack => "memory, not time".into(),
+            _ => "no time measured in this trace".into(),
+        }
+    } else {
+        format!(
+            "saves {} · owns {}",
+            crate::units::human_ns(saving_ns),
+            crate::units::human_ns(lost_ns)
+        )
+    }
+}
+
 impl FindingGroup {
     /// The figures every output shows beside the group: where it recurs, what fixing it saves
     /// and the time it owns (`in 3 steps on ranks 0–3 · saves 1.20 ms · owns 2.40 ms`). A group
@@ -506,18 +532,7 @@ impl FindingGroup {
     /// in a CPU-only trace) says so rather than "saves 0 ns".
     #[must_use]
     pub fn figures(&self) -> String {
-        let time = if self.saving_ns == 0 && self.lost_ns == 0 {
-            match self.kind {
-                FindingKind::MemoryGrowth | FindingKind::ReservedSlack => "memory, not time".into(),
-                _ => "no time measured in this trace".into(),
-            }
-        } else {
-            format!(
-                "saves {} · owns {}",
-                crate::units::human_ns(self.saving_ns),
-                crate::units::human_ns(self.lost_ns)
-            )
-        };
+        let time = time_figures(self.kind, self.saving_ns, self.lost_ns);
         let spread = self.spread();
         if spread.is_empty() {
             time

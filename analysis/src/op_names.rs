@@ -38,8 +38,9 @@ pub fn dtype_size(name: &str) -> Option<i64> {
     let ty = lower.strip_prefix("c10::").unwrap_or(&lower);
     Some(match ty {
         "complex<double>" | "complexdouble" => 16,
-        "double" | "float64" | "long" | "long int" | "long long int" | "int64"
-        | "complex<float>" | "complexfloat" => 8,
+        "double" | "float64" | "long" | "long int" | "long long int" | "int64" | "uint64"
+        | "unsigned long" | "unsigned long int" | "unsigned long long" | "complex<float>"
+        | "complexfloat" => 8,
         "float" | "float32" | "int" | "int32" | "unsigned int" | "uint32"
         | "complex<c10::half>" | "complex<half>" | "complexhalf" => 4,
         "half" | "float16" | "bfloat16" | "short" | "short int" | "int16" | "unsigned short"
@@ -64,6 +65,8 @@ mod tests {
             ("c10::Half", 2),
             ("long int", 8),
             ("Long", 8),
+            ("UInt64", 8),
+            ("unsigned long", 8),
             ("unsigned char", 1),
             ("c10::Float8_e4m3fn", 1),
             ("c10::complex<double>", 16),

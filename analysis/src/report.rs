@@ -203,7 +203,7 @@ pub fn build_report_with(timeline: &Timeline, thresholds: &Thresholds) -> Report
         critical_path,
         device_nodes,
     } = tables;
-    let rank_of_source = source_ranks(timeline);
+    let rank_of_source = crate::ranks::known_ranks(timeline);
     let rank_of = |source: Option<u16>| {
         source.and_then(|s| rank_of_source.get(usize::from(s)).copied().flatten())
     };
@@ -291,20 +291,6 @@ struct Tables {
     mme_tpc_overlap_ns: Option<i64>,
     critical_path: Option<crate::critical_path::CriticalPath>,
     device_nodes: Vec<crate::nodes::NodeRow>,
-}
-
-/// The rank of each input: with several inputs, as the rank analysis reads them (so a step or
-/// finding names the rank the ranks table does) where a trace or its file name says it, never
-/// from input order alone; with one input, only a written `distributedInfo`.
-fn source_ranks(timeline: &Timeline) -> Vec<Option<i64>> {
-    if timeline.sources.len() > 1 {
-        crate::ranks::input_ranks(timeline)
-            .into_iter()
-            .map(|(rank, how)| (how != crate::ranks::INPUT_ORDER).then_some(rank))
-            .collect()
-    } else {
-        timeline.sources.iter().map(|s| s.rank).collect()
-    }
 }
 
 fn tables(ctx: &Context<'_>) -> Tables {

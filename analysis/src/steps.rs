@@ -28,9 +28,9 @@ pub struct StepStats {
     pub name: String,
     /// Input the step belongs to (index into `sources`).
     pub source: u16,
-    /// Rank of that input, when known: `distributedInfo.rank`, or as the rank analysis reads
-    /// several inputs (`--rank-regex`, the file name, else input order). Absent for one
-    /// input without `distributedInfo`.
+    /// Rank of that input, when the trace or its file name says it
+    /// ([`crate::ranks::known_ranks`]): `distributedInfo.rank`, else, with several inputs, the
+    /// file name or `--rank-regex`; absent otherwise (never from input order alone).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rank: Option<i64>,
     /// Start, ns.

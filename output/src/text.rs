@@ -93,6 +93,8 @@ fn step_table(report: &Report) -> Table {
         if multi_source {
             row.push(match source {
                 Some((_, Some(rank))) if by_rank => rank.to_string(),
+                // An input without a known rank in a rank column.
+                Some(_) if by_rank => "–".to_owned(),
                 Some((source, _)) => source.to_string(),
                 None => String::new(),
             });
@@ -484,8 +486,8 @@ fn findings_heading(report: &Report) -> String {
     )
 }
 
-/// A group's representative finding (its largest saving) and its figures line:
-/// `saves 1.20 ms · owns 2.40 ms` (totals), with where it recurs.
+/// A group's representative finding (its largest saving) and its figures line
+/// ([`steplens_analysis::finding::FindingGroup::figures`]).
 pub(crate) fn group_lead<'r>(
     report: &'r Report,
     g: &steplens_analysis::finding::FindingGroup,

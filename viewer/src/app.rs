@@ -580,11 +580,10 @@ impl Session {
             egui::Frame::group(ui.style()).show(ui, |ui| {
                 ui.label(RichText::new(&f.title).strong());
                 ui.label(format!(
-                    "{} · {} · saves {} · owns {}{}",
+                    "{} · {} · {}{}",
                     f.kind,
                     f.severity,
-                    human_ns(f.saving_ns),
-                    human_ns(f.lost_ns),
+                    f.figures(),
                     f.step
                         .as_ref()
                         .map(|s| format!(" · {s}"))
@@ -632,7 +631,7 @@ impl Session {
                             let text = if g.findings.len() > 1 {
                                 format!("{}. {}", gi + 1, f.title)
                             } else {
-                                format!("{}. {} - saves {}", gi + 1, f.title, human_ns(f.saving_ns))
+                                format!("{}. {} - {}", gi + 1, f.title, f.figures())
                             };
                             let selected =
                                 self.active_finding.is_some_and(|a| g.findings.contains(&a));

@@ -106,12 +106,13 @@ pub fn order(n: usize, sort: Sort, cmp: impl Fn(usize, usize, usize) -> Ordering
     idx
 }
 
-/// Columns of the step table: `rank` first when any step has one (a multi-rank run), then
-/// the step and its figures.
+/// Columns of the step table: `rank` first in a multi-rank run (several inputs, a rank known),
+/// as the text report's step table, then the step and its figures.
 #[must_use]
 pub fn step_columns(steps: &[StepStats]) -> Vec<(&'static str, f32)> {
     let mut cols = Vec::with_capacity(7);
-    if steps.iter().any(|s| s.rank.is_some()) {
+    let several_inputs = steps.windows(2).any(|w| w[0].source != w[1].source);
+    if several_inputs && steps.iter().any(|s| s.rank.is_some()) {
         cols.push(("rank", 50.0));
     }
     cols.extend([

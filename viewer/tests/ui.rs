@@ -1057,10 +1057,10 @@ fn findings_are_listed_once_per_group_and_a_group_expands_to_its_members() {
         .unwrap();
     let lone = &findings[groups[straggler].findings[0]];
     harness.get_by_label(&format!(
-        "{}. {} - saves {}",
+        "{}. {} - {}",
         straggler + 1,
         lone.title,
-        steplens_analysis::units::human_ns(lone.saving_ns)
+        lone.figures()
     ));
     // The figures line says what the CLI's report says of the group.
     let figures = sync.figures();

@@ -33,6 +33,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
     let th = ctx.thresholds;
     let mut findings = Vec::new();
     let names = crate::ranks::CollectiveNames::of_timeline(t);
+    let known = crate::ranks::known_ranks(t);
     for source in 0..t.sources.len() {
         let source = source as u16;
         let occurrences = crate::ranks::collect(t, source, &names);
@@ -82,8 +83,10 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
             let size = median_bytes
                 .map(|b| format!(", median {}", crate::units::human_bytes(b.unsigned_abs())))
                 .unwrap_or_default();
-            let who = t.sources[source as usize]
-                .rank
+            let who = known
+                .get(usize::from(source))
+                .copied()
+                .flatten()
                 .map_or_else(|| format!("input {source}"), |r| format!("rank {r}"));
             findings.push(Finding {
                 kind: FindingKind::FragmentedCollectives,

@@ -62,10 +62,16 @@ pub(crate) fn collective_of(name: &str) -> Option<(u8, String)> {
         {
             op = shorter.trim_end_matches('_');
         }
-        op.replace("allreduce", "all_reduce")
+        let op = op
+            .replace("allreduce", "all_reduce")
             .replace("allgather", "all_gather")
             .replace("reducescatter", "reduce_scatter")
-            .replace("alltoall", "all_to_all")
+            .replace("alltoall", "all_to_all");
+        // `all_to_all_single` with splits is written `all_to_allv`: the same collective.
+        match op.strip_suffix('v') {
+            Some("all_to_all") => "all_to_all".to_owned(),
+            _ => op,
+        }
     };
     if let Some(rest) = lower
         .strip_prefix("nccldevkernel_")
@@ -343,7 +349,8 @@ fn message_bytes(t: &Timeline, slice: SliceId) -> Option<i64> {
             .arg_str(slice, "dtype")
             .and_then(|d| crate::op_names::dtype_size(&d))
             .unwrap_or(4);
-        return Some(elements * size);
+        // A count from the trace: a hostile one must not overflow or read as negative.
+        return elements.checked_mul(size).filter(|&b| b > 0);
     }
     if !BACKEND_PREFIXES
         .iter()
@@ -361,6 +368,39 @@ fn message_bytes(t: &Timeline, slice: SliceId) -> Option<i64> {
     let size = crate::op_names::dtype_size(types.first()?)?;
     shape
         .iter()
-        .try_fold(size, |acc, &d| acc.checked_mul(d))
+        .try_fold(
+            size,
+            |acc, &d| {
+                if d < 0 { None } else { acc.checked_mul(d) }
+            },
+        )
         .filter(|&b| b > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::message_bytes;
+
+    #[test]
+    fn message_sizes_refuse_hostile_counts() {
+        let t = steplens_ingest::load_bytes(
+            "sizes.json",
+            br#"{"traceEvents":[
+              {"ph":"X","name":"nccl:all_reduce","cat":"user_annotation","pid":1,"tid":1,"ts":0,"dur":1,"args":{"In msg nelems":9223372036854775807,"dtype":"Float"}},
+              {"ph":"X","name":"nccl:all_reduce","cat":"user_annotation","pid":1,"tid":1,"ts":2,"dur":1,"args":{"In msg nelems":-5,"dtype":"Float"}},
+              {"ph":"X","name":"nccl:all_reduce","cat":"user_annotation","pid":1,"tid":1,"ts":4,"dur":1,"args":{"Input Dims":[[-2,-3]],"Input type":["float"]}},
+              {"ph":"X","name":"nccl:all_reduce","cat":"user_annotation","pid":1,"tid":1,"ts":6,"dur":1,"args":{"Input Dims":[[1024,4]],"Input type":["c10::BFloat16"]}},
+              {"ph":"X","name":"aten::add","cat":"cpu_op","pid":1,"tid":1,"ts":8,"dur":1,"args":{"Input Dims":[[1024,4]],"Input type":["float"]}}
+            ]}"#
+            .to_vec(),
+            &steplens_ingest::LoadOptions::default(),
+        )
+        .expect("trace");
+        let sizes: Vec<Option<i64>> = (0..t.slices.len() as u32)
+            .map(|i| message_bytes(&t, i))
+            .collect();
+        // Overflowing and negative counts, negative dims: no size; a backend annotation's
+        // Input Dims x Input type: 1024 x 4 x 2 bytes; an op that is no collective: none.
+        assert_eq!(sizes, vec![None, None, None, Some(8192), None]);
+    }
 }

@@ -75,3 +75,19 @@ pub fn input_ranks(t: &Timeline) -> Vec<(i64, &'static str)> {
         (info.rank, written, info.path.as_str())
     }))
 }
+
+/// The rank of each input as steps and findings name it: with several inputs, as the rank
+/// analysis reads them ([`input_ranks`], so a step or finding names the rank the ranks table
+/// does) where a trace or its file name says it, never from input order alone; with one input,
+/// only a written `distributedInfo`.
+#[must_use]
+pub fn known_ranks(t: &Timeline) -> Vec<Option<i64>> {
+    if t.sources.len() > 1 {
+        input_ranks(t)
+            .into_iter()
+            .map(|(rank, how)| (how != INPUT_ORDER).then_some(rank))
+            .collect()
+    } else {
+        t.sources.iter().map(|s| s.rank).collect()
+    }
+}

@@ -25,7 +25,7 @@ mod summary;
 pub use collectives::{CollectiveLinks, collective_links};
 pub(crate) use collectives::{CollectiveNames, Matched, Occurrence, collect, collective_of};
 pub(crate) use inputs::assign_ranks;
-pub use inputs::{INPUT_ORDER, input_ranks};
+pub use inputs::{INPUT_ORDER, input_ranks, known_ranks};
 pub(crate) use summary::rank_summary_with;
 pub use summary::{RankSummary, SUMMARY_SCHEMA, rank_summary};
 
@@ -539,6 +539,22 @@ mod tests {
     }
 
     #[test]
+    fn bus_factors_follow_nccl_tests() {
+        for (name, factor) in [
+            ("all_reduce", 1.5),
+            ("all_gather", 3.0),
+            ("reduce_scatter", 0.75),
+            ("all_to_all", 0.75),
+            ("broadcast", 1.0),
+        ] {
+            assert!(
+                (super::bus_factor(name, 4) - factor).abs() < 1e-12,
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
     fn collectives_by_name() {
         assert_eq!(
             collective_of("gloo:all_reduce"),
@@ -557,6 +573,33 @@ mod tests {
         assert_eq!(
             collective_of("ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"),
             Some((3, "all_reduce".into()))
+        );
+        // One name however a layer spells it.
+        for spelt in [
+            "nccl:_all_gather_base",
+            "c10d::_allgather_base_",
+            "c10d::allgather_into_tensor_coalesced_",
+        ] {
+            assert_eq!(
+                collective_of(spelt).map(|c| c.1),
+                Some("all_gather".into()),
+                "{spelt}"
+            );
+        }
+        for spelt in [
+            "nccl:all_to_all",
+            "c10d::alltoall_base_",
+            "c10d::all_to_allv",
+        ] {
+            assert_eq!(
+                collective_of(spelt).map(|c| c.1),
+                Some("all_to_all".into()),
+                "{spelt}"
+            );
+        }
+        assert_eq!(
+            collective_of("c10d::reduce_scatter_tensor_coalesced_").map(|c| c.1),
+            Some("reduce_scatter".into())
         );
         assert_eq!(collective_of("aten::add"), None);
         assert_eq!(collective_of("c10d::rank"), None);

@@ -245,16 +245,8 @@ fn step_chart(h: &mut String, report: &Report) {
             s.host_busy_ns
         };
         // A warm-up compile is no recompile finding: the step's compile time shows it.
-        let on_path = |b: Bound| {
-            s.critical_path
-                .as_ref()
-                .and_then(|p| p.by_bound.get(&b).copied())
-                .unwrap_or(0)
-        };
         let causes = [
-            lost(s, "recompile")
-                .max(on_path(Bound::Compile))
-                .max(s.compile_ns),
+            lost(s, "recompile").max(s.compile_ns),
             lost(s, "sync_point"),
             lost(s, "dataloader_stall").max(0),
         ];
@@ -711,7 +703,7 @@ fn evidence_timeline(h: &mut String, report: &Report, f: &steplens_analysis::rep
             4 => "end",
             _ => "middle",
         };
-        let at = (to - from) * i64::from(q) / 4;
+        let at = (to - from) / 4 * i64::from(q);
         let label = if q == 0 {
             "0".to_owned()
         } else {
