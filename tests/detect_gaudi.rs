@@ -651,3 +651,27 @@ fn steps_count_their_graph_compiles_warm_up_included() {
         "{got} vs {union}"
     );
 }
+
+/// A HW-trace-only run has no host events, so no critical path to measure a fix's saving on:
+/// its findings say the saving is unknown instead of "saves 0 ns". With host events (the bridge
+/// trace of the same run) every time-costing finding's saving is measured.
+#[test]
+fn savings_without_host_events_are_unknown_not_zero() {
+    let hw = support::sample("gaudi/train_hpu.hw.csv");
+    let groups = hw.groups();
+    assert!(!groups.is_empty());
+    for g in groups.iter().filter(|g| g.lost_ns > 0) {
+        assert!(g.saving_unknown, "{:?} {}", g.kind, g.place);
+        assert_eq!(g.saving_ns, 0);
+        assert!(g.figures().contains("saving unknown"), "{}", g.figures());
+    }
+    let bridge = support::sample("gaudi/train_hpu.bridge.json.gz");
+    assert!(bridge.groups().iter().all(|g| !g.saving_unknown));
+    assert!(
+        bridge
+            .findings
+            .iter()
+            .all(|f| !f.figures().contains("unknown")),
+        "measured savings read as savings"
+    );
+}

@@ -61,7 +61,12 @@ impl Finding {
     /// [`FindingGroup::figures`] words a group's.
     #[must_use]
     pub fn figures(&self) -> String {
-        time_figures(self.kind, self.saving_ns, self.lost_ns)
+        time_figures(
+            self.kind,
+            self.saving_ns,
+            self.lost_ns,
+            self.cost.saving_unknown,
+        )
     }
 }
 
@@ -83,6 +88,10 @@ pub struct Cost {
     /// pageable copy with nothing else on the device), for kinds whose fix otherwise saves
     /// host-side time only.
     pub device_ranges: Vec<(i64, i64)>,
+    /// No critical path covers the finding (a trace without host ops has none to build
+    /// one from), so what fixing it saves cannot be measured: `saving_ns` stays 0 and the
+    /// outputs say the saving is unknown rather than nothing.
+    pub saving_unknown: bool,
 }
 
 impl Cost {
@@ -94,6 +103,7 @@ impl Cost {
             ranges,
             pattern: false,
             device_ranges: Vec::new(),
+            saving_unknown: false,
         }
     }
 
@@ -105,6 +115,7 @@ impl Cost {
             ranges,
             pattern: true,
             device_ranges: Vec::new(),
+            saving_unknown: false,
         }
     }
 }
@@ -506,11 +517,21 @@ pub struct FindingGroup {
     pub lost_ns: i64,
     /// What fixing it saves over all members' steps, ns.
     pub saving_ns: i64,
+    /// No member's saving could be measured (no critical path covers them: a device-only
+    /// trace); absent when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub saving_unknown: bool,
 }
 
 /// What a finding (or group) saves and owns, as every output writes it: `saves 1.20 ms · owns
 /// 2.40 ms`, or, with no time on the trace's clock, what it is instead of "saves 0 ns".
-fn time_figures(kind: FindingKind, saving_ns: i64, lost_ns: i64) -> String {
+fn time_figures(kind: FindingKind, saving_ns: i64, lost_ns: i64, saving_unknown: bool) -> String {
+    if saving_unknown && saving_ns == 0 && lost_ns > 0 {
+        return format!(
+            "saving unknown (no host ops in the trace to measure it on) · owns {}",
+            crate::units::human_ns(lost_ns)
+        );
+    }
     if saving_ns == 0 && lost_ns == 0 {
         match kind {
             FindingKind::MemoryGrowth | FindingKind::ReservedSlack => "memory, not time".into(),
@@ -532,7 +553,7 @@ impl FindingGroup {
     /// in a CPU-only trace) says so rather than "saves 0 ns".
     #[must_use]
     pub fn figures(&self) -> String {
-        let time = time_figures(self.kind, self.saving_ns, self.lost_ns);
+        let time = time_figures(self.kind, self.saving_ns, self.lost_ns, self.saving_unknown);
         let spread = self.spread();
         if spread.is_empty() {
             time
@@ -603,6 +624,7 @@ pub fn group_findings(findings: &[Finding]) -> Vec<FindingGroup> {
                 count: 0,
                 lost_ns: 0,
                 saving_ns: 0,
+                saving_unknown: true,
             });
             groups.len() - 1
         });
@@ -612,6 +634,7 @@ pub fn group_findings(findings: &[Finding]) -> Vec<FindingGroup> {
         g.count += f.count;
         g.lost_ns += f.lost_ns;
         g.saving_ns += f.saving_ns;
+        g.saving_unknown &= f.cost.saving_unknown;
         if let Some(rank) = f.rank
             && !g.ranks.contains(&rank)
         {

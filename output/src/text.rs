@@ -476,9 +476,16 @@ fn findings_heading(report: &Report) -> String {
             }
         })
         .collect();
-    let share = s.saving_pct_of_steps.map_or_else(String::new, |pct| {
-        format!("; fixing them all saves {pct:.1}% of step time")
-    });
+    // With nothing measured (every time-costing group's saving unknown), no share to claim.
+    let measured = groups
+        .iter()
+        .any(|g| g.saving_ns > 0 || (g.lost_ns > 0 && !g.saving_unknown));
+    let share = s
+        .saving_pct_of_steps
+        .filter(|_| measured)
+        .map_or_else(String::new, |pct| {
+            format!("; fixing them all saves {pct:.1}% of step time")
+        });
     format!(
         "Findings ({}, by what fixing them saves: {}{share})",
         groups.len(),

@@ -68,13 +68,14 @@ pub(super) fn settle_savings(ctx: &Context<'_>, findings: &mut [Finding], claime
         if f.cost.ranges.is_empty() {
             continue;
         }
-        let Some(path) = paths.of(t, source, f.step.as_deref()) else {
+        let Some((path, (lo, hi))) = paths
+            .of(t, source, f.step.as_deref())
+            .and_then(|p| Some((p, p.span()?)))
+        else {
+            f.cost.saving_unknown = true;
             continue;
         };
         let ranges = IntervalSet::from_ranges(f.cost.ranges.clone());
-        let Some((lo, hi)) = path.span() else {
-            continue;
-        };
         let ranges = IntervalSet::from_ranges(ranges.within(lo, hi));
         let measured = ranges.total();
         if measured <= 0 {

@@ -80,7 +80,11 @@ fn headline(report: &Report) -> String {
             })
             .collect();
         let saved = (total - left) as f64 * 100.0 / total as f64;
-        if parts.is_empty() {
+        if parts.is_empty() && report.groups().iter().any(|g| g.saving_unknown) {
+            line.push_str(
+                "; what fixing the findings saves is unknown (no host ops in the trace to measure it on)",
+            );
+        } else if parts.is_empty() {
             line.push_str("; no finding would shorten a step");
         } else {
             let _ = write!(
