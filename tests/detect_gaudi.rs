@@ -650,6 +650,19 @@ fn steps_count_their_graph_compiles_warm_up_included() {
         (got - union).abs() <= 2 * spans.len() as i64,
         "{got} vs {union}"
     );
+
+    // The compiles run on the Synapse thread while the step's launch waits: its critical path
+    // names them compile, not launch overhead.
+    for name in ["ProfilerStep#0", "ProfilerStep#3"] {
+        let s = step(name);
+        let on_path = s.critical_path.as_ref().unwrap().by_bound
+            [&steplens_analysis::critical_path::Bound::Compile];
+        assert!(
+            on_path * 10 >= s.compile_ns * 9,
+            "{name}: {on_path} of {}",
+            s.compile_ns
+        );
+    }
 }
 
 /// A HW-trace-only run has no host events, so no critical path to measure a fix's saving on:

@@ -56,7 +56,8 @@ pub enum Bound {
     SyncWait,
     /// Host time inside the data loader's `__next__`.
     DataLoading,
-    /// Host time inside graph compiles (torch.compile, `synGraphCompile`).
+    /// Host time and launch delays while a graph compiles (torch.compile, `synGraphCompile`),
+    /// on the step's thread or another host thread of its run.
     Compile,
 }
 
@@ -302,6 +303,9 @@ struct Shared {
     /// Per clock (several ranks loaded): where that rank waited at a collective for the last
     /// rank to arrive, sorted.
     rank_waits: FxHashMap<u16, Vec<(i64, i64)>>,
+    /// Per clock: graph compiles on any host thread. A compile on another thread (Synapse
+    /// compiling the graph a launch waits for) bounds the step as much as one on its own.
+    compiles: FxHashMap<u16, Vec<(i64, i64)>>,
 }
 
 const BLOCKING_FLAG: u8 = 1;
@@ -353,7 +357,23 @@ impl Shared {
             stream_waits: FxHashMap::default(),
             synced: rustc_hash::FxHashSet::default(),
             rank_waits: FxHashMap::default(),
+            compiles: FxHashMap::default(),
         };
+        for track in t
+            .tracks
+            .iter()
+            .filter(|tr| tr.kind == TrackKind::HostThread)
+        {
+            for i in track.slices.clone() {
+                if shared.flags(t, i) & COMPILE_FLAG != 0 {
+                    shared
+                        .compiles
+                        .entry(t.step_source(track.source))
+                        .or_default()
+                        .push((t.slices.start[i as usize], t.slices.end(i)));
+                }
+            }
+        }
         shared.read_cuda_sync(t);
         for (source, waits) in rank_waits.iter().enumerate() {
             if !waits.is_empty() {
@@ -1084,7 +1104,8 @@ impl Window {
         edges: impl Iterator<Item = (i64, i64, u32, EdgeKind)>,
     ) -> CriticalPath {
         // Data loader and compile ranges of the main thread classify host stretches: those in
-        // the window, and the ones around its first slice that began before it.
+        // the window, and the ones around its first slice that began before it; compiles on
+        // any host thread of the clock count too.
         let mut loading = Vec::new();
         let mut compiling = Vec::new();
         let tr = &t.tracks[main_track as usize];
@@ -1112,6 +1133,14 @@ impl Window {
                 compiling.push(range);
             }
         }
+        compiling.extend(
+            shared
+                .compiles
+                .get(&self.clock)
+                .into_iter()
+                .flatten()
+                .filter(|&&(a, b)| a < self.end && b > self.start),
+        );
         let mut loading = Cursor::new(loading);
         let mut compiling = Cursor::new(compiling);
         // Stretches come in time order: the cursors only move forward.
@@ -1166,7 +1195,8 @@ impl Window {
                     (What::Event(slice), bound)
                 }
                 EdgeKind::HostGap => (What::BetweenOps, host_bound(a, b, Bound::HostCompute)),
-                EdgeKind::Launch(k) => (What::LaunchOf(k), Bound::LaunchOverhead),
+                // A launch that waits for its graph to compile waits for the compile.
+                EdgeKind::Launch(k) => (What::LaunchOf(k), host_bound(a, b, Bound::LaunchOverhead)),
                 EdgeKind::KernelGap(k) | EdgeKind::StreamWait(k) => {
                     (What::GapBefore(k), Bound::KernelGap)
                 }
