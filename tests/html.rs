@@ -12,6 +12,12 @@ fn html_of(args: &[&str]) -> String {
     support::stdout(&out)
 }
 
+fn json_of(args: &[&str]) -> serde_json::Value {
+    let out = support::steplens(args);
+    assert!(out.status.success(), "{}", support::stderr(&out));
+    serde_json::from_str(&support::stdout(&out)).unwrap()
+}
+
 fn assert_self_contained(page: &str) {
     assert!(page.starts_with("<!DOCTYPE html>"));
     assert!(page.trim_end().ends_with("</html>"));
@@ -34,13 +40,7 @@ fn a_report_page_has_charts_findings_and_every_op() {
     assert!(page.contains("median step"));
     assert!(page.contains("data-kind=\"dataloader_stall\""));
     assert!(page.contains("data-kind=\"sync_point\""));
-    let json = support::stdout(&support::steplens(&[
-        "report",
-        "-f",
-        "json",
-        sample.to_str().unwrap(),
-    ]));
-    let report: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let report = json_of(&["report", "-f", "json", sample.to_str().unwrap()]);
     let ops = report["ops"].as_array().unwrap().len();
     let table = page
         .split("id=\"ops\"")
@@ -142,13 +142,7 @@ fn compile_steps_draw_as_compile_and_evidence_has_an_axis() {
     use steplens_analysis::units::human_ns;
     let sample = support::repo().join("samples/whatif/recompile_shapes.problem.json.gz");
     let page = html_of(&["report", "-f", "html", sample.to_str().unwrap()]);
-    let json = support::stdout(&support::steplens(&[
-        "report",
-        "-f",
-        "json",
-        sample.to_str().unwrap(),
-    ]));
-    let report: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let report = json_of(&["report", "-f", "json", sample.to_str().unwrap()]);
     let findings = report["findings"].as_array().unwrap();
     let mut checked = 0;
     for step in report["steps"].as_array().unwrap() {
@@ -192,8 +186,7 @@ fn rank_steps_are_grouped_and_labelled() {
     }
     assert!(page.contains("ProfilerStep#3 [rank 2]: device busy"));
     // The first card's strip is drawn in its lead finding's own step and rank.
-    let out = support::steplens(&["report", "-f", "json", "samples/ranks/nccl_straggler"]);
-    let report: serde_json::Value = serde_json::from_str(&support::stdout(&out)).unwrap();
+    let report = json_of(&["report", "-f", "json", "samples/ranks/nccl_straggler"]);
     let lead =
         &report["findings"][report["finding_groups"][0]["findings"][0].as_u64().unwrap() as usize];
     let caption = format!(

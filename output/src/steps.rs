@@ -19,3 +19,9 @@ pub(crate) fn step_label(name: &str, source: u16, rank: Option<i64>, multi: bool
         _ => name.to_owned(),
     }
 }
+
+/// The rank (else input) a step belongs to, as charts head each group of bars: `rank 2`.
+pub(crate) fn rank_group(s: &StepStats) -> String {
+    s.rank
+        .map_or_else(|| format!("input {}", s.source), |r| format!("rank {r}"))
+}

@@ -327,9 +327,7 @@ fn rank_groups(
     }
     let mut current: Option<String> = None;
     for (i, s) in steps.iter().enumerate() {
-        let group = s
-            .rank
-            .map_or_else(|| format!("input {}", s.source), |r| format!("rank {r}"));
+        let group = crate::steps::rank_group(s);
         if current.as_ref() == Some(&group) {
             continue;
         }
@@ -530,10 +528,10 @@ fn utilization_chart(h: &mut String, timeline: &Timeline) {
 /// One colour per finding kind, the same as the step chart's where the kind is there.
 fn kind_colour(kind: FindingKind) -> &'static str {
     match kind {
-        FindingKind::Recompile => PALETTE[6],
-        FindingKind::SyncPoint => PALETTE[5],
-        FindingKind::DataloaderStall => PALETTE[0],
-        FindingKind::HostBoundGap => PALETTE[7],
+        FindingKind::Recompile => bound_colour(Bound::Compile),
+        FindingKind::SyncPoint => bound_colour(Bound::SyncWait),
+        FindingKind::DataloaderStall => bound_colour(Bound::DataLoading),
+        FindingKind::HostBoundGap => bound_colour(Bound::KernelGap),
         FindingKind::MmeIdleBehindTpc => PALETTE[1],
         FindingKind::NonLogicalTranspose => PALETTE[2],
         FindingKind::Straggler => PALETTE[4],
