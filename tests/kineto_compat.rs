@@ -60,6 +60,8 @@ fn compare(truth_path: &Path) -> Vec<String> {
         for (gk, wk) in [
             ("start_ns", "start_ns"),
             ("dur_ns", "dur_ns"),
+            ("host_start_ns", "host_start_ns"),
+            ("host_dur_ns", "host_dur_ns"),
             ("device_busy_ns", "device_busy_in_window_ns"),
         ] {
             if g[gk].as_i64() != w[wk].as_i64() {

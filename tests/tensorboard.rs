@@ -334,7 +334,9 @@ fn views_print_as_text_and_markdown() {
         "GPU summary",
         "Operators (by name)",
         "Kernels (by launching op and launch shape)",
-        "needs several ranks",
+        // One rank's trace is a run of one: its distributed view has one worker.
+        "Distributed: per step, per worker (means)",
+        "Collectives per worker",
     ] {
         assert!(text.contains(needle), "{needle}:\n{text}");
     }

@@ -340,8 +340,8 @@ fn arg_values<'a>(timeline: &Timeline, key: &str) -> Values<'a> {
     )
 }
 
-/// One row per step: its times and its busy/idle split, and one `engine_<class>_ns` column per
-/// engine class seen.
+/// One row per step: its times (device-inclusive, and its host range) and its busy/idle split,
+/// and one `engine_<class>_ns` column per engine class seen.
 #[must_use]
 pub fn steps_table(report: &Report) -> ColumnTable<'_> {
     let steps = &report.steps;
@@ -354,6 +354,8 @@ pub fn steps_table(report: &Report) -> ColumnTable<'_> {
         Column::new("rank", opt_ints(steps, |s| s.rank)),
         Column::new("start_ns", ints(steps, |s| s.start_ns)),
         Column::new("dur_ns", ints(steps, |s| s.dur_ns)),
+        Column::new("host_start_ns", opt_ints(steps, |s| s.host_start_ns)),
+        Column::new("host_dur_ns", opt_ints(steps, |s| s.host_dur_ns)),
         Column::new("host_busy_ns", ints(steps, |s| s.host_busy_ns)),
         Column::new("device_busy_ns", opt_ints(steps, |s| s.device_busy_ns)),
         Column::new("device_idle_ns", opt_ints(steps, |s| s.device_idle_ns)),

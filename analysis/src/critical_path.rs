@@ -223,23 +223,38 @@ const BLOCKING: &[&str] = &[
 #[must_use]
 pub fn critical_paths(timeline: &Timeline) -> CriticalPaths {
     let waits = crate::ranks::rank_analysis(timeline).map_or_else(Vec::new, |a| a.waits);
-    critical_paths_with(timeline, &waits)
+    critical_paths_with(
+        timeline,
+        &waits,
+        &crate::step_windows::step_windows(timeline),
+    )
 }
 
 /// [`critical_paths`] with the ranks' collective waits already matched
-/// ([`crate::ranks::RankAnalysis::waits`]; empty for one input).
+/// ([`crate::ranks::RankAnalysis::waits`]; empty for one input) and the steps' device-inclusive
+/// windows ([`crate::step_windows`], in `timeline.steps` order): a step's path runs over its
+/// window, from the host into the device work that ends it.
 #[must_use]
-pub fn critical_paths_with(timeline: &Timeline, rank_waits: &[Vec<(i64, i64)>]) -> CriticalPaths {
+pub fn critical_paths_with(
+    timeline: &Timeline,
+    rank_waits: &[Vec<(i64, i64)>],
+    windows: &[crate::step_windows::StepWindow],
+) -> CriticalPaths {
     let shared = Shared::new(timeline, rank_waits);
     let steps = timeline
         .steps
         .iter()
-        .map(|step| {
+        .enumerate()
+        .map(|(index, step)| {
             let clock = timeline.step_source(step.source);
+            let (start, end) = windows
+                .get(index)
+                .map_or((step.start, step.end()), |w| (w.start, w.end));
             Window {
                 clock,
-                start: step.start,
-                end: step.end(),
+                start,
+                end,
+                host_end: step.end(),
                 main: Some(step.track),
             }
             .path(timeline, &shared)
@@ -276,6 +291,7 @@ pub fn critical_paths_with(timeline: &Timeline, rank_waits: &[Vec<(i64, i64)>]) 
             clock,
             start,
             end,
+            host_end: end,
             main: None,
         };
         if let Some(path) = window.path(timeline, &shared) {
@@ -616,6 +632,9 @@ struct Window {
     clock: u16,
     start: i64,
     end: i64,
+    /// Where the step's host range ends: past it, the window holds the device work the step
+    /// launched, and the path may end in it.
+    host_end: i64,
     /// The step's thread; `None` for a whole input (the thread with the most host work leads).
     main: Option<u32>,
 }
@@ -908,8 +927,9 @@ impl Window {
                 }
             }
         }
-        // Without steps the path may end in device work still running after the host is done.
-        if self.main.is_none() {
+        // Without steps, and in a step that lasts until its device work is done, the path may
+        // end in device work still running after the host is done.
+        if self.main.is_none() || self.end > self.host_end {
             let host_done = chains[main].last.map_or(self.start, |n| g.ts[n as usize]);
             for &(ts, node, slice) in device_ends.iter().filter(|(ts, _, _)| *ts > host_done) {
                 g.edge(node, sink, self.end - ts, EdgeKind::KernelGap(slice));

@@ -238,6 +238,8 @@ finding_kinds! {
     UnfusedOptimizer => "unfused_optimizer",
     /// Many small all-reduces per step.
     FragmentedCollectives => "fragmented_collectives",
+    /// Collectives that run with no compute beside them: the step waits for the network.
+    ExposedCommunication => "exposed_communication",
 }
 
 impl FindingKind {
@@ -259,6 +261,7 @@ impl FindingKind {
         Self::UnfusedOptimizer,
         Self::DataParallel,
         Self::FragmentedCollectives,
+        Self::ExposedCommunication,
         Self::MmeIdleBehindTpc,
         Self::SyncPoint,
         Self::HostCreatedTensor,

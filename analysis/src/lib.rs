@@ -13,6 +13,7 @@ pub mod columns;
 pub mod compare;
 pub mod critical_path;
 pub mod detect;
+pub mod device_rates;
 pub mod diff;
 pub mod engines;
 pub mod finding;
@@ -29,6 +30,7 @@ pub mod profiler_overhead;
 pub mod ranks;
 pub mod report;
 pub mod stats;
+pub mod step_windows;
 pub mod steps;
 #[cfg(feature = "tables")]
 pub mod table;

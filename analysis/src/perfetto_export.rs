@@ -91,6 +91,9 @@ pub fn overlay(timeline: &Timeline, report: &Report) -> Overlay {
                     ("host_busy_ns".to_owned(), Annotation::Int(s.host_busy_ns)),
                     ("dataloader_ns".to_owned(), Annotation::Int(s.dataloader_ns)),
                 ];
+                if let Some(v) = s.host_dur_ns {
+                    annotations.push(("host_dur_ns".to_owned(), Annotation::Int(v)));
+                }
                 if let Some(v) = s.device_busy_ns {
                     annotations.push(("device_busy_ns".to_owned(), Annotation::Int(v)));
                 }

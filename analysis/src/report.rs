@@ -128,7 +128,7 @@ pub struct Report {
     /// estimated share of a step and the steps' drift; absent without steps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profiler_overhead: Option<crate::profiler_overhead::ProfilerOverhead>,
-    /// The ranks of a multi-input run with collectives; absent otherwise.
+    /// The ranks of a run with collectives (one rank's trace included); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ranks: Option<crate::ranks::RanksReport>,
     /// The TensorBoard plugin's Overview: its steps (stretched to their device work) with the
@@ -295,7 +295,7 @@ struct Tables {
 
 fn tables(ctx: &Context<'_>) -> Tables {
     let timeline = ctx.timeline;
-    let mut steps = step_breakdown_with(timeline, ctx.channels);
+    let mut steps = step_breakdown_with(timeline, ctx.channels, ctx.step_windows());
     let nodes = crate::nodes::node_index(timeline);
     let (ops, op_steps) =
         crate::ops::op_summary_per_step(timeline, &nodes, crate::ops::OPS_PER_STEP);

@@ -2,12 +2,16 @@
 //! host work, device work, device idle time and waiting for the data loader.
 //!
 //! Definitions (also in `docs/report-schema.md`):
+//! - the step: device-inclusive ([`crate::step_windows`]), from its host start (or the previous
+//!   step's end) to the end of the device work it launched, or its host end when that is later;
+//!   every figure below is over that window;
 //! - host busy: the union, over the step's host threads, of the outermost op / runtime / driver
 //!   slices, clipped to the step;
 //! - device busy: the union over all device engines of kernels, copies and memsets inside the
 //!   step window; device idle is the rest of the step;
 //! - engines: the same union per engine class;
-//! - data loader: the union of `enumerate(DataLoader)#…` ranges inside the step;
+//! - data loader: the union of `enumerate(DataLoader)#…` ranges inside the step's host range
+//!   (the step's own data loading, wherever the device then was); graph compiles likewise;
 //! - device launched: the union of the device work whose launch (the runtime call its launch
 //!   flow leaves) started inside the step, wherever on the timeline it ran (the TensorBoard
 //!   plugin's per-step kernel time); per engine class too.
@@ -20,6 +24,7 @@ use steplens_ingest::model::{NO_PARENT, Timeline, TrackKind};
 
 use crate::intervals::IntervalSet;
 use crate::op_names::DATALOADER_PREFIX;
+use crate::step_windows::StepWindow;
 
 /// One row of the step table.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -33,10 +38,20 @@ pub struct StepStats {
     /// file name or `--rank-regex`; absent otherwise (never from input order alone).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rank: Option<i64>,
-    /// Start, ns.
+    /// Start, ns: the host range's start, or the previous step's end when its device work ran
+    /// past this step's host start ([`crate::step_windows`]).
     pub start_ns: i64,
-    /// Duration, ns.
+    /// Duration, ns: device-inclusive, to the end of the device work the step's launches
+    /// started when that is after its host range ends ([`crate::step_windows`]); the host
+    /// range alone on a trace without launch links.
     pub dur_ns: i64,
+    /// The `ProfilerStep` host range's start, ns (absent in reports written before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_start_ns: Option<i64>,
+    /// The host range's duration, ns: what the host spent between its step marks, which on a
+    /// device-bound run is only its run-ahead (absent in reports written before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_dur_ns: Option<i64>,
     /// Host busy time, ns.
     pub host_busy_ns: i64,
     /// Device busy time, ns (null when the trace has no device).
@@ -183,14 +198,20 @@ pub fn channels(timeline: &Timeline) -> FxHashMap<u16, Channels> {
 /// The step table, in time order.
 #[must_use]
 pub fn step_breakdown(timeline: &Timeline) -> Vec<StepStats> {
-    step_breakdown_with(timeline, &channels(timeline))
+    step_breakdown_with(
+        timeline,
+        &channels(timeline),
+        &crate::step_windows::step_windows(timeline),
+    )
 }
 
-/// The step table from already built interval sets.
+/// The step table from already built interval sets and step windows (in `timeline.steps`
+/// order).
 #[must_use]
 pub fn step_breakdown_with(
     timeline: &Timeline,
     channels: &FxHashMap<u16, Channels>,
+    windows: &[StepWindow],
 ) -> Vec<StepStats> {
     if timeline.steps.is_empty() {
         return Vec::new();
@@ -214,19 +235,26 @@ pub fn step_breakdown_with(
                     None => (None, BTreeMap::new()),
                 };
             let c = channels.get(&step.source).unwrap_or(&empty);
-            let (from, to) = (step.start, step.end());
+            let (from, to) = windows
+                .get(index)
+                .map_or((step.start, step.end()), |w| (w.start, w.end));
+            let dur = to - from;
             let device_busy = c.has_device.then(|| c.device.covered(from, to));
             StepStats {
                 name: step.name.clone(),
                 source: step.source,
                 rank: None,
-                start_ns: step.start,
-                dur_ns: step.dur,
+                start_ns: from,
+                dur_ns: dur,
+                host_start_ns: Some(step.start),
+                host_dur_ns: Some(step.dur),
                 host_busy_ns: c.host.covered(from, to),
                 device_busy_ns: device_busy,
-                device_idle_ns: device_busy.map(|busy| step.dur - busy),
-                dataloader_ns: c.dataloader.covered(from, to),
-                compile_ns: c.compile.covered(from, to),
+                device_idle_ns: device_busy.map(|busy| dur - busy),
+                // The step's own host phases, over its host range: on a device-bound run they
+                // happen while the device still runs the step before.
+                dataloader_ns: c.dataloader.covered(step.start, step.end()),
+                compile_ns: c.compile.covered(step.start, step.end()),
                 engines: c
                     .engines
                     .iter()

@@ -365,41 +365,8 @@ type PluginSteps = BTreeMap<u16, Vec<PluginStep>>;
 /// Time ranges, `(start, end)`.
 type Ranges = Vec<(i64, i64)>;
 
-/// What every view needs about the slices: which runtime launched each device slice, and per
-/// runtime call the op it belongs to.
-pub(crate) struct Links {
-    /// Device slice → the runtime call that launched it.
-    launch_of: Vec<SliceId>,
-    /// Runtime call → its device slices.
-    launched: FxHashMap<SliceId, Vec<SliceId>>,
-}
-
-impl Links {
-    pub(crate) fn new(t: &Timeline) -> Self {
-        let mut launch_of = vec![NO_PARENT; t.slices.len()];
-        let mut launched: FxHashMap<SliceId, Vec<SliceId>> = FxHashMap::default();
-        for flow in &t.flows {
-            if t.slice_class(flow.from) == CategoryClass::Runtime
-                && t.slice_class(flow.to).is_device_work()
-                && launch_of.get(flow.to as usize) == Some(&NO_PARENT)
-            {
-                launch_of[flow.to as usize] = flow.from;
-                launched.entry(flow.from).or_default().push(flow.to);
-            }
-        }
-        Self {
-            launch_of,
-            launched,
-        }
-    }
-
-    fn launcher(&self, device_slice: SliceId) -> Option<SliceId> {
-        self.launch_of
-            .get(device_slice as usize)
-            .copied()
-            .filter(|&r| r != NO_PARENT)
-    }
-}
+/// The launch links every view reads ([`crate::step_windows::Launches`]).
+pub(crate) type Links = crate::step_windows::Launches;
 
 /// The nearest ancestor of `slice` that is an op (`cpu_op`), when there is one.
 fn enclosing_op(t: &Timeline, slice: SliceId) -> Option<SliceId> {
@@ -432,7 +399,6 @@ fn is_comm_kernel(t: &Timeline, links: &Links, k: SliceId) -> bool {
 fn plugin_steps(t: &Timeline, links: &Links, source: u16) -> Vec<PluginStep> {
     let mut host: Vec<(i64, i64, String)> = Vec::new();
     let (mut cpu_min, mut cpu_max) = (i64::MAX, i64::MIN);
-    let mut runtimes: Vec<SliceId> = Vec::new();
     for track in t.tracks.iter().filter(|tr| tr.source == source) {
         if track.kind != TrackKind::HostThread {
             continue;
@@ -451,9 +417,6 @@ fn plugin_steps(t: &Timeline, links: &Links, source: u16) -> Vec<PluginStep> {
                 cpu_min = cpu_min.min(start);
                 cpu_max = cpu_max.max(end);
             }
-            if class == CategoryClass::Runtime && links.launched.contains_key(&i) {
-                runtimes.push(i);
-            }
         }
     }
     if host.is_empty() {
@@ -463,61 +426,14 @@ fn plugin_steps(t: &Timeline, links: &Links, source: u16) -> Vec<PluginStep> {
         host.push((cpu_min, cpu_max, "0".to_owned()));
     }
     host.sort();
-    // The device work each step's runtime calls (those wholly inside it) launched.
-    let mut device = vec![(i64::MAX, i64::MIN); host.len()];
-    let mut matched = vec![0usize; host.len()];
-    let mut inside: FxHashSet<SliceId> = FxHashSet::default();
-    for &r in &runtimes {
-        let (rs, re) = (t.slices.start[r as usize], t.slices.end(r));
-        let at = host.partition_point(|s| s.0 <= rs);
-        let Some(step) = at.checked_sub(1) else {
-            continue;
-        };
-        if re > host[step].1 {
-            continue;
-        }
-        for &d in links.launched.get(&r).map_or(&[][..], Vec::as_slice) {
-            let slot = &mut device[step];
-            slot.0 = slot.0.min(t.slices.start[d as usize]);
-            slot.1 = slot.1.max(t.slices.end(d));
-            matched[step] += 1;
-            inside.insert(d);
-        }
-    }
-    if matched.iter().all(|&m| m == 0) {
-        return host.into_iter().map(|(s, e, n)| (n, s, e)).collect();
-    }
-    let mut prev_end = host[0].0;
-    if matched[0] > 0 {
-        // Device work launched before any step that ends before the first step's device work
-        // holds the device: the first step starts after it.
-        for track in t.tracks.iter().filter(|tr| tr.source == source) {
-            if !track.kind.is_device() {
-                continue;
-            }
-            for d in track.slices.clone() {
-                if t.slice_class(d).is_device_work()
-                    && links.launcher(d).is_some()
-                    && !inside.contains(&d)
-                    && t.slices.end(d) < device[0].0
-                {
-                    prev_end = prev_end.max(t.slices.end(d));
-                }
-            }
-        }
-    }
-    let mut steps = Vec::with_capacity(host.len());
-    for (i, (hs, he, name)) in host.into_iter().enumerate() {
-        let start = prev_end.max(hs);
-        let end = if matched[i] > 0 {
-            he.max(device[i].1)
-        } else {
-            he.max(start)
-        }
-        .max(start);
-        steps.push((name, start, end));
-        prev_end = end;
-    }
+    let host_ranges: Vec<(i64, i64)> = host.iter().map(|h| (h.0, h.1)).collect();
+    let windows = crate::step_windows::stretch(t, links, |s| s == source, &host_ranges);
+    let matched: Vec<usize> = windows.iter().map(|w| w.launched).collect();
+    let mut steps: Vec<PluginStep> = host
+        .into_iter()
+        .zip(&windows)
+        .map(|((_, _, name), w)| (name, w.start, w.end))
+        .collect();
     if steps.len() > 1
         && let Some(last) = matched.iter().rposition(|&m| m > 0)
     {
@@ -895,7 +811,7 @@ fn operators<'t>(
         let mut f = Figures::default();
         let mut own_tc_kernel = false;
         for &r in &node.runtimes {
-            for &d in links.launched.get(&r).map_or(&[][..], Vec::as_slice) {
+            for &d in links.launched_by(r) {
                 let dur = t.slices.dur[d as usize];
                 f.device_self += dur;
                 if t.slice_class(d) == CategoryClass::Kernel {
@@ -1275,7 +1191,7 @@ fn input_bytes(t: &Timeline, op: SliceId) -> u64 {
 /// The distributed view: per worker, its collectives matched by order with every other
 /// worker's; empty unless every worker has the same number of them (the plugin's rule).
 fn distributed(t: &Timeline, links: &Links, steps: &PluginSteps) -> Vec<DistributedRow> {
-    if t.sources.len() < 2 {
+    if t.sources.is_empty() {
         return Vec::new();
     }
     let mut workers: Vec<(u16, Vec<CommNode>)> = Vec::new();

@@ -54,6 +54,7 @@ fn step_table(report: &Report) -> Table {
         s.device_launched_ns
             .is_some_and(|l| Some(l) != s.device_busy_ns)
     });
+    let show_host_range = runs_ahead(report);
     let multi_source = report.sources.len() > 1;
     // Several inputs are told apart by rank where the report knows them, else by input number.
     let by_rank = multi_source && report.steps.iter().any(|s| s.rank.is_some());
@@ -61,12 +62,11 @@ fn step_table(report: &Report) -> Table {
     if multi_source {
         columns.push((if by_rank { "rank" } else { "source" }.into(), false));
     }
-    columns.extend([
-        ("step".into(), false),
-        ("duration".into(), true),
-        ("host busy".into(), true),
-        ("%".into(), true),
-    ]);
+    columns.extend([("step".into(), false), ("duration".into(), true)]);
+    if show_host_range {
+        columns.push(("host step".into(), true));
+    }
+    columns.extend([("host busy".into(), true), ("%".into(), true)]);
     if has_device {
         columns.extend([
             ("device busy".into(), true),
@@ -99,7 +99,11 @@ fn step_table(report: &Report) -> Table {
                 None => String::new(),
             });
         }
-        row.extend([name, human_ns(s.dur), human_ns(s.host), pct(s.host, s.dur)]);
+        row.extend([name, human_ns(s.dur)]);
+        if show_host_range {
+            row.push(human_ns(s.host_range));
+        }
+        row.extend([human_ns(s.host), pct(s.host, s.dur)]);
         if has_device {
             row.extend([
                 human_ns(s.device),
@@ -132,6 +136,7 @@ fn step_table(report: &Report) -> Table {
         for s in &report.steps {
             let one = StepLike::from(s);
             mean.dur += one.dur;
+            mean.host_range += one.host_range;
             mean.host += one.host;
             mean.device += one.device;
             mean.launched += one.launched;
@@ -142,6 +147,7 @@ fn step_table(report: &Report) -> Table {
             }
         }
         mean.dur /= n;
+        mean.host_range /= n;
         mean.host /= n;
         mean.device /= n;
         mean.launched /= n;
@@ -158,6 +164,7 @@ fn step_table(report: &Report) -> Table {
 #[derive(Default)]
 struct StepLike {
     dur: i64,
+    host_range: i64,
     host: i64,
     device: i64,
     launched: i64,
@@ -170,6 +177,7 @@ impl From<&StepStats> for StepLike {
     fn from(s: &StepStats) -> Self {
         Self {
             dur: s.dur_ns,
+            host_range: s.host_dur_ns.unwrap_or(s.dur_ns),
             host: s.host_busy_ns,
             device: s.device_busy_ns.unwrap_or(0),
             launched: s.device_launched_ns.unwrap_or(0),
@@ -438,6 +446,19 @@ const MAX_FINDINGS_SHOWN: usize = 10;
 pub(crate) const STEP_IDLE_NOTE: &str = "device idle: the part of the step with nothing running \
      on any device stream (duration − device busy)";
 
+/// What the step table's host step column is, printed under it when shown.
+pub(crate) const HOST_STEP_NOTE: &str = "host step: the ProfilerStep range on the host; a step \
+     lasts until the device work it launched is done (duration), which on a device-bound run \
+     is far longer";
+
+/// Whether any step lasts longer than its host range: its device work ran past it.
+fn runs_ahead(report: &Report) -> bool {
+    report
+        .steps
+        .iter()
+        .any(|s| s.host_dur_ns.is_some_and(|h| h != s.dur_ns))
+}
+
 /// Heading of the per-stream idle table.
 pub(crate) const STREAM_IDLE_HEADING: &str = "Gaps between kernels, per stream (whole trace)";
 
@@ -573,6 +594,9 @@ pub fn text(out: &mut dyn Write, report: &Report, top: usize, color: bool) -> io
         step_table(report).text(out, style)?;
         if report.steps.iter().any(|s| s.device_idle_ns.is_some()) {
             writeln!(out, "  {}", style.dim(STEP_IDLE_NOTE))?;
+        }
+        if runs_ahead(report) {
+            writeln!(out, "  {}", style.dim(HOST_STEP_NOTE))?;
         }
     }
     writeln!(out)?;
@@ -757,6 +781,9 @@ pub fn markdown(out: &mut dyn Write, report: &Report, top: usize) -> io::Result<
         step_table(report).markdown(out)?;
         if report.steps.iter().any(|s| s.device_idle_ns.is_some()) {
             writeln!(out, "\n_{STEP_IDLE_NOTE}_")?;
+        }
+        if runs_ahead(report) {
+            writeln!(out, "\n_{HOST_STEP_NOTE}_")?;
         }
     }
     writeln!(out, "\n## {}\n", findings_heading(report))?;

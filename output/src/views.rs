@@ -226,7 +226,8 @@ fn distributed(report: &Report) -> Vec<(String, Result<Table, String>)> {
         return vec![(
             "Distributed".into(),
             Err(
-                "needs several ranks whose collectives (nccl:*/gloo:* ops) match one to one".into(),
+                "needs collectives (nccl:*/gloo:* ops), matching one to one across the ranks loaded"
+                    .into(),
             ),
         )];
     }

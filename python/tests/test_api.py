@@ -125,6 +125,7 @@ def test_steps_match_the_report(clean):
     assert list(steps["name"]) == [s["name"] for s in report]
     assert list(steps["dur_ns"]) == [s["dur_ns"] for s in report]
     assert list(steps["host_busy_ns"]) == [s["host_busy_ns"] for s in report]
+    assert list(steps["host_dur_ns"]) == [s["host_dur_ns"] for s in report]
 
 
 def test_rank_steps_carry_their_rank(ranks):

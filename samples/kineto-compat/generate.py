@@ -573,6 +573,28 @@ class View:
 
 
 # ------------------------------------------------------------------------------------ truth
+def device_windows(steps, launches):
+    """Each step as the device lived it (report-schema.md, Step): `steps` are (name, S, E) host
+    ranges, `launches` (runtime start, runtime end, device start, device end) per launched
+    device slice. A step runs from its host start (or the previous step's end, when later) to
+    the later of its host end and the end of the device work that runtime calls wholly inside
+    its host range launched; the first step starts after launched work outside every step that
+    ends before the first step's own device work."""
+    launched = [[x for x in launches if S <= x[0] and x[1] <= E] for _, S, E in steps]
+    prev = steps[0][1]
+    if launched[0]:
+        first = min(x[2] for x in launched[0])
+        inside = {x for xs in launched for x in xs}
+        prev = max([prev] + [x[3] for x in launches if x not in inside and x[3] < first])
+    out = []
+    for (_, S, E), xs in zip(steps, launched):
+        start = max(prev, S)
+        end = max([E, start] + [x[3] for x in xs])
+        out.append((start, end))
+        prev = end
+    return out
+
+
 def truth_for(m, shape, view, path):
     q = view.q
     steps = [(name, q(S), q(E)) for name, S, E in m.steps]
@@ -600,11 +622,12 @@ def truth_for(m, shape, view, path):
     # fp32 matrix work (findings.md `no_mixed_precision`): the V100's sgemm kernels, in the step
     # their device start falls in; count = the ops that launched them; lost = half their time.
     gemms = [d for d in m.dev if d.kind == "kernel" and d.name in (GEMM_FWD, GEMM_DGRAD, GEMM_WGRAD)]
+    windows = device_windows(steps, [(q(d.rt.start), q(d.rt.end), q(d.start), q(d.end)) for d in m.dev])
     out_steps, expected = [], []
-    for name, S, E in steps:
+    for (name, S, E), (WS, WE) in zip(steps, windows):
         dur = E - S
         launched = [(q(d.start), q(d.end)) for d in m.dev if S <= q(d.rt.start) < E]
-        busy = total(clip(dev, S, E))
+        busy = total(clip(dev, WS, WE))
         dl_here = clip(dls, S, E)
         dl_ns = total(dl_here)
         dl_uncovered = total(subtract(dl_here, ops))
@@ -614,7 +637,8 @@ def truth_for(m, shape, view, path):
         # ranges and blocking syncs (findings.md's host-bound rule)
         gaps = [g for g in subtract([(S, E)], dev) if g[1] - g[0] >= 50 * US]
         host_bound = total(subtract(intersect(gaps, ops), dls + blocking_iv))
-        st = {"name": name, "start_ns": S, "dur_ns": dur,
+        st = {"name": name, "start_ns": WS, "dur_ns": WE - WS,
+              "host_start_ns": S, "host_dur_ns": dur,
               "device_busy_in_window_ns": busy,
               "device_launched_ns": total(launched),
               "device_launched_outside_window_ns": total(subtract(launched, [(S, E)])),
@@ -645,18 +669,21 @@ def truth_for(m, shape, view, path):
                  "call_site": COPY_SITE if has_callsite else None, "ops": ["aten::to"], "lost_ns": lost}
             st["findings"]["pageable_copy"] = f
             expected.append(f)
-        step_gemms = [d for d in gemms if S <= q(d.start) < E]
-        in_window = clip([(q(d.start), q(d.end)) for d in step_gemms], S, E)
+        # in the step whose device-inclusive window their start falls in
+        step_gemms = [d for d in gemms if WS <= q(d.start) < WE]
+        in_window = clip([(q(d.start), q(d.end)) for d in step_gemms], WS, WE)
         fp32_ns = total(union(in_window))
-        # reduced precision at twice the rate saves the first half of each kernel; the item()
-        # sync's wait is sync_point's (it comes first for a nanosecond both claim)
-        halves = union([(a, a + (b - a) // 2) for a, b in in_window])
+        # a V100 is no device class steplens has GEMM rates for: reduced precision at (at least)
+        # twice the rate saves the first half of each kernel (half of an odd ns count rounds
+        # half away from zero, as Rust's f64::round); the item() sync's wait is sync_point's
+        # (it comes first for a nanosecond both claim)
+        halves = union([(a, a + (b - a + 1) // 2) for a, b in in_window])
         # a clear margin over the 10 % floor, so rounding cannot move the finding
-        assert fp32_ns * 100 >= 15 * dur, (shape["name"], name, fp32_ns, dur)
+        assert fp32_ns * 100 >= 15 * (WE - WS), (shape["name"], name, fp32_ns, WE - WS)
         launching_ops = {id([a for a in ancestors(d.rt) if a.kind == "op"][0]) for d in step_gemms}
         f = {"kind": "no_mixed_precision", "step": name, "count": len(launching_ops),
              "ops": ["aten::addmm", "aten::mm"], "fp32_matrix_ns": fp32_ns,
-             "lost_ns": total(subtract(halves, clip(blocking_iv, S, E)))}
+             "lost_ns": total(subtract(halves, clip(blocking_iv, WS, WE)))}
         st["findings"]["no_mixed_precision"] = f
         expected.append(f)
         # margins: planted problems >= 20 % of their step, everything else < 0.5 %
@@ -1228,11 +1255,15 @@ def read_back(text, truth):
                 if e.get("cat") in rt_cats and e["name"] in ("cudaMemcpyAsync", "cudaStreamSynchronize")
                 and any(a <= iv(e)[0] and iv(e)[1] <= b for a, b in items)]
     assert [n for _, n in steps] == [s["name"] for s in truth["steps"]]
-    for ((S, E), name), st in zip(steps, truth["steps"]):
+    launches = [(ns(rts[d["args"]["correlation"]]["ts"]),
+                 ns(rts[d["args"]["correlation"]]["ts"]) + ns(rts[d["args"]["correlation"]]["dur"]))
+                + iv(d) for d in devs]
+    windows = device_windows([(n, S, E) for (S, E), n in steps], launches)
+    for ((S, E), name), (WS, WE), st in zip(steps, windows, truth["steps"]):
         gaps = [g for g in subtract([(S, E)], dev) if g[1] - g[0] >= 50 * US]
         dl_here = clip(dls, S, E)
-        got = {"start_ns": S, "dur_ns": E - S,
-               "device_busy_in_window_ns": total(clip(dev, S, E)),
+        got = {"start_ns": WS, "dur_ns": WE - WS, "host_start_ns": S, "host_dur_ns": E - S,
+               "device_busy_in_window_ns": total(clip(dev, WS, WE)),
                "device_launched_ns": total([iv(d) for d in devs if S <= ns(rts[d["args"]["correlation"]]["ts"]) < E]),
                "dataloader_ns": total(dl_here),
                "dataloader_uncovered_ns": total(subtract(dl_here, ops)),

@@ -10,6 +10,7 @@ mod data_parallel;
 mod dataloader_stall;
 mod debug_api;
 mod enclosure;
+mod exposed_comm;
 mod gaudi;
 mod host_bound_gap;
 mod host_copies;
@@ -33,6 +34,7 @@ use steplens_ingest::model::{
 
 use crate::finding::{Evidence, Finding, FindingKind, Severity};
 use crate::intervals::IntervalSet;
+use crate::step_windows::StepWindow;
 use crate::steps::Channels;
 
 pub(crate) use crate::finding::MAX_EVIDENCE;
@@ -107,6 +109,9 @@ pub struct Thresholds {
     /// `fragmented_collectives`: collectives of one kind in one step before they count as
     /// fragmented …
     pub fragmented_min_per_step: usize,
+    /// `exposed_communication`: collective time with no compute beside it must reach this
+    /// share of the step, percent.
+    pub exposed_comm_min_pct: f64,
     /// … when their median message (where recorded) is below this, bytes.
     pub fragmented_max_bytes: i64,
 }
@@ -138,6 +143,7 @@ impl Default for Thresholds {
             optimizer_loop_min_ops: 8,
             optimizer_loop_min_pct: 5.0,
             fragmented_min_per_step: 8,
+            exposed_comm_min_pct: 5.0,
             fragmented_max_bytes: 1 << 20,
         }
     }
@@ -163,6 +169,10 @@ pub struct Context<'a> {
     /// The rank matching of a multi-input run, made on first use (the rank table and the
     /// critical paths' collective waits both read it).
     ranks: std::sync::OnceLock<Option<crate::ranks::RankAnalysis>>,
+    /// The launch links, made on first use.
+    launches: std::sync::OnceLock<crate::step_windows::Launches>,
+    /// Every step's device-inclusive window, in `timeline.steps` order, made on first use.
+    windows: std::sync::OnceLock<Vec<StepWindow>>,
 }
 
 /// Per interned name, whether it passes a test: detectors look at every slice's name, and a
@@ -210,21 +220,64 @@ impl<'a> Context<'a> {
             pointwise_names: std::sync::OnceLock::new(),
             critical_paths: std::sync::OnceLock::new(),
             ranks: std::sync::OnceLock::new(),
+            launches: std::sync::OnceLock::new(),
+            windows: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The launch links (runtime call ↔ device work).
+    pub(crate) fn launches(&self) -> &crate::step_windows::Launches {
+        self.launches
+            .get_or_init(|| crate::step_windows::Launches::new(self.timeline))
+    }
+
+    /// Every step's device-inclusive window ([`crate::step_windows`]), in `timeline.steps`
+    /// order.
+    pub fn step_windows(&self) -> &[StepWindow] {
+        self.windows
+            .get_or_init(|| crate::step_windows::step_windows_with(self.timeline, self.launches()))
+    }
+
+    /// Step `index`'s device-inclusive window.
+    pub fn step_window(&self, index: usize) -> Option<&StepWindow> {
+        self.step_windows().get(index)
+    }
+
+    /// The step (index into `timeline.steps`) whose device-inclusive window contains `ts` on
+    /// input `source`'s clock: where device work that ran at `ts` belongs.
+    pub fn device_step_at(&self, source: u16, ts: i64) -> Option<usize> {
+        let clock = self.timeline.step_source(source);
+        let steps = &self.timeline.steps;
+        let windows = self.step_windows();
+        let after = steps.partition_point(|s| s.source < clock);
+        // Steps of one clock are contiguous and their windows ordered and disjoint.
+        let len = steps[after..]
+            .iter()
+            .take_while(|s| s.source == clock)
+            .count();
+        let run = windows.get(after..after + len)?;
+        let i = run.partition_point(|w| w.start <= ts).checked_sub(1)?;
+        (ts < run[i].end).then_some(after + i)
     }
 
     /// The critical path of every step (of each input without steps).
     pub fn critical_paths(&self) -> &crate::critical_path::CriticalPaths {
         self.critical_paths.get_or_init(|| {
             let waits = self.ranks().map_or(&[][..], |r| r.waits.as_slice());
-            crate::critical_path::critical_paths_with(self.timeline, waits)
+            crate::critical_path::critical_paths_with(self.timeline, waits, self.step_windows())
         })
     }
 
-    /// The rank matching of a multi-input run (`None` for one input or no collectives).
+    /// The rank matching of a run (`None` without collectives).
     pub fn ranks(&self) -> Option<&crate::ranks::RankAnalysis> {
         self.ranks
-            .get_or_init(|| crate::ranks::rank_analysis_with(self.timeline, self.thresholds))
+            .get_or_init(|| {
+                crate::ranks::rank_analysis_with(
+                    self.timeline,
+                    self.thresholds,
+                    self.step_windows(),
+                )
+            })
             .as_ref()
     }
 
@@ -507,6 +560,7 @@ pub fn run_all(ctx: &Context<'_>) -> Vec<Finding> {
             findings.extend(pointwise::detect(ctx));
             findings.extend(optimizer::detect(ctx));
             findings.extend(collectives::detect(ctx));
+            findings.extend(exposed_comm::detect(ctx));
             findings
         },
     );
@@ -557,15 +611,19 @@ pub(crate) fn side_by_side<A, B: Send>(
     })
 }
 
-/// The step a finding names, as `(start, end)`, on the clock of input `source`.
-fn step_window(ctx: &Context<'_>, source: u16, step: Option<&str>) -> Option<(i64, i64)> {
+/// The step a finding names, as its device-inclusive window `(start, end)` on the clock of input
+/// `source`, and that window's duration. A cost outside the window (host work of a device-bound
+/// step that ran ahead of the device) costs the step nothing.
+fn step_window(ctx: &Context<'_>, source: u16, step: Option<&str>) -> Option<((i64, i64), i64)> {
     let name = step?;
     let source = ctx.timeline.step_source(source);
-    ctx.timeline
+    let index = ctx
+        .timeline
         .steps
         .iter()
-        .find(|s| s.source == source && s.name == name)
-        .map(|s| (s.start, s.end()))
+        .position(|s| s.source == source && s.name == name)?;
+    let w = ctx.step_window(index)?;
+    Some(((w.start, w.end), w.dur()))
 }
 
 /// A step on one input's clock: (clock source, step name; `None` outside every step).
@@ -595,7 +653,7 @@ fn settle_lost_time(ctx: &Context<'_>, findings: &mut [Finding]) {
         let window = step_window(ctx, source, f.step.as_deref());
         let mine = IntervalSet::from_ranges(f.cost.ranges.clone());
         let inside = match window {
-            Some((a, b)) => IntervalSet::from_ranges(mine.within(a, b)),
+            Some(((a, b), _)) => IntervalSet::from_ranges(mine.within(a, b)),
             None => mine.clone(),
         };
         let owners = owned.entry((clock, f.step.clone())).or_default();
@@ -625,7 +683,7 @@ fn settle_lost_time(ctx: &Context<'_>, findings: &mut [Finding]) {
             }
             f.lost_ns = lost;
             if !f.cost.pattern {
-                let step_ns = window.map_or(0, |(a, b)| b - a);
+                let step_ns = window.map_or(0, |(_, dur)| dur);
                 f.severity = Severity::of_share(lost, step_ns);
             }
         }
@@ -662,7 +720,7 @@ fn is_material(
     }
     let th = ctx.thresholds;
     let in_step = f.cost.source.and_then(|source| {
-        let (a, b) = step_window(ctx, source, f.step.as_deref())?;
+        let (_, dur) = step_window(ctx, source, f.step.as_deref())?;
         let clock = ctx.timeline.step_source(source);
         let compile = if f.kind == FindingKind::Recompile {
             0
@@ -673,7 +731,7 @@ fn is_material(
                 .copied()
                 .unwrap_or(0)
         };
-        Some((b - a - compile).max(0))
+        Some((dur - compile).max(0))
     });
     let base = in_step
         .or_else(|| ctx.timeline.time_range().map(|(a, b)| b - a))

@@ -11,11 +11,16 @@
 //! cores) and Gaudi (MME). A CPU trace does not show whether the CPU has bf16 units, and without
 //! them bf16 is slower, so CPU traces get nothing.
 //!
-//! One finding per step when the fp32 matrix kernels that start in the step's window take at
-//! least `fp32_compute_min_pct` of it (their time inside the window); count = the ops that
-//! launched them. Lost time is an estimate: reduced-precision matrix units run at least twice
-//! the fp32 (and TF32) rate, so half of each kernel's time in the window (its first half on the
-//! clock, for the one-owner rule, where this kind comes after the syncs that wait for it).
+//! One finding per step when the fp32 matrix kernels that start in the step's device-inclusive
+//! window take at least `fp32_compute_min_pct` of it (their time inside the window); count = the
+//! ops that launched them. Lost time is what bf16 takes off each kernel at the rates GEMMs reach
+//! on the trace's device class ([`crate::device_rates`]): `1 − rate(fp32) / rate(bf16)` of it
+//! (TF32 kernels: `1 − rate(tf32) / rate(bf16)`), as the first part of the kernel on the clock
+//! (for the one-owner rule, where this kind comes after the syncs that wait for it). A device
+//! steplens has no rates for is priced at half of each kernel: reduced precision at least
+//! doubles the matrix rate on every device that has it. The saving is that lost time where it
+//! lies on the step's critical path, so a device-bound step saves most of it and a host-bound
+//! step next to nothing.
 
 use std::collections::BTreeMap;
 
@@ -65,7 +70,9 @@ const MATRIX_KERNELS: &[&str] = &[
     "attention",
     "fmha",
 ];
-const FP32_KERNELS: &[&str] = &["sgemm", "scudnn", "tf32", "f32f32", "_f32", "fp32", "s1688"];
+const FP32_KERNELS: &[&str] = &["sgemm", "scudnn", "f32f32", "_f32", "fp32"];
+/// TF32 tensor-core kernels (`s1688`/`s16816` are cuBLAS/CUTLASS's TF32 tensor ops).
+const TF32_KERNELS: &[&str] = &["tf32", "s1688", "s16816", "xf32"];
 const REDUCED_KERNELS: &[&str] = &[
     "hgemm", "h884", "h1688", "h16816", "bf16", "f16", "fp16", "half", "fp8", "e4m3", "i8816",
 ];
@@ -81,6 +88,8 @@ const ADVICE: &str = "Run the forward pass under torch.autocast(device_type, dty
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Precision {
     Fp32,
+    /// fp32 data on TF32 tensor cores.
+    Tf32,
     Reduced,
     Unknown,
 }
@@ -98,6 +107,8 @@ fn precision_of_kernel(name: &str) -> Precision {
     let lower = name.to_ascii_lowercase();
     if REDUCED_KERNELS.iter().any(|k| lower.contains(k)) {
         Precision::Reduced
+    } else if TF32_KERNELS.iter().any(|k| lower.contains(k)) {
+        Precision::Tf32
     } else if FP32_KERNELS.iter().any(|k| lower.contains(k)) {
         Precision::Fp32
     } else {
@@ -143,6 +154,8 @@ fn first_input_type(ctx: &Context<'_>, op: SliceId) -> Option<String> {
 struct MatrixKernel {
     kernel: SliceId,
     op: Option<SliceId>,
+    /// Runs on TF32 tensor cores (else plain fp32).
+    tf32: bool,
 }
 
 pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
@@ -203,41 +216,54 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
                 None if matrix_name => name_precision,
                 None => Precision::Unknown,
             };
-            if precision != Precision::Fp32 {
-                continue;
-            }
-            // The step whose window the kernel starts in.
-            if let Some(step) = ctx.step_at(track.source, t.slices.start[k as usize]) {
+            let tf32 = match precision {
+                Precision::Fp32 => false,
+                Precision::Tf32 => true,
+                Precision::Reduced | Precision::Unknown => continue,
+            };
+            // The step whose device-inclusive window the kernel starts in.
+            if let Some(step) = ctx.device_step_at(track.source, t.slices.start[k as usize]) {
                 per_step
                     .entry((track.source, step))
                     .or_default()
-                    .push(MatrixKernel { kernel: k, op });
+                    .push(MatrixKernel {
+                        kernel: k,
+                        op,
+                        tf32,
+                    });
             }
         }
     }
     let min_pct = ctx.thresholds.fp32_compute_min_pct;
+    let class = t
+        .device
+        .name
+        .as_deref()
+        .and_then(crate::device_rates::device_class);
+    let share_saved = |tf32: bool| class.map_or(0.5, |c| c.reduced_precision_saving(tf32));
     per_step
         .into_iter()
         .filter_map(|((source, step), kernels)| {
-            let s = &t.steps[step];
+            let w = ctx.step_window(step)?;
             // Device time inside the step's window, as every per-step device figure.
             let in_window: Vec<(i64, i64)> = kernels
                 .iter()
                 .map(|m| {
-                    let start = t.slices.start[m.kernel as usize].max(s.start);
-                    (start, t.slices.end(m.kernel).min(s.end()).max(start))
+                    let start = t.slices.start[m.kernel as usize].max(w.start);
+                    (start, t.slices.end(m.kernel).min(w.end).max(start))
                 })
                 .collect();
             let fp32_ns = IntervalSet::from_ranges(in_window.clone()).total();
-            if s.dur <= 0 || (fp32_ns as f64) * 100.0 < min_pct * s.dur as f64 {
+            if w.dur() <= 0 || (fp32_ns as f64) * 100.0 < min_pct * w.dur() as f64 {
                 return None;
             }
-            // What twice the rate saves: the first half of each kernel.
-            let halves: Vec<(i64, i64)> = in_window
+            // What bf16's rate takes off: the first part of each kernel.
+            let saved: Vec<(i64, i64)> = in_window
                 .into_iter()
-                .map(|(a, b)| (a, a + (b - a) / 2))
+                .zip(&kernels)
+                .map(|((a, b), m)| (a, a + ((b - a) as f64 * share_saved(m.tf32)).round() as i64))
                 .collect();
-            Some(finding(ctx, source, step, &kernels, halves, fp32_ns))
+            Some(finding(ctx, source, step, &kernels, saved, fp32_ns, class))
         })
         .collect()
 }
@@ -249,9 +275,11 @@ fn finding(
     kernels: &[MatrixKernel],
     ranges: Vec<(i64, i64)>,
     fp32_ns: i64,
+    class: Option<&crate::device_rates::DeviceClass>,
 ) -> Finding {
     let t = ctx.timeline;
     let s = &t.steps[step];
+    let step_ns = ctx.step_window(step).map_or(s.dur, |w| w.dur());
     let mut ops: Vec<SliceId> = kernels.iter().map(|m| m.op.unwrap_or(m.kernel)).collect();
     ops.sort_unstable();
     ops.dedup();
@@ -264,12 +292,21 @@ fn finding(
     let names = ranked_names(t, by_name, 5);
     let lost = IntervalSet::from_ranges(ranges.clone()).total();
     let first = kernels[0].kernel;
-    let share = fp32_ns as f64 * 100.0 / s.dur as f64;
+    let share = fp32_ns as f64 * 100.0 / step_ns as f64;
+    let rates = class.map_or_else(
+        || "at least twice the rate in bf16".to_owned(),
+        |c| {
+            format!(
+                "{} GEMMs reach about {:.0} TFLOP/s in bf16 against {:.0} in fp32",
+                c.name, c.gemm.bf16, c.gemm.fp32
+            )
+        },
+    );
     Finding {
         kind: FindingKind::NoMixedPrecision,
-        severity: Severity::of_share(lost, s.dur),
+        severity: Severity::of_share(lost, step_ns),
         title: format!(
-            "fp32 matrix work takes {share:.0}% of {} ({} in {} ops: {}); bf16/fp16 would save about {}",
+            "fp32 matrix work takes {share:.0}% of {} ({} in {} ops: {}); bf16/fp16 would take about {} off it ({rates})",
             s.name,
             human_ns(fp32_ns),
             ops.len(),
@@ -309,7 +346,17 @@ mod tests {
         );
         assert_eq!(
             precision_of_kernel("sm80_xmma_gemm_tf32f32_tf32f32_f32_nn_n"),
+            Precision::Tf32
+        );
+        assert_eq!(
+            precision_of_kernel(
+                "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma"
+            ),
             Precision::Fp32
+        );
+        assert_eq!(
+            precision_of_kernel("cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4"),
+            Precision::Tf32
         );
         assert_eq!(
             precision_of_kernel("volta_fp16_s884gemm_fp16_128x128_ldg8_f2f_nn"),

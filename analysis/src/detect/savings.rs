@@ -33,6 +33,7 @@ fn removes_device_work(kind: FindingKind) -> bool {
             | FindingKind::NoMixedPrecision
             | FindingKind::DataParallel
             | FindingKind::FragmentedCollectives
+            | FindingKind::ExposedCommunication
             | FindingKind::BiasBeforeBatchnorm
             | FindingKind::MmeIdleBehindTpc
             | FindingKind::CpuFallback

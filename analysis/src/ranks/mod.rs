@@ -26,6 +26,7 @@ pub use collectives::{CollectiveLinks, collective_links};
 pub(crate) use collectives::{CollectiveNames, Matched, Occurrence, collect, collective_of};
 pub(crate) use inputs::assign_ranks;
 pub use inputs::{INPUT_ORDER, input_ranks, known_ranks};
+pub(crate) use summary::compute_intervals;
 pub(crate) use summary::rank_summary_with;
 pub use summary::{RankSummary, SUMMARY_SCHEMA, rank_summary};
 
@@ -90,7 +91,7 @@ pub struct CollectiveStats {
 
 /// nccl-tests' bus-bandwidth factor of a collective over `n` ranks, for a size counted as the
 /// profiler counts it: one rank's input (an all-gather's input is 1/n of what it moves).
-fn bus_factor(name: &str, n: usize) -> f64 {
+pub(crate) fn bus_factor(name: &str, n: usize) -> f64 {
     let world = n as f64;
     match name {
         "all_reduce" => 2.0 * (world - 1.0) / world,
@@ -100,7 +101,7 @@ fn bus_factor(name: &str, n: usize) -> f64 {
     }
 }
 
-/// The run as a set of ranks; absent for a single input.
+/// The run as a set of ranks (one rank's trace is a run of one); absent without collectives.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RanksReport {
     /// Ranks present.
@@ -120,7 +121,7 @@ pub struct RanksReport {
     pub distributed: Vec<crate::tensorboard::DistributedRow>,
 }
 
-/// The ranks of a multi-input run, with the `straggler` findings; `None` for one input or
+/// The ranks of a run (one input or several), with the `straggler` findings; `None` for
 /// inputs without collectives.
 #[must_use]
 pub fn ranks(t: &Timeline) -> Option<(RanksReport, Vec<Finding>)> {
@@ -140,22 +141,30 @@ pub struct RankAnalysis {
     pub waits: Vec<Vec<(i64, i64)>>,
 }
 
-/// The rank analysis of a multi-input run; `None` for one input or inputs without collectives.
+/// The rank analysis of a run of one or more inputs; `None` when an input has no collectives.
 #[must_use]
 pub fn rank_analysis(t: &Timeline) -> Option<RankAnalysis> {
-    rank_analysis_with(t, &crate::Thresholds::default())
+    rank_analysis_with(
+        t,
+        &crate::Thresholds::default(),
+        &crate::step_windows::step_windows(t),
+    )
 }
 
 /// [`rank_analysis`] with the straggler thresholds of `thresholds`.
 #[must_use]
-pub fn rank_analysis_with(t: &Timeline, thresholds: &crate::Thresholds) -> Option<RankAnalysis> {
-    if t.sources.len() < 2 {
+pub fn rank_analysis_with(
+    t: &Timeline,
+    thresholds: &crate::Thresholds,
+    windows: &[crate::step_windows::StepWindow],
+) -> Option<RankAnalysis> {
+    if t.sources.is_empty() {
         return None;
     }
     let children = crate::ops::child_time(t);
     let names = CollectiveNames::of_timeline(t);
     let summaries: Vec<RankSummary> = (0..t.sources.len())
-        .map(|source| rank_summary_with(t, source as u16, &children, &names))
+        .map(|source| rank_summary_with(t, source as u16, &children, &names, windows))
         .collect();
     ranks_and_waits(&summaries, thresholds).map(|(report, mut straggler, waits, late)| {
         for f in &mut straggler {
@@ -188,7 +197,9 @@ fn ranks_and_waits(
     summaries: &[RankSummary],
     thresholds: &crate::Thresholds,
 ) -> Option<(RanksReport, Vec<Finding>, RankWaits, LateArrivals)> {
-    if summaries.len() < 2 {
+    // One rank's trace is a run of one: its collectives, bandwidths and exposed communication
+    // are still worth a table (no clocks to align, no one to wait for).
+    if summaries.is_empty() {
         return None;
     }
     let rank_of = assign_ranks(
@@ -236,7 +247,9 @@ fn ranks_and_waits(
     } else {
         offsets.clone()
     };
-    let clock = if same_host {
+    let clock = if summaries.len() == 1 {
+        "one rank: no clocks to align".to_owned()
+    } else if same_host {
         format!(
             "one host: timestamps agree (collective ends differ by a median of at most {})",
             crate::units::human_ns(offsets.iter().map(|o| o.abs()).max().unwrap_or(0))

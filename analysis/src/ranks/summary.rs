@@ -50,7 +50,13 @@ pub struct RankSummary {
 /// One rank's summary from input `source` of `t`; `children` is [`crate::ops::child_time`].
 #[must_use]
 pub fn rank_summary(t: &Timeline, source: u16, children: &[i64]) -> RankSummary {
-    rank_summary_with(t, source, children, &CollectiveNames::of_timeline(t))
+    rank_summary_with(
+        t,
+        source,
+        children,
+        &CollectiveNames::of_timeline(t),
+        &crate::step_windows::step_windows(t),
+    )
 }
 
 /// [`rank_summary`] with the timeline's collective names classified once for every input.
@@ -59,6 +65,7 @@ pub(crate) fn rank_summary_with(
     source: u16,
     children: &[i64],
     names: &CollectiveNames,
+    windows: &[crate::step_windows::StepWindow],
 ) -> RankSummary {
     let info = &t.sources[source as usize];
     let top = |key: &str| {
@@ -74,7 +81,7 @@ pub(crate) fn rank_summary_with(
     let collectives = collect(t, source, names);
     let comm = IntervalSet::from_ranges(collectives.iter().map(|o| (o.start, o.end)).collect());
     let compute = compute_intervals(t, source, &collectives, names);
-    let split = step_split(t, source, &comm, &compute);
+    let split = step_split(t, source, &comm, &compute, windows);
     RankSummary {
         schema: SUMMARY_SCHEMA.to_owned(),
         path: info.path.clone(),
@@ -156,26 +163,38 @@ pub(crate) struct StepSplit {
     pub(crate) steps: usize,
 }
 
-/// Per step of `source`: median step, time outside and inside collectives, exposed comm.
+/// Per step of `source` (device-inclusive, `windows` in `t.steps` order): median step, time
+/// outside and inside collectives, exposed comm.
 pub(crate) fn step_split(
     t: &Timeline,
     source: u16,
     comm: &IntervalSet,
     compute: &IntervalSet,
+    windows: &[crate::step_windows::StepWindow],
 ) -> StepSplit {
     let exposed_set = comm.minus(compute);
-    let steps: Vec<_> = t.steps.iter().filter(|s| s.source == source).collect();
+    let steps: Vec<(i64, i64)> = t
+        .steps
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.source == source)
+        .map(|(i, s)| {
+            windows
+                .get(i)
+                .map_or((s.start, s.end()), |w| (w.start, w.end))
+        })
+        .collect();
     let mut durs = Vec::new();
     let mut computes = Vec::new();
     let mut colls = Vec::new();
     let mut exposed = Vec::new();
-    for s in &steps {
-        let c = comm.covered(s.start, s.end());
-        let e = exposed_set.covered(s.start, s.end());
-        durs.push(s.dur);
+    for &(start, end) in &steps {
+        let c = comm.covered(start, end);
+        let e = exposed_set.covered(start, end);
+        durs.push(end - start);
         colls.push(c);
         // Collective time hidden behind compute is not time the rank lost to communication.
-        computes.push(s.dur - e);
+        computes.push(end - start - e);
         exposed.push(e);
     }
     StepSplit {
