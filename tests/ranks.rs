@@ -602,6 +602,38 @@ fn collectives_take_their_name_and_size_from_the_host_op() {
     }
 }
 
+/// The same on the bundled cut of that trace (`samples/hta/nccl_ddp_rank0.json.gz`, its
+/// `ProfilerStep#6`), against the figures its truth file holds from
+/// `samples/gen/exposed_comm_truth.py`.
+#[test]
+fn exposed_communication_of_the_bundled_nccl_rank_matches_its_truth() {
+    let path = support::repo().join("samples/hta/nccl_ddp_rank0.json.gz");
+    let truth = support::read_json(&support::repo().join("samples/hta/nccl_ddp_rank0.truth.json"));
+    let want = &truth["exposed_communication"];
+    let out = support::steplens(&["report", "-f", "json", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", support::stderr(&out));
+    let r: Value = serde_json::from_str(&support::stdout(&out)).unwrap();
+    let found: Vec<&Value> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "exposed_communication")
+        .collect();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0]["step"], want["step"]);
+    let lost = found[0]["lost_ns"].as_i64().unwrap();
+    let expected = want["lost_ns"].as_i64().unwrap();
+    assert!((lost - expected).abs() <= 1_000, "{lost} vs {expected}");
+    let step = r["steps"][0]["dur_ns"].as_i64().unwrap();
+    assert!(
+        (step - want["step_ns"].as_i64().unwrap()).abs() <= 1_000,
+        "{step}"
+    );
+    // One rank's trace has its rank table and its distributed view.
+    assert_eq!(r["ranks"]["world_size"], 1);
+    assert!(!r["ranks"]["distributed"].as_array().unwrap().is_empty());
+}
+
 /// One rank's trace is enough to see its communication: the HTA corpus's A100 DDP rank
 /// (`nccl_parser_config`, rank 0 of 2). Expected figures from `samples/gen/exposed_comm_truth.py`
 /// over the trace's raw events (plain `json`, launches linked by `correlation`): per step
