@@ -34,6 +34,7 @@ DEVICE_PID_BRIDGE = 0          # bridge 1.19 device_lane_ 0
 DEVICE_PID_PLUGIN = 1          # older Kineto-plugin code used 1 (habana-formats.md §5.2 table)
 SYN_HOST_PID = 11              # engineType of ***Host (numeric value unconfirmed; any small int)
 BRIDGE_LOG_PID = PID + 20000
+SYN_LANE_PID, SYN_LANE_TID = PID + 1, PID + 1   # the plugin's own host lane for Synapse calls
 MEMORY_PID = PID + 30000
 
 DIES = 8
@@ -621,14 +622,25 @@ def write_bridge(m, path):
     write_gz(path, dump_events(head, ev + app + [z[2] for z in items]))
 
 
-def write_plugin(m, path):
-    """§5.3: one Kineto-written file; HPU activities from the bridge's IActivityProfiler."""
+def write_plugin(m, path, synapse_lane=False):
+    """§5.3: one Kineto-written file; HPU activities from the bridge's IActivityProfiler.
+    With `synapse_lane`, as newer Habana plugins write it (issue: 'Gaudi syncs on plugin lanes'):
+    the Synapse API calls are `hpu_op` events on a host lane of their own (own pid/tid), not
+    nested under the `aten::item` / `aten::_local_scalar_dense` that made them."""
     ev = kineto_cpu_events(m, {"step": "user_annotation", "dl": "user_annotation", "ann": "user_annotation",
                                "op": "cpu_op", "hop": "hpu_op", "rt": "privateuse1_runtime",
                                "py": "python_function"})
     for e in ev:
         if e.get("cat") == "hpu_op":
             e["args"]["hidden"] = "1"
+    if synapse_lane:
+        ev.append({"ph": "M", "name": "process_name", "pid": SYN_LANE_PID, "tid": 0,
+                   "args": {"name": "Synapse API"}})
+        ev.append({"ph": "M", "name": "thread_name", "pid": SYN_LANE_PID, "tid": SYN_LANE_TID,
+                   "args": {"name": "synapse_logger"}})
+        for e in ev:
+            if e.get("cat") == "privateuse1_runtime":
+                e.update({"cat": "hpu_op", "pid": SYN_LANE_PID, "tid": SYN_LANE_TID})
     ev.append({"ph": "M", "name": "process_name", "pid": DEVICE_PID_PLUGIN, "tid": 0, "args": {"name": "HPU 0"}})
     ev.append({"ph": "M", "name": "process_labels", "pid": DEVICE_PID_PLUGIN, "tid": 0, "args": {"labels": "/device:HPU:0"}})
     for i, e in enumerate(ENGINES):
@@ -840,13 +852,19 @@ def write_csv(m, path):
 
 # ------------------------------------------------------------------------------------ main
 SCENARIOS = ["clean", "compile_in_sync", "transposes", "host_gaps", "profiler_flush"]
+# Also written with the plugin's separate Synapse lane: the sync case, and the clean run.
+LANE_SCENARIOS = ["clean", "compile_in_sync"]
 
 
 def main():
     for i, sc in enumerate(SCENARIOS):
         m = torch_run(sc, 1300 + i)
-        for shape, writer, fmt in (("bridge", write_bridge, "bridge-merged Kineto JSON (habana-formats.md §5.2)"),
-                                   ("plugin", write_plugin, "Kineto-plugin JSON (habana-formats.md §5.3)")):
+        shapes = [("bridge", write_bridge, "bridge-merged Kineto JSON (habana-formats.md §5.2)"),
+                  ("plugin", write_plugin, "Kineto-plugin JSON (habana-formats.md §5.3)")]
+        if sc in LANE_SCENARIOS:
+            shapes.append(("plugin_lanes", lambda m, p: write_plugin(m, p, synapse_lane=True),
+                           "Kineto-plugin JSON, Synapse API calls as hpu_op on their own host lane"))
+        for shape, writer, fmt in shapes:
             path = os.path.join(HERE, f"{sc}.{shape}.json.gz")
             writer(m, path)
             truth = torch_truth(m, sc, shape, path, fmt)

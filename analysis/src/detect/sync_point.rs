@@ -59,12 +59,25 @@ pub(crate) fn detect(ctx: &Context<'_>, claimed: &[SliceId]) -> Vec<Finding> {
         for i in track.slices.clone() {
             let class = t.slice_class(i);
             let value_op = class == CategoryClass::CpuOp && value_ops.has(t, i);
-            let runtime = matches!(class, CategoryClass::Runtime | CategoryClass::Driver)
-                && (blocking.has(t, i) || dtoh_launches.binary_search(&i).is_ok());
+            // A blocking API call is one whatever the lane calls it: the Habana plugin writes
+            // its Synapse calls as `hpu_op` on a host lane of their own.
+            let runtime = (matches!(class, CategoryClass::Runtime | CategoryClass::Driver)
+                && (blocking.has(t, i) || dtoh_launches.binary_search(&i).is_ok()))
+                || (class == CategoryClass::CpuOp && blocking.has(t, i));
             if !value_op && !runtime {
                 continue;
             }
-            let outer = outermost_op(ctx, i);
+            let lifted = outermost_op(ctx, i);
+            // A blocking call under a bridge function of its own lane is still the call the
+            // lane-folding below pairs with the op that waited.
+            let outer = if runtime
+                && class == CategoryClass::CpuOp
+                && !is_value_or_copy(t.slice_name(lifted))
+            {
+                i
+            } else {
+                lifted
+            };
             let outer_name = t.slice_name(outer);
             if value_op
                 && outer != i
@@ -130,17 +143,22 @@ fn profiler_flush(ctx: &Context<'_>, source: u16, calls: &[Call]) -> bool {
             matches!(
                 t.slice_class(c.op),
                 CategoryClass::Runtime | CategoryClass::Driver
-            )
+            ) || BLOCKING_CALLS.contains(&t.slice_name(c.op))
         })
 }
 
-/// Synapse API calls are logged on their own lane (the Gaudi bridge's `Synapse Logger`), not
-/// under the op that issued them: a synchronize with no op around it that runs inside a
-/// value-reading op of another host thread is that op's wait.
+/// Whether an op of this name reads a device value or copies one to the host.
+fn is_value_or_copy(name: &str) -> bool {
+    VALUE_OPS.contains(&name) || COPY_OPS.contains(&name)
+}
+
+/// Synapse API calls are logged on their own lane (the Gaudi bridge's `Synapse Logger`, the
+/// Habana plugin's `hpu_op` lane), not under the op that issued them: a synchronize with no op
+/// around it that runs inside a value-reading op of another host lane of the same input is that
+/// op's wait.
 fn fold_lane_syncs_into_ops(ctx: &Context<'_>, calls: &mut BTreeMap<SliceId, Call>) {
     let t = ctx.timeline;
-    let is_value_op =
-        |i: SliceId| VALUE_OPS.contains(&t.slice_name(i)) || COPY_OPS.contains(&t.slice_name(i));
+    let is_value_op = |i: SliceId| is_value_or_copy(t.slice_name(i));
     // Sorted by start, so each sync looks only at the ops that can contain it.
     let mut ops: Vec<SliceId> = calls.keys().copied().filter(|&i| is_value_op(i)).collect();
     ops.sort_by_key(|&i| t.slices.start[i as usize]);
@@ -155,7 +173,7 @@ fn fold_lane_syncs_into_ops(ctx: &Context<'_>, calls: &mut BTreeMap<SliceId, Cal
         .filter(|&i| {
             matches!(
                 t.slice_class(i),
-                CategoryClass::Runtime | CategoryClass::Driver
+                CategoryClass::Runtime | CategoryClass::Driver | CategoryClass::CpuOp
             ) && BLOCKING_CALLS.contains(&t.slice_name(i))
         })
         .collect();
