@@ -531,3 +531,50 @@ fn budget_thresholds_override_detectors() {
         "budget.toml",
     );
 }
+
+/// An inference server's trace (vLLM's shape: an `execute_model` annotation per engine step, no
+/// `ProfilerStep#N`) has steps without any flag; `--step-marker` names other annotations.
+#[test]
+fn inference_annotations_are_steps_and_step_marker_names_others() {
+    let dir = TempDir::new().unwrap();
+    let mut events = Vec::new();
+    for i in 0..3 {
+        events.push(format!(
+            r#"{{"ph":"X","cat":"user_annotation","name":"execute_model","pid":1,"tid":1,"ts":{},"dur":80}}"#,
+            1000 * i
+        ));
+        events.push(format!(
+            r#"{{"ph":"X","cat":"user_annotation","name":"schedule","pid":1,"tid":1,"ts":{},"dur":100}}"#,
+            1000 * i + 200
+        ));
+        events.push(format!(
+            r#"{{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":{},"dur":50}}"#,
+            1000 * i + 10
+        ));
+    }
+    let text = format!(r#"{{"traceEvents":[{}]}}"#, events.join(","));
+    let path = temp_file(&dir, "serve.json", text.as_bytes());
+    let path = path.to_str().unwrap();
+    let names = |r: &Value| -> Vec<String> {
+        r["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let r = json(&["report", "-f", "json", path]);
+    assert_eq!(
+        names(&r),
+        ["execute_model#1", "execute_model#2", "execute_model#3"]
+    );
+    let r = json(&["report", "-f", "json", "--step-marker", "^schedule$", path]);
+    assert_eq!(names(&r), ["schedule#1", "schedule#2", "schedule#3"]);
+    let out = steplens(&["report", "--step-marker", "(", path]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("not a valid regex"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -363,3 +363,69 @@ fn a_sync_that_shows_no_wait_is_no_finding() {
         syncs[0].title
     );
 }
+
+/// A blocking call saves at most the device work it waited for. Shape of a real SGLang decode
+/// trace: `aten::copy_` blocks the host in `hipMemcpyWithStream` for 463 ms while the device runs
+/// nothing (the wait was on the scheduler, not the GPU). The finding says so, and its saving is
+/// the device work during the wait (none); the same wait over a running kernel keeps its saving.
+#[test]
+fn a_long_wait_with_the_device_idle_saves_nothing_and_says_why() {
+    let trace = r#"{"deviceProperties":[{"id":0,"name":"AMD Instinct MI300X"}],"traceEvents":[
+      {"ph":"X","name":"ProfilerStep#1","cat":"user_annotation","pid":1,"tid":1,"ts":0,"dur":470000},
+      {"ph":"X","name":"aten::mm","cat":"cpu_op","pid":1,"tid":1,"ts":5,"dur":20},
+      {"ph":"X","name":"hipLaunchKernel","cat":"cuda_runtime","pid":1,"tid":1,"ts":10,"dur":5,"args":{"correlation":1}},
+      {"ph":"X","name":"aten::copy_","cat":"cpu_op","pid":1,"tid":1,"ts":1000,"dur":463500},
+      {"ph":"X","name":"hipMemcpyWithStream","cat":"cuda_runtime","pid":1,"tid":1,"ts":1100,"dur":463000,"args":{"correlation":2}},
+      {"ph":"X","name":"Cijk_gemm","cat":"kernel","pid":0,"tid":7,"ts":20,"dur":300,"args":{"device":0,"stream":7,"correlation":1}},
+      {"ph":"X","name":"Memcpy DtoH (Device -> Host)","cat":"gpu_memcpy","pid":0,"tid":7,"ts":464050,"dur":30,"args":{"device":0,"stream":7,"correlation":2}},
+      {"ph":"X","name":"ProfilerStep#2","cat":"user_annotation","pid":1,"tid":1,"ts":470000,"dur":10000},
+      {"ph":"X","name":"aten::mm","cat":"cpu_op","pid":1,"tid":1,"ts":470005,"dur":20},
+      {"ph":"X","name":"hipLaunchKernel","cat":"cuda_runtime","pid":1,"tid":1,"ts":470010,"dur":5,"args":{"correlation":3}},
+      {"ph":"X","name":"aten::copy_","cat":"cpu_op","pid":1,"tid":1,"ts":470100,"dur":8100},
+      {"ph":"X","name":"hipMemcpyWithStream","cat":"cuda_runtime","pid":1,"tid":1,"ts":470105,"dur":8000,"args":{"correlation":4}},
+      {"ph":"X","name":"Cijk_gemm","cat":"kernel","pid":0,"tid":7,"ts":470020,"dur":7900,"args":{"device":0,"stream":7,"correlation":3}},
+      {"ph":"X","name":"Memcpy DtoH (Device -> Host)","cat":"gpu_memcpy","pid":0,"tid":7,"ts":477950,"dur":30,"args":{"device":0,"stream":7,"correlation":4}},
+      {"ph":"s","id":1,"pid":1,"tid":1,"ts":10,"cat":"ac2g","name":"ac2g"},
+      {"ph":"f","id":1,"pid":0,"tid":7,"ts":20,"cat":"ac2g","name":"ac2g","bp":"e"},
+      {"ph":"s","id":2,"pid":1,"tid":1,"ts":1100,"cat":"ac2g","name":"ac2g"},
+      {"ph":"f","id":2,"pid":0,"tid":7,"ts":464050,"cat":"ac2g","name":"ac2g","bp":"e"},
+      {"ph":"s","id":3,"pid":1,"tid":1,"ts":470010,"cat":"ac2g","name":"ac2g"},
+      {"ph":"f","id":3,"pid":0,"tid":7,"ts":470020,"cat":"ac2g","name":"ac2g","bp":"e"},
+      {"ph":"s","id":4,"pid":1,"tid":1,"ts":470105,"cat":"ac2g","name":"ac2g"},
+      {"ph":"f","id":4,"pid":0,"tid":7,"ts":477950,"cat":"ac2g","name":"ac2g","bp":"e"}
+    ]}"#;
+    let t = steplens_ingest::load_bytes(
+        "idle_wait.json",
+        trace.as_bytes().to_vec(),
+        &steplens_ingest::LoadOptions::default(),
+    )
+    .unwrap();
+    let r = steplens_analysis::build_report(&t);
+    let sync = |step: &str| {
+        r.findings
+            .iter()
+            .find(|f| {
+                f.kind == steplens_analysis::FindingKind::SyncPoint
+                    && f.step.as_deref() == Some(step)
+            })
+            .unwrap_or_else(|| panic!("no sync_point in {step}: {:#?}", r.findings))
+    };
+    let idle = sync("ProfilerStep#1");
+    assert!(
+        idle.title.contains("with the device idle"),
+        "{}",
+        idle.title
+    );
+    assert!(
+        idle.recommendation.contains("outside") || idle.recommendation.contains("does not show")
+    );
+    // The device ran 30 µs of copy during the 463 ms wait: the fix saves at most that.
+    assert!(idle.saving_ns <= 30_000, "{}", idle.saving_ns);
+    assert!(
+        idle.lost_ns >= 400_000_000,
+        "it still owns its wait: {}",
+        idle.lost_ns
+    );
+    let busy = sync("ProfilerStep#2");
+    assert!(busy.title.contains("host-device sync"), "{}", busy.title);
+}

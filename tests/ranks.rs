@@ -133,7 +133,14 @@ fn ranks_report(prefix: &str) -> Value {
 
 #[test]
 fn tiny_ddp_buckets_are_fragmented_collectives_and_default_ones_are_not() {
-    for prefix in ["buckets_tiny", "buckets_default"] {
+    // `buckets_1mb`: 12 all-reduces of just over 1 MiB where one default bucket would do — no
+    // message is small, the count against need is what fragments it.
+    for prefix in [
+        "buckets_tiny",
+        "buckets_default",
+        "buckets_1mb",
+        "buckets_1mb_default",
+    ] {
         let truth = support::read_json(
             &support::repo().join(format!("samples/ranks/{prefix}/{prefix}.truth.json")),
         );

@@ -92,6 +92,9 @@ pub struct Cost {
     /// one from), so what fixing it saves cannot be measured: `saving_ns` stays 0 and the
     /// outputs say the saving is unknown rather than nothing.
     pub saving_unknown: bool,
+    /// The most fixing the finding can save, when less than its cost on the path: a long
+    /// blocking wait with the device idle saves at most the device work it waited for.
+    pub saving_cap_ns: Option<i64>,
 }
 
 impl Cost {
@@ -104,6 +107,7 @@ impl Cost {
             pattern: false,
             device_ranges: Vec::new(),
             saving_unknown: false,
+            saving_cap_ns: None,
         }
     }
 
@@ -116,6 +120,7 @@ impl Cost {
             pattern: true,
             device_ranges: Vec::new(),
             saving_unknown: false,
+            saving_cap_ns: None,
         }
     }
 }

@@ -110,6 +110,7 @@ pub fn add_file(
 ) -> Result<(), IngestError> {
     let display = path.display().to_string();
     builder.set_limits(options.limits);
+    builder.set_step_marker(options.step_marker.clone());
     let stored = source::read_stored(path, options, |head| {
         !matches!(readers::sniff(head), Format::Unknown)
     })?;
@@ -132,6 +133,7 @@ pub fn load_bytes(
 ) -> Result<Timeline, IngestError> {
     let mut builder = TimelineBuilder::default();
     builder.set_limits(options.limits);
+    builder.set_step_marker(options.step_marker.clone());
     let input = source::finish_input(source::SourceData::Owned(bytes), name, options)?;
     add_read_input(&mut builder, name.to_owned(), input, options, None)?;
     Ok(builder.finish())

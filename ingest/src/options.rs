@@ -20,6 +20,9 @@ pub struct LoadOptions {
     /// first capture group of this pattern (the whole match without one). Without a pattern,
     /// the analysis reads `rank3`, `rank-3`, `_r3` from the file name.
     pub rank_regex: Option<regex::Regex>,
+    /// The annotations that mark steps (`--step-marker`): names matching this pattern, on every
+    /// input, instead of `ProfilerStep#N` (and the inference markers used without it).
+    pub step_marker: Option<regex::Regex>,
 }
 
 /// Default cap on decompressed gzip input: 64 GiB.
@@ -33,6 +36,7 @@ impl Default for LoadOptions {
             limits: Limits::default(),
             map_fresh_files: false,
             rank_regex: None,
+            step_marker: None,
         }
     }
 }

@@ -276,15 +276,19 @@ def _paths(paths: Iterable[Any]) -> list:
     return out
 
 
-def load(*paths: PathLike, rank_regex: Optional[str] = None, no_mmap: bool = False) -> Run:
+def load(*paths: PathLike, rank_regex: Optional[str] = None, no_mmap: bool = False,
+         step_marker: Optional[str] = None) -> Run:
     """Load and analyse traces: files or directories of them (a run's ranks), any format
     steplens reads (Kineto JSON, Gaudi, Perfetto, .gz, .hltv).
 
     ``rank_regex`` gives the rank of a trace without ``distributedInfo`` from its path (the
-    first capture group), as ``--rank-regex`` does. Raises ``steplens.TraceError`` (a
-    ``ValueError``) with the CLI's one-line message and a ``code`` attribute.
+    first capture group), as ``--rank-regex`` does. ``step_marker`` names the annotations that
+    mark steps (a regex), as ``--step-marker`` does: an inference server's ``execute_model``,
+    say. Raises ``steplens.TraceError`` (a ``ValueError``) with the CLI's one-line message and
+    a ``code`` attribute.
     """
-    return Run(_steplens.load(_paths(paths), rank_regex=rank_regex, no_mmap=no_mmap))
+    return Run(_steplens.load(_paths(paths), rank_regex=rank_regex, no_mmap=no_mmap,
+                              step_marker=step_marker))
 
 
 class Verdict(dict):

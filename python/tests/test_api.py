@@ -109,6 +109,21 @@ def test_no_paths_is_an_error():
         steplens.load()
 
 
+def test_step_marker_names_the_steps(tmp_path):
+    # An inference trace in vLLM's shape: no ProfilerStep#N, one annotation per engine step.
+    events = [{"ph": "X", "cat": "user_annotation", "name": "generate", "pid": 1, "tid": 1,
+               "ts": 100 * i, "dur": 50} for i in range(3)]
+    events += [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1,
+                "ts": 100 * i + 10, "dur": 5} for i in range(3)]
+    path = tmp_path / "serve.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    assert steplens.load(path).report()["steps"] == []
+    steps = steplens.load(path, step_marker="^generate$").report()["steps"]
+    assert [s["name"] for s in steps] == ["generate#1", "generate#2", "generate#3"]
+    with pytest.raises(steplens.TraceError, match="step_marker: not a valid regex"):
+        steplens.load(path, step_marker="(")
+
+
 def test_rank_regex_names_ranks(tmp_path):
     # The sample traces carry distributedInfo; a copy without it gets its rank from the path.
     doc = json.loads(CLEAN.read_text())

@@ -5,15 +5,18 @@
 //! Per input and step, the all-reduces the rank records (`ranks::collect`: NCCL/RCCL kernels,
 //! `nccl:`/`gloo:`/`hccl:` ranges, `c10d::` ops, `record_param_comms`), counted by their start;
 //! other collectives (send/recv, all-to-all, FSDP's per-layer all-gathers) are split by
-//! design, not by a bucket size. Fragmented when one collective comes `fragmented_min_per_step` times
-//! or more in the step and, where the trace records message sizes, their median is below
-//! `fragmented_max_bytes`. One pattern finding per step and collective; count = the collectives.
+//! design, not by a bucket size. Fragmentation is a count against need: DDP's default 25 MiB
+//! buckets would issue `ceil(total bytes / 25 MiB)` all-reduces for the step's bytes. A step is
+//! fragmented when one collective comes `fragmented_min_per_step` times or more and, where the
+//! trace records every call's size, more than `fragmented_over_needed` times what those buckets
+//! would need (so 14 all-reduces of just over 1 MiB, `bucket_cap_mb=1`, are fragmented, and a
+//! large model's few default buckets are not). One pattern finding per step and collective;
+//! count = the collectives.
 //!
 //! Lost time, the model: every collective pays a fixed latency (its setup and the ring's first
-//! hop), which the smallest of them shows best; DDP's default 25 MiB buckets would issue
-//! `ceil(total bytes / 25 MiB)` of them (one when sizes are unknown), so the others' latency
-//! is lost: (count − needed) × the shortest duration. An upper bound when the collectives
-//! overlap compute.
+//! hop), which the smallest of them shows best; the buckets that would do (one when sizes are
+//! unknown) pay it, the others' latency is lost: (count − needed) × the shortest duration. An
+//! upper bound when the collectives overlap compute.
 
 use std::collections::BTreeMap;
 
@@ -61,17 +64,18 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
                 .filter_map(|&k| occurrences[k].bytes)
                 .collect();
             let median_bytes = crate::stats::median(sizes.clone());
-            if median_bytes.is_some_and(|b| b >= th.fragmented_max_bytes) {
-                continue;
-            }
             let total_bytes: i64 = sizes.iter().sum();
-            let needed = if sizes.len() == members.len() {
+            let sized = sizes.len() == members.len();
+            let needed = if sized {
                 usize::try_from((total_bytes + DEFAULT_BUCKET_BYTES - 1) / DEFAULT_BUCKET_BYTES)
                     .unwrap_or(1)
                     .max(1)
             } else {
                 1
             };
+            if sized && (members.len() as f64) <= th.fragmented_over_needed * needed as f64 {
+                continue;
+            }
             let shortest = members
                 .iter()
                 .map(|&k| occurrences[k].end - occurrences[k].start)

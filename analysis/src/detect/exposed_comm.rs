@@ -190,10 +190,11 @@ fn step_finding(
     let total_bytes: i64 = sizes.iter().sum();
     let needed = (total_bytes + DEFAULT_BUCKET_BYTES - 1) / DEFAULT_BUCKET_BYTES;
     let all_reduces = calls.iter().filter(|o| o.name == "all_reduce").count() as i64;
+    // Many all-reduces against what DDP's default buckets would need: the rule of
+    // `fragmented_collectives`.
     let fix = if sizes.len() == calls.len()
         && all_reduces >= 4
-        && all_reduces > 2 * needed.max(1)
-        && median_bytes.is_some_and(|b| b < DEFAULT_BUCKET_BYTES / 2)
+        && all_reduces as f64 > th.fragmented_over_needed * needed.max(1) as f64
     {
         Fix::Buckets
     } else if let (Some(c), Some(bus), Some(b)) = (class, bus, median_bytes)

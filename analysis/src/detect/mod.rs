@@ -109,11 +109,12 @@ pub struct Thresholds {
     /// `fragmented_collectives`: collectives of one kind in one step before they count as
     /// fragmented …
     pub fragmented_min_per_step: usize,
+    /// … and, where every call's size is recorded, more than this many times the all-reduces
+    /// DDP's default 25 MiB buckets would need for the step's bytes.
+    pub fragmented_over_needed: f64,
     /// `exposed_communication`: collective time with no compute beside it must reach this
     /// share of the step, percent.
     pub exposed_comm_min_pct: f64,
-    /// … when their median message (where recorded) is below this, bytes.
-    pub fragmented_max_bytes: i64,
 }
 
 impl Default for Thresholds {
@@ -144,7 +145,7 @@ impl Default for Thresholds {
             optimizer_loop_min_pct: 5.0,
             fragmented_min_per_step: 8,
             exposed_comm_min_pct: 5.0,
-            fragmented_max_bytes: 1 << 20,
+            fragmented_over_needed: 2.0,
         }
     }
 }

@@ -99,6 +99,9 @@ pub(super) fn settle_savings(ctx: &Context<'_>, findings: &mut [Finding], claime
         // The detector's claim as a share of what it measured: a chain's fused cost stays.
         let share = (claimed[i] as f64 / measured as f64).clamp(0.0, 1.0);
         f.saving_ns = (free.total() as f64 * share).round() as i64;
+        if let Some(cap) = f.cost.saving_cap_ns {
+            f.saving_ns = f.saving_ns.min(cap.max(0));
+        }
         *owned = IntervalSet::from_ranges(owned.iter().chain(free.iter()).collect());
         // How much it matters is what fixing it saves: a wait the device would have made
         // anyway is no emergency.

@@ -269,14 +269,28 @@ fn finding(
         .first()
         .and_then(|c| t.slice_track(c.op))
         .map_or(0, |tr| tr.source);
+    // What the host waited for: the device work that ran while it was blocked. A long wait with
+    // the device (nearly) idle was on something outside the trace: removing the call saves at
+    // most that device work. (A short wait's own round trip is what removing it saves.)
+    let blocked = IntervalSet::from_ranges(
+        calls
+            .iter()
+            .flat_map(|c| c.blocked.iter().copied())
+            .collect(),
+    );
+    let device_during = ctx
+        .channels
+        .get(&source)
+        .filter(|c| c.has_device)
+        .map(|c| c.device.intersect(&blocked).total());
+    let idle_wait = has_device
+        && lost >= IDLE_WAIT_MIN_NS
+        && device_during.is_some_and(|d| (d as f64) < IDLE_WAIT_MAX_BUSY_SHARE * lost as f64);
     let cost = if has_device {
-        Cost::measured(
-            source,
-            calls
-                .iter()
-                .flat_map(|c| c.blocked.iter().copied())
-                .collect(),
-        )
+        Cost {
+            saving_cap_ns: device_during.filter(|_| idle_wait),
+            ..Cost::measured(source, blocked.iter().collect())
+        }
     } else {
         Cost::pattern(
             source,
@@ -297,7 +311,13 @@ fn finding(
     } else {
         String::new()
     };
-    let title = if has_device {
+    let title = if idle_wait {
+        format!(
+            "host waited {} in {}{site_text} ({count}×{where_}) with the device idle: on something outside this trace, not on the device",
+            human_ns(lost),
+            ops.join(" + ")
+        )
+    } else if has_device {
         format!(
             "host-device sync: {}{site_text} ({count}×{where_}, host blocked {})",
             ops.join(" + "),
@@ -333,10 +353,22 @@ fn finding(
             .take(MAX_EVIDENCE)
             .map(|c| ctx.evidence(c.op))
             .collect(),
-        recommendation: recommendation(&ops),
+        recommendation: if idle_wait {
+            IDLE_WAIT_ADVICE.to_owned()
+        } else {
+            recommendation(&ops)
+        },
         cost,
     }
 }
+
+/// A wait at least this long with the device nearly idle throughout is not a wait for the
+/// device.
+const IDLE_WAIT_MIN_NS: i64 = 1_000_000;
+/// "Nearly idle": device work covers less than this share of the wait.
+const IDLE_WAIT_MAX_BUSY_SHARE: f64 = 0.1;
+
+const IDLE_WAIT_ADVICE: &str = "The host sat in a blocking call while the device had no work     to finish, so making the call non-blocking saves nothing here: it waited on something this     trace does not show — another process or rank (a scheduler, a data or tokenizer worker, an     IPC queue), the OS, or I/O. Profile that side (py-spy, the other processes' traces) to find     what it waited for.";
 
 fn recommendation(ops: &[String]) -> String {
     let has = |names: &[&str]| ops.iter().any(|o| names.contains(&o.as_str()));

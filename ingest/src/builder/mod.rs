@@ -154,6 +154,9 @@ pub struct TrackDescription {
 pub struct TimelineBuilder {
     timeline: Timeline,
     limits: crate::limits::Limits,
+    /// Names of the annotations that mark steps, when the user gave a pattern
+    /// (`--step-marker`); else `ProfilerStep#N`, then the common inference markers.
+    step_marker: Option<regex::Regex>,
     limit_hit: Option<crate::limits::LimitHit>,
     raw: Slices,
     tracks: Vec<RawTrack>,
@@ -239,6 +242,11 @@ impl TimelineBuilder {
     /// Sets the limits for what is read next.
     pub fn set_limits(&mut self, limits: crate::limits::Limits) {
         self.limits = limits;
+    }
+
+    /// Sets the pattern of the annotations that mark steps (`--step-marker`).
+    pub fn set_step_marker(&mut self, marker: Option<regex::Regex>) {
+        self.step_marker = marker;
     }
 
     /// The first limit run into since the last call, if any.
