@@ -223,3 +223,43 @@ fn fixed_twins_have_no_finding_worth_two_percent_of_a_step() {
         }
     }
 }
+
+/// The performance model on the H100 pair: the fp32 GEMMs of the problem run read as
+/// compute-bound at most of the fp32 peak and a few % of the bf16 peak (989 TFLOP/s); the bf16
+/// GEMMs of the fixed twin (launched by cuBLASLt through the driver API) reach several times
+/// that rate, against their own dtype's peak. FLOPs per call from the shapes: 2·2048·4096·4096.
+#[test]
+fn fp32_matmul_gemms_read_against_their_own_dtypes_peak() {
+    let gemms = |variant: &str| {
+        let r = report(&trace_in("samples/whatif-cuda", "fp32_matmul", variant));
+        r.op_perf
+            .into_iter()
+            .filter(|o| {
+                o.name == "aten::mm" && o.input_shape.starts_with("[[2048, 4096], [4096, 4096]]")
+            })
+            .collect::<Vec<_>>()
+    };
+    let fp32 = gemms("problem");
+    assert_eq!(fp32.len(), 1, "{fp32:?}");
+    let f = &fp32[0];
+    assert_eq!(f.dtype, "float");
+    assert_eq!(f.flops_per_call, Some(2.0 * 2048.0 * 4096.0 * 4096.0));
+    let g = f.gemm.unwrap();
+    assert_eq!((g.m, g.n, g.k, g.b, g.bias), (2048, 4096, 4096, 1, false));
+    assert_eq!(f.bound.as_deref(), Some("compute"));
+    let pct = f.pct_of_peak_compute.unwrap();
+    assert!(
+        (50.0..100.0).contains(&pct),
+        "fp32 at {pct}% of the fp32 peak"
+    );
+    let fp32_rate = f.tflops_per_s.unwrap();
+    assert!(fp32_rate / 989.4 < 0.1, "{fp32_rate} TFLOP/s");
+    let bf16 = gemms("fixed");
+    assert_eq!(bf16.len(), 1, "{bf16:?}");
+    assert_eq!(bf16[0].dtype, "c10::BFloat16");
+    assert!(
+        bf16[0].tflops_per_s.unwrap() > 5.0 * fp32_rate,
+        "{:?}",
+        bf16[0]
+    );
+}

@@ -23,6 +23,7 @@ pub mod idle;
 pub mod memory;
 pub mod nodes;
 pub mod op_names;
+pub mod op_perf;
 pub mod op_rows;
 pub mod ops;
 pub mod perfetto_export;

@@ -151,6 +151,11 @@ pub struct Report {
     /// The plugin's kernel table, per kernel name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kernels: Vec<crate::tensorboard::KernelRow>,
+    /// The performance model per op signature (name, shapes, dtypes) whose calls launched
+    /// device work: FLOPs and bytes per call, achieved rates, share of the device's peak
+    /// (`op_perf.rs`, `docs/roofline.md`); by kernel time.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub op_perf: Vec<crate::op_perf::OpPerf>,
     /// The kernel table per kernel, launching op and launch shape.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kernels_by_op: Vec<crate::tensorboard::KernelRow>,
@@ -202,6 +207,7 @@ pub fn build_report_with(timeline: &Timeline, thresholds: &Thresholds) -> Report
         mme_tpc_overlap_ns,
         critical_path,
         device_nodes,
+        op_perf,
     } = tables;
     let rank_of_source = crate::ranks::known_ranks(timeline);
     let rank_of = |source: Option<u16>| {
@@ -274,6 +280,7 @@ pub fn build_report_with(timeline: &Timeline, thresholds: &Thresholds) -> Report
         device_nodes,
         kernels: views.kernels,
         kernels_by_op: views.kernels_by_op,
+        op_perf,
         summary,
     }
 }
@@ -291,6 +298,7 @@ struct Tables {
     mme_tpc_overlap_ns: Option<i64>,
     critical_path: Option<crate::critical_path::CriticalPath>,
     device_nodes: Vec<crate::nodes::NodeRow>,
+    op_perf: Vec<crate::op_perf::OpPerf>,
 }
 
 fn tables(ctx: &Context<'_>) -> Tables {
@@ -343,6 +351,7 @@ fn tables(ctx: &Context<'_>) -> Tables {
         mme_tpc_overlap_ns,
         critical_path,
         device_nodes,
+        op_perf: crate::op_perf::op_perf(ctx),
     }
 }
 

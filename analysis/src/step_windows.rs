@@ -29,12 +29,24 @@ pub(crate) struct Launches {
 }
 
 impl Launches {
-    /// The launch links of `t`.
+    /// The launch links of `t` from runtime calls (the TensorBoard plugin's rule).
     pub(crate) fn new(t: &Timeline) -> Self {
+        Self::from_calls(t, |c| c == CategoryClass::Runtime)
+    }
+
+    /// The launch links of `t` from runtime and driver calls: cuBLASLt and Triton launch
+    /// kernels through the driver API (`cuLaunchKernel`, `cuLaunchKernelEx`).
+    pub(crate) fn with_driver(t: &Timeline) -> Self {
+        Self::from_calls(t, |c| {
+            matches!(c, CategoryClass::Runtime | CategoryClass::Driver)
+        })
+    }
+
+    fn from_calls(t: &Timeline, launcher: impl Fn(CategoryClass) -> bool) -> Self {
         let mut launch_of = vec![NO_PARENT; t.slices.len()];
         let mut launched: FxHashMap<SliceId, Vec<SliceId>> = FxHashMap::default();
         for flow in &t.flows {
-            if t.slice_class(flow.from) == CategoryClass::Runtime
+            if launcher(t.slice_class(flow.from))
                 && t.slice_class(flow.to).is_device_work()
                 && launch_of.get(flow.to as usize) == Some(&NO_PARENT)
             {

@@ -27,6 +27,8 @@ mod slow_zero_grad;
 mod sync_point;
 mod torch_ops;
 
+pub(crate) use torch_ops::is_pointwise as is_pointwise_name;
+
 use serde::{Deserialize, Serialize};
 use steplens_ingest::model::{
     ArgKeys, CategoryClass, NO_PARENT, OpArg, SliceId, Timeline, TrackKind,
