@@ -53,9 +53,13 @@ impl TimelineBuilder {
                 j += 1;
             }
             let group = &points[i..j];
-            // `from` is the bound slice of the flow currently open in this group.
+            // `from` is the bound slice of the flow currently open in this group; `fanned` the
+            // start of the flow a finish just closed: a CUDA/HIP graph launch is one start (the
+            // `cudaGraphLaunch`, its correlation id) and a finish on every kernel of the graph,
+            // so further finishes without a new start fan out from it.
             let mut open = false;
             let mut from: Option<SliceId> = None;
+            let mut fanned: Option<SliceId> = None;
             for p in group {
                 let bound = self.bind_point(p);
                 if p.phase == FlowPhase::Start {
@@ -67,10 +71,21 @@ impl TimelineBuilder {
                     }
                     open = true;
                     from = bound;
+                    fanned = None;
                     continue;
                 }
                 if !open {
-                    unbound += 1;
+                    match (fanned, bound) {
+                        (Some(a), Some(b)) if a != b && p.phase == FlowPhase::Finish => {
+                            flows.push(Flow {
+                                id: p.id,
+                                cat: p.cat,
+                                from: a,
+                                to: b,
+                            });
+                        }
+                        _ => unbound += 1,
+                    }
                     continue;
                 }
                 match (from, bound) {
@@ -87,6 +102,7 @@ impl TimelineBuilder {
                 }
                 if p.phase == FlowPhase::Finish {
                     open = false;
+                    fanned = from;
                     from = None;
                 } else {
                     from = bound.or(from);
@@ -154,6 +170,37 @@ mod tests {
         let f = &t.flows[0];
         assert_eq!(t.slice_name(f.from), "cudaLaunchKernel");
         assert_eq!(t.slice_name(f.to), "k");
+    }
+
+    /// A graph launch as the profiler writes it: one `cudaGraphLaunch` (its correlation id the
+    /// flow's) and a finish on every kernel of the graph. Each kernel is linked to the launch.
+    #[test]
+    fn a_graph_launch_links_every_kernel_of_its_graph() {
+        let t = build(
+            r#"{"traceEvents":[
+            {"ph":"X","cat":"cuda_runtime","name":"hipGraphLaunch","pid":1,"tid":1,"ts":1,"dur":2,"args":{"correlation":9}},
+            {"ph":"X","cat":"kernel","name":"k1","pid":0,"tid":7,"ts":5,"dur":1,"args":{"correlation":9}},
+            {"ph":"X","cat":"kernel","name":"k2","pid":0,"tid":7,"ts":7,"dur":1,"args":{"correlation":9}},
+            {"ph":"X","cat":"kernel","name":"k3","pid":0,"tid":7,"ts":9,"dur":1,"args":{"correlation":9}},
+            {"ph":"s","cat":"ac2g","name":"ac2g","id":9,"pid":1,"tid":1,"ts":1},
+            {"ph":"f","cat":"ac2g","name":"ac2g","id":9,"pid":0,"tid":7,"ts":5,"bp":"e"},
+            {"ph":"f","cat":"ac2g","name":"ac2g","id":9,"pid":0,"tid":7,"ts":7,"bp":"e"},
+            {"ph":"f","cat":"ac2g","name":"ac2g","id":9,"pid":0,"tid":7,"ts":9,"bp":"e"}]}"#,
+        );
+        let linked: Vec<(&str, &str)> = t
+            .flows
+            .iter()
+            .map(|f| (t.slice_name(f.from), t.slice_name(f.to)))
+            .collect();
+        assert_eq!(
+            linked,
+            [
+                ("hipGraphLaunch", "k1"),
+                ("hipGraphLaunch", "k2"),
+                ("hipGraphLaunch", "k3")
+            ]
+        );
+        assert_eq!(t.stats.unbound_flow_ends, 0);
     }
 
     /// The packed-key sort gives the order the field-by-field stable sort gives, ties included.
