@@ -2,11 +2,13 @@
 //! JSON file (`steplens.baselines/1`) that a repository can commit or a CI cache can keep;
 //! `steplens check --baseline FILE` pools them and measures the run-to-run noise from them.
 
+use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use crate::LoadArgs;
+use crate::output_path::{check_not_an_input, write_atomically};
 use steplens::run_input::read_budget;
 use steplens::run_input::{
     BASELINE_SET_SCHEMA, BaselineSet, is_baseline_set, load_run, read_baseline_set,
@@ -37,6 +39,9 @@ pub(crate) struct UpdateArgs {
 
 pub(crate) fn run(command: &BaselineCommand) -> Result<()> {
     let BaselineCommand::Update(args) = command;
+    // The set is read and replaced; the run and the budget only read.
+    let inputs: Vec<PathBuf> = args.run.iter().chain(&args.budget).cloned().collect();
+    check_not_an_input(&args.file, &inputs)?;
     let thresholds = match &args.budget {
         Some(path) => read_budget(path)?.thresholds,
         None => steplens_analysis::Thresholds::default(),
@@ -62,16 +67,16 @@ pub(crate) fn run(command: &BaselineCommand) -> Result<()> {
     let excess = set.runs.len().saturating_sub(set.keep);
     set.runs.drain(..excess);
     // Written beside the file and renamed over it, so a killed job never leaves half a set.
-    let tmp = args.file.with_extension("tmp");
     let text = serde_json::to_string(&set)?;
-    std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, &args.file)
-        .with_context(|| format!("cannot write {}", args.file.display()))?;
+    write_atomically(&args.file, |file| Ok(file.write_all(text.as_bytes())?))?;
     eprintln_summary(&args.file, set.runs.len(), set.keep);
     Ok(())
 }
 
 #[allow(clippy::print_stderr)]
 fn eprintln_summary(file: &std::path::Path, runs: usize, keep: usize) {
-    eprintln!("{}: {runs} run(s) kept (at most {keep})", file.display());
+    eprintln!(
+        "{}: {runs} run(s) kept (at most {keep})",
+        steplens_output::escape::terminal(&file.display().to_string())
+    );
 }

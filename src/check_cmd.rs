@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 use steplens_analysis::check::check;
 use steplens_analysis::compare::RunFigures;
 
+use crate::output_path::{check_not_an_input, write_atomically};
 use crate::{LoadArgs, output};
 use steplens::run_input::read_budget;
 use steplens::run_input::{Run, is_baseline_set, load_pair, load_run, read_baseline_set};
@@ -70,6 +71,20 @@ impl CheckArgs {
 }
 
 pub(crate) fn run(args: &CheckArgs) -> Result<bool> {
+    let inputs: Vec<PathBuf> = args
+        .current
+        .iter()
+        .chain(&args.baseline)
+        .chain(&args.baseline_run)
+        .chain(&args.budget)
+        .cloned()
+        .collect();
+    for path in [&args.junit, &args.summary_md, &args.html]
+        .into_iter()
+        .flatten()
+    {
+        check_not_an_input(path, &inputs)?;
+    }
     let budget = match &args.budget {
         Some(path) => read_budget(path)?,
         None => steplens_analysis::budget::Budget::default(),
@@ -132,7 +147,7 @@ pub(crate) fn run(args: &CheckArgs) -> Result<bool> {
     let outcome = check(&base_figures, &cur_figures, &limits);
 
     let (baseline, current) = (side(&baseline), side(&current));
-    let (mut out, color) = output(None)?;
+    let (mut out, color) = output(None, &[])?;
     match args.format {
         CheckFormat::Text => text(&mut out, &outcome, &baseline, &current, Style { color })?,
         CheckFormat::Json => {
@@ -176,10 +191,11 @@ fn side(run: &Run) -> Side<'_> {
 }
 
 fn write_file(path: &Path, text: &str) -> Result<()> {
-    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+    write_atomically(path, |file| Ok(file.write_all(text.as_bytes())?))
 }
 
-/// Appends, as GitHub expects for `$GITHUB_STEP_SUMMARY` (other steps write to it too).
+/// Appends, as GitHub expects for `$GITHUB_STEP_SUMMARY` (other steps write to it too): the
+/// one file not replaced whole, so written in one call.
 fn append_file(path: &Path, text: &str) -> Result<()> {
     let mut file = std::fs::OpenOptions::new()
         .create(true)

@@ -46,6 +46,12 @@ impl DiffArgs {
 }
 
 pub(crate) fn run(args: &DiffArgs) -> Result<()> {
+    let inputs: Vec<PathBuf> = [&args.a, &args.b]
+        .into_iter()
+        .chain(&args.budget)
+        .cloned()
+        .collect();
+    let (mut out, color) = output(args.output.as_deref(), &inputs)?;
     let thresholds = match &args.budget {
         Some(path) => read_budget(path)?.thresholds,
         None => steplens_analysis::Thresholds::default(),
@@ -71,7 +77,6 @@ pub(crate) fn run(args: &DiffArgs) -> Result<()> {
             ops: &b.ops,
         },
     );
-    let (mut out, color) = output(args.output.as_deref())?;
     match args.format {
         ReportFormat::Json => {
             serde_json::to_writer_pretty(&mut out, &result)?;

@@ -10,6 +10,9 @@ use std::path::PathBuf;
 
 #[cfg(feature = "tables")]
 use anyhow::Context;
+
+#[cfg(feature = "tables")]
+use crate::output_path::TEMP_PREFIX;
 use anyhow::{Result, bail};
 #[cfg(feature = "tables")]
 use steplens_analysis::table::{TableFormat, tables};
@@ -63,6 +66,13 @@ pub(crate) fn run(args: &ExportArgs) -> Result<()> {
              built with --no-default-features: `cargo install steplens` gives it"
         );
     }
+    let inputs: Vec<PathBuf> = args.traces.iter().chain(&args.budget).cloned().collect();
+    if let Some(path) = &args.perfetto {
+        crate::output_path::check_not_an_input(path, &inputs)?;
+    }
+    if let Some(dir) = &args.tables {
+        crate::output_path::check_dir_holds_no_input(dir, &inputs)?;
+    }
     let thresholds = match &args.budget {
         Some(path) => read_budget(path)?.thresholds,
         None => steplens_analysis::Thresholds::default(),
@@ -81,7 +91,7 @@ pub(crate) fn run(args: &ExportArgs) -> Result<()> {
         stderr,
         "steplens: wrote {} tables to {}: {}",
         written.len(),
-        dir.display(),
+        steplens_output::escape::terminal(&dir.display().to_string()),
         written
             .iter()
             .map(|(name, rows)| {
@@ -119,7 +129,7 @@ fn write_tables(
         TableFileFormat::Csv => TableFormat::Csv,
     };
     let previous = owned_entries(dir, force)?;
-    let staging = dir.join(format!(".steplens-tmp-{}", std::process::id()));
+    let staging = dir.join(format!("{TEMP_PREFIX}{}", std::process::id()));
     std::fs::create_dir_all(&staging)
         .with_context(|| format!("cannot create {}", staging.display()))?;
     let result = stage_tables(timeline, report, &staging, format);
@@ -140,9 +150,10 @@ fn write_tables(
     }
     std::fs::remove_dir_all(&staging)
         .with_context(|| format!("cannot remove {}", staging.display()))?;
-    let marker = dir.join(MARKER);
-    std::fs::write(&marker, entries.join("\n") + "\n")
-        .with_context(|| format!("cannot write {}", marker.display()))?;
+    let marker = entries.join("\n") + "\n";
+    crate::output_path::write_atomically(&dir.join(MARKER), |file| {
+        Ok(file.write_all(marker.as_bytes())?)
+    })?;
     Ok(written)
 }
 
@@ -164,7 +175,7 @@ fn owned_entries(dir: &Path, force: bool) -> Result<Vec<String>> {
             .file_name()
             .to_string_lossy()
             .into_owned();
-        if name != MARKER && !name.starts_with(".steplens-tmp-") && !listed.contains(&name) {
+        if name != MARKER && !name.starts_with(TEMP_PREFIX) && !listed.contains(&name) {
             foreign.push(name);
         }
     }

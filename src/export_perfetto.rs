@@ -1,29 +1,26 @@
 //! `steplens export --perfetto OUT.pftrace`: write the loaded Timeline and its report as a
 //! Perfetto trace and say in one line on stderr what was written.
 
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use steplens_analysis::Report;
 use steplens_analysis::perfetto_export::write_perfetto;
 use steplens_ingest::Timeline;
 
+use crate::output_path::write_atomically;
+use steplens_output::escape;
 use steplens_output::text::{human_bytes, thousands};
 
-/// Writes `timeline` with `report` drawn on it to `path`.
+/// Writes `timeline` with `report` drawn on it to `path` (the caller checked that it is no
+/// input), through a temporary file renamed into place.
 pub(crate) fn write(timeline: &Timeline, report: &Report, path: &Path) -> Result<()> {
-    let file =
-        std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
-    let mut out = BufWriter::with_capacity(1 << 20, file);
-    let stats = write_perfetto(timeline, report, &mut out)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    out.flush()
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    let stats = write_atomically(path, |out| Ok(write_perfetto(timeline, report, out)?))?;
+    let shown = escape::terminal(&path.display().to_string()).into_owned();
     writeln!(
         io::stderr().lock(),
-        "wrote {}: {}, {} slices on {} tracks, {} steps, {} findings, {} flows (open it in ui.perfetto.dev)",
-        path.display(),
+        "wrote {shown}: {}, {} slices on {} tracks, {} steps, {} findings, {} flows (open it in ui.perfetto.dev)",
         human_bytes(stats.bytes),
         thousands(stats.slices),
         thousands(stats.tracks),
@@ -34,8 +31,7 @@ pub(crate) fn write(timeline: &Timeline, report: &Report, path: &Path) -> Result
     if stats.slices_dropped > 0 {
         writeln!(
             io::stderr().lock(),
-            "steplens: warning: {}: left out {} slices of tracks that overlap themselves more than {} deep (the report counts them all)",
-            path.display(),
+            "steplens: warning: {shown}: left out {} slices of tracks that overlap themselves more than {} deep (the report counts them all)",
             thousands(stats.slices_dropped),
             steplens_ingest::perfetto::write::MAX_LAYERS,
         )?;
@@ -43,8 +39,7 @@ pub(crate) fn write(timeline: &Timeline, report: &Report, path: &Path) -> Result
     if stats.args_dropped > 0 {
         writeln!(
             io::stderr().lock(),
-            "steplens: warning: {}: {} slices written without their args, which are not a well-formed JSON object or nest too deep",
-            path.display(),
+            "steplens: warning: {shown}: {} slices written without their args, which are not a well-formed JSON object or nest too deep",
             thousands(stats.args_dropped),
         )?;
     }

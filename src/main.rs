@@ -9,6 +9,7 @@ mod check_cmd;
 mod diff_cmd;
 mod export_cmd;
 mod export_perfetto;
+mod output_path;
 mod progress;
 #[cfg(unix)]
 mod sigbus;
@@ -20,7 +21,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
-use steplens::run_input::{error_code, expand_dirs, one_line, parse_rank_regex, read_budget};
+use steplens::run_input::{error_code, expand_dirs, one_line, parse_regex, read_budget};
 use steplens_ingest::{IngestError, LoadOptions, Timeline, limits};
 
 /// Where each training step's time goes, from PyTorch profiler and Gaudi traces.
@@ -113,8 +114,13 @@ struct LoadArgs {
     max_json_depth: usize,
     /// The rank of a trace without `distributedInfo`, from its path: the first capture group of
     /// this regex (default: `rank3`, `rank-3`, `_r3` in the file name).
-    #[arg(long, value_name = "REGEX", value_parser = parse_rank_regex)]
+    #[arg(long, value_name = "REGEX", value_parser = parse_regex)]
     rank_regex: Option<regex::Regex>,
+    /// The annotations that mark steps: names matching this regex, on every input, instead of
+    /// `ProfilerStep#N` (default: `ProfilerStep#N`; without it, the inference engines' markers
+    /// `step[…]` and `execute_model`). Each marked range is a step, numbered in time order.
+    #[arg(long, value_name = "REGEX", value_parser = parse_regex)]
+    step_marker: Option<regex::Regex>,
 }
 
 impl LoadArgs {
@@ -130,6 +136,7 @@ impl LoadArgs {
             },
             map_fresh_files: false,
             rank_regex: self.rank_regex.clone(),
+            step_marker: self.step_marker.clone(),
         }
     }
 }
@@ -267,8 +274,13 @@ fn main() -> ExitCode {
                 });
                 let _ = writeln!(io::stdout().lock(), "{doc}");
             }
+            // The line names files and what is in them: their control characters stay visible.
             let mut stderr = io::stderr().lock();
-            let _ = writeln!(stderr, "steplens: error: {line}");
+            let _ = writeln!(
+                stderr,
+                "steplens: error: {}",
+                steplens_output::escape::terminal(&line)
+            );
             ExitCode::from(2)
         }
     }
@@ -308,43 +320,35 @@ fn load(paths: &[PathBuf], options: &LoadOptions) -> Result<Timeline, IngestErro
     timeline
 }
 
-/// Where a command's output goes: a file (created at once, so an unwritable path fails before
-/// the work) or stdout. What is written is held in memory and written out by
-/// [`Output::finish`], so a failed write (a full disk, a closed pipe) is one error that names
-/// the file, with code `io`, whichever writer (text, JSON, HTML) ran into it.
+/// Where a command's output goes: a file (checked at once not to be one of the run's inputs,
+/// so that a refused path fails before the work) or stdout. What is written is held in memory
+/// and written out by [`Output::finish`] (a file through a temporary file renamed into place,
+/// [`output_path::write_atomically`]), so a failed write (a full disk, a closed pipe) is one
+/// error that names the file, with code `io`, whichever writer (text, JSON, HTML) ran into it,
+/// and leaves no half-written file.
 pub(crate) struct Output {
-    file: Option<(std::fs::File, PathBuf)>,
+    file: Option<PathBuf>,
     buf: Vec<u8>,
 }
 
 impl Output {
-    fn name(&self) -> String {
-        self.file.as_ref().map_or_else(
-            || "standard output".to_owned(),
-            |(_, path)| path.display().to_string(),
-        )
-    }
-
     /// Writes what was rendered to its destination.
     pub(crate) fn finish(self) -> Result<()> {
-        let name = self.name();
-        let is_file = self.file.is_some();
-        let written = match self.file {
-            Some((mut file, _)) => file.write_all(&self.buf).and_then(|()| file.flush()),
-            None => {
-                let mut stdout = io::stdout().lock();
-                stdout.write_all(&self.buf).and_then(|()| stdout.flush())
-            }
+        let Some(path) = self.file else {
+            let mut stdout = io::stdout().lock();
+            return stdout
+                .write_all(&self.buf)
+                .and_then(|()| stdout.flush())
+                .context("cannot write standard output");
         };
-        written.with_context(|| format!("cannot write {name}"))?;
-        if is_file {
-            // A file written is said in one line, as `export` does.
-            let _ = writeln!(
-                io::stderr().lock(),
-                "wrote {name} ({})",
-                steplens_analysis::units::human_bytes(self.buf.len() as u64)
-            );
-        }
+        output_path::write_atomically(&path, |file| Ok(file.write_all(&self.buf)?))?;
+        // A file written is said in one line, as `export` does.
+        let _ = writeln!(
+            io::stderr().lock(),
+            "wrote {} ({})",
+            steplens_output::escape::terminal(&path.display().to_string()),
+            steplens_analysis::units::human_bytes(self.buf.len() as u64)
+        );
         Ok(())
     }
 }
@@ -360,15 +364,16 @@ impl Write for Output {
     }
 }
 
-/// The output for `path` (stdout when `None`), and whether it is a colour terminal.
-pub(crate) fn output(path: Option<&Path>) -> Result<(Output, bool)> {
+/// The output for `path` (stdout when `None`), and whether it is a colour terminal. A path
+/// that is one of `inputs` (what the run reads: traces, directories of them, budget files) is
+/// refused.
+pub(crate) fn output(path: Option<&Path>, inputs: &[PathBuf]) -> Result<(Output, bool)> {
     match path {
         Some(path) => {
-            let file = std::fs::File::create(path)
-                .with_context(|| format!("cannot write {}", path.display()))?;
+            output_path::check_not_an_input(path, inputs)?;
             Ok((
                 Output {
-                    file: Some((file, path.to_owned())),
+                    file: Some(path.to_owned()),
                     buf: Vec::new(),
                 },
                 false,
@@ -395,13 +400,14 @@ fn report(args: &ReportArgs) -> Result<()> {
             args.output.as_deref(),
         );
     }
+    let inputs: Vec<PathBuf> = args.traces.iter().chain(&args.budget).cloned().collect();
+    let (mut out, color) = output(args.output.as_deref(), &inputs)?;
     let thresholds = match &args.budget {
         Some(path) => read_budget(path)?.thresholds,
         None => steplens_analysis::Thresholds::default(),
     };
     let timeline = load(&args.traces, &args.load.options())?;
     let report = steplens_analysis::build_report_with(&timeline, &thresholds);
-    let (mut out, color) = output(args.output.as_deref())?;
     match args.format {
         ReportFormat::Json => {
             serde_json::to_writer_pretty(&mut out, &report)?;
@@ -437,7 +443,7 @@ fn report(args: &ReportArgs) -> Result<()> {
 
 fn info(args: &InfoArgs) -> Result<()> {
     let timeline = load(std::slice::from_ref(&args.trace), &args.load.options())?;
-    let (mut out, color) = output(None)?;
+    let (mut out, color) = output(None, &[])?;
     if args.json {
         serde_json::to_writer_pretty(
             &mut out,

@@ -18,7 +18,7 @@ pub(crate) struct ProgressBar {
 impl ProgressBar {
     pub(crate) fn new(label: &str) -> Self {
         Self {
-            label: label.to_owned(),
+            label: steplens_output::escape::terminal(label).into_owned(),
             started: Instant::now(),
             enabled: std::io::stderr().is_terminal(),
             drawn: false,

@@ -297,7 +297,12 @@ fn is_trace_name(name: &str) -> bool {
 pub fn expand_dirs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, IngestError> {
     let expanded = expand_inputs(paths)?;
     if let Some(line) = expanded.skipped_line() {
-        let _ = writeln!(std::io::stderr().lock(), "steplens: warning: {line}");
+        // File names may hold control characters: shown escaped, on one line.
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "steplens: warning: {}",
+            steplens_output::escape::terminal(&line)
+        );
     }
     Ok(expanded.paths)
 }
@@ -417,11 +422,11 @@ fn looks_like_trace(path: &Path) -> bool {
     !(whole && body.starts_with('{') && !text.contains("\"traceEvents\""))
 }
 
-/// A `--rank-regex` pattern, or why it is not one, on one line.
+/// A `--rank-regex` or `--step-marker` pattern, or why it is not one, on one line.
 ///
 /// # Errors
 /// When the pattern does not compile: the regex crate's cause, without its pattern and caret.
-pub fn parse_rank_regex(text: &str) -> Result<regex::Regex, String> {
+pub fn parse_regex(text: &str) -> Result<regex::Regex, String> {
     // The regex crate's message spans several lines (the pattern, a caret, the cause): keep
     // the cause, on one line.
     regex::Regex::new(text).map_err(|e| {

@@ -11,6 +11,7 @@ use anyhow::{Context, Result, bail};
 use steplens_analysis::ranks::{RankSummary, SUMMARY_SCHEMA, rank_summary, ranks_of};
 
 use crate::{LoadArgs, ReportFormat, output};
+use steplens_output::escape;
 use steplens_output::table::Style;
 use steplens_output::text as render;
 
@@ -28,6 +29,7 @@ pub(crate) struct SummarizeArgs {
 }
 
 pub(crate) fn summarize(args: &SummarizeArgs) -> Result<()> {
+    let (mut out, _) = output(args.output.as_deref(), std::slice::from_ref(&args.trace))?;
     let timeline = crate::load(std::slice::from_ref(&args.trace), &args.load.options())?;
     if timeline.sources.len() != 1 {
         bail!(
@@ -38,7 +40,6 @@ pub(crate) fn summarize(args: &SummarizeArgs) -> Result<()> {
     }
     let children = steplens_analysis::ops::child_time(&timeline);
     let summary = rank_summary(&timeline, 0, &children);
-    let (mut out, _) = output(args.output.as_deref())?;
     serde_json::to_writer(&mut out, &summary)?;
     writeln!(out)?;
     out.finish()?;
@@ -103,6 +104,7 @@ pub(crate) fn report_summaries(
     output_path: Option<&Path>,
 ) -> Result<()> {
     let files = summary_files(paths)?;
+    let (mut out, color) = output(output_path, &files)?;
     let summaries: Vec<RankSummary> = files
         .iter()
         .map(|f| read_summary(f))
@@ -113,7 +115,6 @@ pub(crate) fn report_summaries(
             summaries.len()
         );
     };
-    let (mut out, color) = output(output_path)?;
     match format {
         ReportFormat::Json => {
             let doc = serde_json::json!({
@@ -126,12 +127,23 @@ pub(crate) fn report_summaries(
             writeln!(out)?;
         }
         ReportFormat::Md => {
-            writeln!(out, "## Ranks ({}; {})\n", ranks.world_size, ranks.clock)?;
+            writeln!(
+                out,
+                "## Ranks ({}; {})\n",
+                ranks.world_size,
+                escape::markdown(&ranks.clock)
+            )?;
             render::ranks_table(&ranks).markdown(&mut out)?;
             writeln!(out)?;
             render::collectives_table(&ranks).markdown(&mut out)?;
             for f in &findings {
-                writeln!(out, "\n- **{}** {}: {}", f.kind, f.title, f.recommendation)?;
+                writeln!(
+                    out,
+                    "\n- **{}** {}: {}",
+                    f.kind,
+                    escape::markdown(&f.title),
+                    escape::markdown_prose(&f.recommendation)
+                )?;
             }
         }
         ReportFormat::Text | ReportFormat::Html => {
@@ -152,8 +164,8 @@ pub(crate) fn report_summaries(
             render::ranks_table(&ranks).text(&mut out, style)?;
             render::collectives_table(&ranks).text(&mut out, style)?;
             for f in &findings {
-                writeln!(out, "  !! {} {}", f.kind, f.title)?;
-                writeln!(out, "    {}", f.recommendation)?;
+                writeln!(out, "  !! {} {}", f.kind, escape::terminal(&f.title))?;
+                writeln!(out, "    {}", escape::terminal(&f.recommendation))?;
             }
         }
     }

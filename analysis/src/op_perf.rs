@@ -615,7 +615,10 @@ pub fn op_perf(ctx: &Context<'_>) -> Vec<OpPerf> {
         calls: Vec<i64>,
         rates: Vec<(Option<f64>, Option<f64>)>,
     }
-    let mut sigs: BTreeMap<(u32, Vec<u8>, Vec<u8>, Vec<u8>), Sig> = BTreeMap::new();
+    // Keyed by the name and the raw `Input Dims`, `Input type` and `Concrete Inputs` bytes:
+    // parsed once per signature, not once per call.
+    type SigKey = (u32, Vec<u8>, Vec<u8>, Vec<u8>);
+    let mut sigs: BTreeMap<SigKey, Sig> = BTreeMap::new();
     let mut ops: Vec<(SliceId, i64)> = per_op.into_iter().collect();
     ops.sort_unstable();
     for (op, kernel_ns) in ops {
@@ -651,7 +654,6 @@ pub fn op_perf(ctx: &Context<'_>) -> Vec<OpPerf> {
             per_ns(sig.work.bytes).map(|r| r / 1000.0),
         ));
     }
-    // Signatures of one name and shape but other concrete inputs merge into one row.
     let mut rows: Vec<OpPerf> = Vec::new();
     for sig in sigs.into_values() {
         let calls = sig.calls.len() as u64;
@@ -825,7 +827,7 @@ mod tests {
         );
         assert_eq!(w.flops, Some(7_077_888.0 + 131_072.0));
         // Stride 2, no padding: out (32 - 3)/2 + 1 = 15 → 2·8·16·225·3·9 = 1,555,200.
-        let mut strided = concrete.clone();
+        let mut strided = concrete;
         strided[3] = "[2, 2]".into();
         strided[4] = "[0, 0]".into();
         let w = work_of(

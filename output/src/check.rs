@@ -8,6 +8,7 @@ use steplens_analysis::check::{CheckOutcome, RuleResult, Status};
 use steplens_analysis::compare::RunFigures;
 use steplens_analysis::units::human_ns;
 
+use crate::escape;
 use crate::text::{Style, Table, truncate};
 
 /// One side of a comparison as the renderers name it.
@@ -89,9 +90,13 @@ pub fn text(
     writeln!(
         out,
         "  baseline  {}",
-        side_line(baseline, &outcome.baseline)
+        escape::terminal(&side_line(baseline, &outcome.baseline))
     )?;
-    writeln!(out, "  current   {}", side_line(current, &outcome.current))?;
+    writeln!(
+        out,
+        "  current   {}",
+        escape::terminal(&side_line(current, &outcome.current))
+    )?;
     writeln!(out)?;
     let table = rules_table(
         outcome,
@@ -110,8 +115,8 @@ pub fn text(
                 out,
                 "  {} {}: {}",
                 style.paint("31", "✗"),
-                rule.rule,
-                rule.message
+                escape::terminal(&rule.rule),
+                escape::terminal(&rule.message)
             )?;
             for new in &rule.new_findings {
                 writeln!(out, "      {}", style.dim(&new.title))?;
@@ -130,8 +135,8 @@ pub fn text(
                 out,
                 "  {} {}: {}",
                 style.yellow("?"),
-                rule.rule,
-                rule.message
+                escape::terminal(&rule.rule),
+                escape::terminal(&rule.message)
             )?;
         }
     }
@@ -139,7 +144,7 @@ pub fn text(
 }
 
 /// Escapes a GitHub workflow-command message (`%`, CR and LF), and property values (also `:`
-/// and `,`).
+/// and `,`); other control characters are written visibly, as in text.
 fn gh_escape(s: &str, property: bool) -> String {
     let mut out = s
         .replace('%', "%25")
@@ -148,7 +153,7 @@ fn gh_escape(s: &str, property: bool) -> String {
     if property {
         out = out.replace(':', "%3A").replace(',', "%2C");
     }
-    out
+    escape::terminal(&out).into_owned()
 }
 
 /// GitHub Actions workflow commands: an `::error` / `::warning` annotation per failed or
@@ -212,13 +217,13 @@ pub fn markdown(outcome: &CheckOutcome, baseline: &Side<'_>, current: &Side<'_>)
     let _ = writeln!(md, "### {mark} steplens check {}\n", verdict(outcome));
     let _ = writeln!(
         md,
-        "- **baseline** `{}`",
-        side_line(baseline, &outcome.baseline)
+        "- **baseline** {}",
+        escape::markdown_code(&side_line(baseline, &outcome.baseline))
     );
     let _ = writeln!(
         md,
-        "- **current** `{}`\n",
-        side_line(current, &outcome.current)
+        "- **current** {}\n",
+        escape::markdown_code(&side_line(current, &outcome.current))
     );
     let icon = |s: Status| match s {
         Status::Pass => "✅",
@@ -227,7 +232,7 @@ pub fn markdown(outcome: &CheckOutcome, baseline: &Side<'_>, current: &Side<'_>)
         Status::Warn => "⚠️",
         Status::Skipped => "➖",
     };
-    let table = rules_table(outcome, |s| icon(s).to_owned(), |rule| format!("`{rule}`"));
+    let table = rules_table(outcome, |s| icon(s).to_owned(), str::to_owned).markdown_code(1);
     let mut bytes = Vec::new();
     let _ = table.markdown(&mut bytes);
     md.push_str(&String::from_utf8_lossy(&bytes));
@@ -235,9 +240,14 @@ pub fn markdown(outcome: &CheckOutcome, baseline: &Side<'_>, current: &Side<'_>)
     if !failures.is_empty() {
         md.push_str("\n**What regressed**\n\n");
         for rule in failures {
-            let _ = writeln!(md, "- `{}`: {}", rule.rule, rule.message);
+            let _ = writeln!(
+                md,
+                "- {}: {}",
+                escape::markdown_code(&rule.rule),
+                escape::markdown(&rule.message)
+            );
             for new in &rule.new_findings {
-                let _ = writeln!(md, "  - {}", new.title);
+                let _ = writeln!(md, "  - {}", escape::markdown(&new.title));
             }
         }
     }

@@ -6,6 +6,7 @@ use steplens_analysis::compare::RunFigures;
 use steplens_analysis::diff::{Diff, FindingChange, OpChange, OpStatus};
 use steplens_analysis::units::{human_ns, signed_ns};
 
+use crate::escape;
 use crate::text::{Style, Table, truncate};
 
 fn opt_ns(v: Option<i64>) -> String {
@@ -163,12 +164,16 @@ pub fn write(out: &mut dyn Write, d: &Diff, top: usize, style: Option<Style>) ->
     };
     if md {
         writeln!(out, "## steplens diff\n")?;
-        writeln!(out, "- **A** `{}`: {}", d.a_label, steps_line(&d.a))?;
-        writeln!(out, "- **B** `{}`: {}", d.b_label, steps_line(&d.b))?;
+        for (side, label, figures) in [("A", &d.a_label, &d.a), ("B", &d.b_label, &d.b)] {
+            let label = escape::markdown_code(label);
+            writeln!(out, "- **{side}** {label}: {}", steps_line(figures))?;
+        }
     } else {
         writeln!(out, "{}", style.bold("steplens diff"))?;
-        writeln!(out, "  A  {}: {}", d.a_label, steps_line(&d.a))?;
-        writeln!(out, "  B  {}: {}", d.b_label, steps_line(&d.b))?;
+        for (side, label, figures) in [("A", &d.a_label, &d.a), ("B", &d.b_label, &d.b)] {
+            let label = escape::terminal(label);
+            writeln!(out, "  {side}  {label}: {}", steps_line(figures))?;
+        }
     }
     heading(out, "Steps (medians over the measured steps)")?;
     table(out, &step_table(d))?;

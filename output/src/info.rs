@@ -7,6 +7,7 @@ use serde_json::json;
 use steplens_ingest::Timeline;
 use steplens_ingest::model::TrackKind;
 
+use crate::escape;
 use crate::table::{Style, Table};
 use crate::text::thousands;
 use steplens_analysis::units::{human_bytes, human_ns};
@@ -78,7 +79,7 @@ pub fn info_text(out: &mut dyn Write, timeline: &Timeline, color: bool) -> io::R
         Some(name) => format!("{} ({name}), {} active", d.kind.as_str(), d.count),
         None => format!("{}, {} active", d.kind.as_str(), d.count),
     };
-    writeln!(out, "  device     {device}")?;
+    writeln!(out, "  device     {}", escape::terminal(&device))?;
     let (engines, _) = steplens_analysis::engines::engine_utilization(timeline);
     if !engines.is_empty() {
         let list: Vec<String> = engines
@@ -95,7 +96,7 @@ pub fn info_text(out: &mut dyn Write, timeline: &Timeline, color: bool) -> io::R
             out,
             "  metrics    {} dumps ({})",
             timeline.metrics.len(),
-            names.join(", ")
+            escape::terminal(&names.join(", "))
         )?;
     }
     let c = track_counts(timeline);
@@ -123,13 +124,18 @@ pub fn info_text(out: &mut dyn Write, timeline: &Timeline, color: bool) -> io::R
         (Some(first), _) => format!("1 ({})", first.name),
         _ => "0 (no ProfilerStep#N annotations)".into(),
     };
-    writeln!(out, "  steps      {steps}")?;
+    writeln!(out, "  steps      {}", escape::terminal(&steps))?;
     if let Some((a, b)) = timeline.time_range() {
         writeln!(out, "  time span  {}", human_ns(b - a))?;
     }
     for source in &timeline.sources {
         for w in &source.warnings {
-            writeln!(out, "  {} {}", style.yellow("warning:"), w.message)?;
+            writeln!(
+                out,
+                "  {} {}",
+                style.yellow("warning:"),
+                escape::terminal(&w.message)
+            )?;
         }
     }
     Ok(())

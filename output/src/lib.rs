@@ -2,10 +2,12 @@
 //! Markdown and a self-contained HTML page ([`text`], [`html`]); the diff ([`diff`]); the
 //! regression check as text, Markdown, JUnit XML and GitHub annotations ([`check`]); and the
 //! trace summary of `steplens info` ([`info`]). Everything
-//! renders from the analysis' types; nothing here reads files.
+//! renders from the analysis' types; nothing here reads files. What the trace named (ops,
+//! files, titles) is escaped for the terminal and for Markdown ([`escape`]).
 
 pub mod check;
 pub mod diff;
+pub mod escape;
 pub mod html;
 pub mod info;
 mod steps;

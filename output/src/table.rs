@@ -1,7 +1,12 @@
 //! Aligned tables of strings, as text (ANSI color when asked) or Markdown, shared by every
-//! renderer.
+//! renderer. Cells and styled texts are what a trace named (ops, kernels, files): the text
+//! table and [`Style`] escape their control characters ([`crate::escape::terminal`]), the
+//! Markdown table its markup ([`crate::escape::markdown`]).
 
+use std::borrow::Cow;
 use std::io::{self, Write};
+
+use crate::escape;
 
 /// ANSI styling that turns into nothing when color is off.
 #[derive(Clone, Copy)]
@@ -11,12 +16,14 @@ pub struct Style {
 }
 
 impl Style {
-    /// `text` in the ANSI style `code` (`"31;1"`).
+    /// `text` in the ANSI style `code` (`"31;1"`), its own control characters escaped
+    /// ([`escape::terminal`]): the only escape sequences written are the style's.
     pub fn paint(self, code: &str, text: &str) -> String {
+        let text = escape::terminal(text);
         if self.color {
             format!("\x1b[{code}m{text}\x1b[0m")
         } else {
-            text.to_owned()
+            text.into_owned()
         }
     }
     /// Bold.
@@ -41,6 +48,8 @@ impl Style {
 pub struct Table {
     header: Vec<String>,
     right: Vec<bool>,
+    /// Columns written as code spans in Markdown.
+    code: Vec<bool>,
     rows: Vec<Vec<String>>,
 }
 
@@ -50,8 +59,19 @@ impl Table {
         Self {
             header: columns.iter().map(|(h, _)| (*h).to_owned()).collect(),
             right: columns.iter().map(|(_, r)| *r).collect(),
+            code: vec![false; columns.len()],
             rows: Vec::new(),
         }
+    }
+
+    /// Writes column `column` as code spans in Markdown (a cell with a backtick, a backslash
+    /// or a `|`, which a code span in a table cannot hold, as escaped text instead).
+    #[must_use]
+    pub fn markdown_code(mut self, column: usize) -> Self {
+        if let Some(code) = self.code.get_mut(column) {
+            *code = true;
+        }
+        self
     }
 
     /// Adds a row (one cell per column).
@@ -64,20 +84,25 @@ impl Table {
     /// # Errors
     /// When `out` cannot be written.
     pub fn text(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
-        let widths: Vec<usize> = (0..self.header.len())
+        // Every cell and heading as the terminal will show it, before measuring.
+        fn shown(cells: &[String]) -> Vec<Cow<'_, str>> {
+            cells.iter().map(|c| escape::terminal(c)).collect()
+        }
+        let header = shown(&self.header);
+        let rows: Vec<Vec<Cow<'_, str>>> = self.rows.iter().map(|r| shown(r)).collect();
+        let widths: Vec<usize> = (0..header.len())
             .map(|c| {
-                self.rows
-                    .iter()
+                rows.iter()
                     .map(|r| r.get(c).map_or(0, |s| s.chars().count()))
-                    .chain([self.header[c].chars().count()])
+                    .chain([header[c].chars().count()])
                     .max()
                     .unwrap_or(0)
             })
             .collect();
-        let line = |cells: &[String]| {
+        let line = |cells: &[Cow<'_, str>]| {
             let mut s = String::from("  ");
             for (c, w) in widths.iter().enumerate() {
-                let cell = cells.get(c).map_or("", String::as_str);
+                let cell = cells.get(c).map_or("", |c| c.as_ref());
                 let pad = w.saturating_sub(cell.chars().count());
                 if c > 0 {
                     s.push_str("  ");
@@ -94,8 +119,8 @@ impl Table {
             }
             s.trim_end().to_owned()
         };
-        writeln!(out, "{}", style.dim(&line(&self.header)))?;
-        for row in &self.rows {
+        writeln!(out, "{}", style.dim(&line(&header)))?;
+        for row in &rows {
             writeln!(out, "{}", line(row))?;
         }
         Ok(())
@@ -106,13 +131,12 @@ impl Table {
     /// # Errors
     /// When `out` cannot be written.
     pub fn markdown(&self, out: &mut dyn Write) -> io::Result<()> {
-        let escape = |s: &str| s.replace('|', "\\|");
         writeln!(
             out,
             "| {} |",
             self.header
                 .iter()
-                .map(|h| escape(h))
+                .map(|h| escape::markdown(h))
                 .collect::<Vec<_>>()
                 .join(" | ")
         )?;
@@ -123,14 +147,19 @@ impl Table {
             .collect();
         writeln!(out, "| {} |", rule.join(" | "))?;
         for row in &self.rows {
-            writeln!(
-                out,
-                "| {} |",
-                row.iter()
-                    .map(|c| escape(c))
-                    .collect::<Vec<_>>()
-                    .join(" | ")
-            )?;
+            let cells: Vec<Cow<'_, str>> = row
+                .iter()
+                .enumerate()
+                .map(|(c, cell)| {
+                    let plain = !cell.contains(['`', '\\', '|']);
+                    if self.code.get(c).copied().unwrap_or(false) && plain {
+                        Cow::Owned(escape::markdown_code(cell))
+                    } else {
+                        escape::markdown(cell)
+                    }
+                })
+                .collect();
+            writeln!(out, "| {} |", cells.join(" | "))?;
         }
         Ok(())
     }

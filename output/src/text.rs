@@ -8,6 +8,8 @@ use steplens_analysis::ops::OpStats;
 use steplens_analysis::steps::StepStats;
 use steplens_analysis::{Report, Severity};
 
+use crate::escape;
+
 pub use crate::table::{Style, Table, truncate};
 pub use steplens_analysis::units::{human_bytes, human_ns};
 
@@ -567,15 +569,29 @@ pub fn text(out: &mut dyn Write, report: &Report, top: usize, color: bool) -> io
             ))
         )?;
     }
-    writeln!(out, "  device   {}", device_line(report))?;
-    writeln!(out, "  summary  {}", summary_line(report))?;
+    writeln!(out, "  device   {}", escape::terminal(&device_line(report)))?;
+    writeln!(
+        out,
+        "  summary  {}",
+        escape::terminal(&summary_line(report))
+    )?;
     for source in &report.sources {
         for w in &source.warnings {
-            writeln!(out, "  {} {}", style.yellow("warning:"), w.message)?;
+            writeln!(
+                out,
+                "  {} {}",
+                style.yellow("warning:"),
+                escape::terminal(&w.message)
+            )?;
         }
     }
     if let Some(p) = report.profiler_overhead.as_ref().filter(|p| p.distorts) {
-        writeln!(out, "  {} {}", style.yellow("profiler:"), p.message)?;
+        writeln!(
+            out,
+            "  {} {}",
+            style.yellow("profiler:"),
+            escape::terminal(&p.message)
+        )?;
     }
     writeln!(out)?;
     if report.steps.is_empty() {
@@ -613,7 +629,7 @@ pub fn text(out: &mut dyn Write, report: &Report, top: usize, color: bool) -> io
                 "  {}{} {}  {}",
                 severity_mark(style, g.severity),
                 style.cyan(f.kind.as_str()),
-                f.title,
+                escape::terminal(&f.title),
                 style.dim(&figures)
             )?;
             // The same advice under every finding of a kind is noise: say it once.
@@ -758,21 +774,25 @@ pub fn markdown(out: &mut dyn Write, report: &Report, top: usize) -> io::Result<
     for source in &report.sources {
         writeln!(
             out,
-            "- `{}` ({}, {} events)",
-            source.path,
+            "- {} ({}, {} events)",
+            escape::markdown_code(&source.path),
             source.format,
             thousands(source.events)
         )?;
     }
-    writeln!(out, "- device: {}", device_line(report))?;
-    writeln!(out, "- summary: {}", summary_line(report))?;
+    writeln!(out, "- device: {}", escape::markdown(&device_line(report)))?;
+    writeln!(
+        out,
+        "- summary: {}",
+        escape::markdown(&summary_line(report))
+    )?;
     for source in &report.sources {
         for w in &source.warnings {
-            writeln!(out, "- **warning:** {}", w.message)?;
+            writeln!(out, "- **warning:** {}", escape::markdown(&w.message))?;
         }
     }
     if let Some(p) = report.profiler_overhead.as_ref().filter(|p| p.distorts) {
-        writeln!(out, "- **profiler:** {}", p.message)?;
+        writeln!(out, "- **profiler:** {}", escape::markdown(&p.message))?;
     }
     writeln!(out, "\n## Steps\n")?;
     if report.steps.is_empty() {
@@ -795,8 +815,11 @@ pub fn markdown(out: &mut dyn Write, report: &Report, top: usize) -> io::Result<
             let (f, figures) = group_lead(report, g);
             writeln!(
                 out,
-                "- **{}** {} ({figures}): {}",
-                f.kind, f.title, f.recommendation
+                "- **{}** {} ({}): {}",
+                f.kind,
+                escape::markdown(&f.title),
+                escape::markdown(&figures),
+                escape::markdown_prose(&f.recommendation)
             )?;
         }
         if let Some(more) = groups
@@ -817,7 +840,12 @@ pub fn markdown(out: &mut dyn Write, report: &Report, top: usize) -> io::Result<
         writeln!(out, "\n_{STREAM_IDLE_NOTE}_")?;
     }
     if let Some(ranks) = &report.ranks {
-        writeln!(out, "\n## Ranks ({}; {})\n", ranks.world_size, ranks.clock)?;
+        writeln!(
+            out,
+            "\n## Ranks ({}; {})\n",
+            ranks.world_size,
+            escape::markdown(&ranks.clock)
+        )?;
         ranks_table(ranks).markdown(out)?;
         writeln!(out)?;
         collectives_table(ranks).markdown(out)?;

@@ -43,17 +43,23 @@ fn trace_error(py: Python<'_>, err: &anyhow::Error) -> PyErr {
 }
 
 /// Options of a load, as the CLI's load flags.
-fn load_options(rank_regex: Option<&str>, no_mmap: bool) -> anyhow::Result<LoadOptions> {
-    let mut options = LoadOptions {
-        mmap: !no_mmap,
-        ..LoadOptions::default()
+fn load_options(
+    rank_regex: Option<&str>,
+    step_marker: Option<&str>,
+    no_mmap: bool,
+) -> anyhow::Result<LoadOptions> {
+    let parse = |what: &str, text: Option<&str>| {
+        text.map(|t| {
+            steplens::run_input::parse_regex(t).map_err(|why| anyhow::anyhow!("{what}: {why}"))
+        })
+        .transpose()
     };
-    if let Some(text) = rank_regex {
-        let regex = steplens::run_input::parse_rank_regex(text)
-            .map_err(|why| anyhow::anyhow!("rank_regex: {why}"))?;
-        options.rank_regex = Some(regex);
-    }
-    Ok(options)
+    Ok(LoadOptions {
+        mmap: !no_mmap,
+        rank_regex: parse("rank_regex", rank_regex)?,
+        step_marker: parse("step_marker", step_marker)?,
+        ..LoadOptions::default()
+    })
 }
 
 /// A loaded and analysed run: the Timeline (for the slices and the HTML page) and its report.
@@ -68,18 +74,19 @@ struct Run {
 
 /// Loads traces (files or directories of them) and analyses them, without the GIL.
 #[pyfunction]
-#[pyo3(signature = (paths, rank_regex = None, no_mmap = false))]
+#[pyo3(signature = (paths, rank_regex = None, no_mmap = false, step_marker = None))]
 fn load(
     py: Python<'_>,
     paths: Vec<PathBuf>,
     rank_regex: Option<String>,
     no_mmap: bool,
+    step_marker: Option<String>,
 ) -> PyResult<Run> {
     let loaded = py.detach(|| -> anyhow::Result<Run> {
         if paths.is_empty() {
             anyhow::bail!("load() needs at least one trace file or directory");
         }
-        let options = load_options(rank_regex.as_deref(), no_mmap)?;
+        let options = load_options(rank_regex.as_deref(), step_marker.as_deref(), no_mmap)?;
         let inputs = expand_inputs(&paths)?;
         let expanded = inputs.paths.as_slice();
         let refs: Vec<&std::path::Path> = expanded.iter().map(PathBuf::as_path).collect();
