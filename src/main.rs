@@ -183,7 +183,9 @@ struct ReportArgs {
     critical_path: bool,
     /// Show the TensorBoard profiler plugin's views instead of the report, with its numbers
     /// (text and Markdown; JSON and HTML always have them): `overview` (step-time breakdown,
-    /// GPU summary), `operators`, `kernels`, `distributed`. Repeat or separate with commas.
+    /// GPU summary), `operators`, `kernels`, `distributed`; and `roofline`, the per-op
+    /// performance model (FLOPs, bytes, achieved TFLOP/s and TB/s, share of the device's peak).
+    /// Repeat or separate with commas.
     #[arg(long, value_enum, value_delimiter = ',', value_name = "VIEW")]
     view: Vec<ViewArg>,
     #[command(flatten)]
@@ -197,6 +199,7 @@ enum ViewArg {
     Operators,
     Kernels,
     Distributed,
+    Roofline,
 }
 
 impl ViewArg {
@@ -207,6 +210,7 @@ impl ViewArg {
             Self::Operators => View::Operators,
             Self::Kernels => View::Kernels,
             Self::Distributed => View::Distributed,
+            Self::Roofline => View::Roofline,
         }
     }
 }

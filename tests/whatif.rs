@@ -263,3 +263,35 @@ fn fp32_matmul_gemms_read_against_their_own_dtypes_peak() {
         bf16[0]
     );
 }
+
+/// `--view roofline` prints the model: the fp32 GEMMs first, against the H100's peaks, and the
+/// per-family summary with GEMMs the most of the kernel time.
+#[test]
+fn the_roofline_view_prints_the_model() {
+    let path = trace_in("samples/whatif-cuda", "fp32_matmul", "problem");
+    let text = support::ok(&[
+        "report",
+        "--view",
+        "roofline",
+        "--top",
+        "3",
+        path.to_str().unwrap(),
+    ]);
+    assert!(
+        text.contains("H100 SXM: dense peak 67 TFLOP/s fp32"),
+        "{text}"
+    );
+    let first_row = text.lines().nth(2).unwrap_or_default();
+    assert!(
+        first_row.contains("aten::")
+            && first_row.contains("float")
+            && first_row.ends_with("compute"),
+        "{text}"
+    );
+    let family = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Roofline: by family"))
+        .nth(2)
+        .unwrap_or_default();
+    assert!(family.trim_start().starts_with("gemm"), "{text}");
+}

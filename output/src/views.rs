@@ -1,6 +1,7 @@
 //! The TensorBoard plugin's views as terminal text and Markdown (`report --view …`): Overview
 //! (the step breakdown and the GPU summary), Operators, Kernels and Distributed. Times are in
-//! µs, rounded as the plugin prints them, so its users can compare figure for figure.
+//! µs, rounded as the plugin prints them, so its users can compare figure for figure. Also
+//! steplens' own Roofline: the per-op performance model (`op_perf[]`) and its summary by family.
 
 use std::io::{self, Write};
 
@@ -22,6 +23,8 @@ pub enum View {
     Kernels,
     /// Per-worker computation, overlap, communication and collectives.
     Distributed,
+    /// The per-op performance model: work, achieved rates and share of the device's peak.
+    Roofline,
 }
 
 /// µs, rounded to the nearest (the plugin's integer microseconds).
@@ -67,7 +70,119 @@ fn sections(report: &Report, view: View, top: usize) -> Vec<(String, Result<Tabl
             ),
         ],
         View::Distributed => distributed(report),
+        View::Roofline => roofline(report, top),
     }
+}
+
+/// A rate or share with the digits that matter, `-` when unknown.
+fn opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or_else(|| "-".to_owned(), |v| format!("{v:.digits$}"))
+}
+
+/// `op_perf[]` by signature, then its kernel time, work and share of peak by family.
+fn roofline(report: &Report, top: usize) -> Vec<(String, Result<Table, String>)> {
+    let rows = &report.op_perf;
+    if rows.is_empty() {
+        return vec![(
+            "Roofline".into(),
+            Err(
+                "needs ops that launched device work (a trace with kernels and launch links)"
+                    .into(),
+            ),
+        )];
+    }
+    let device = report
+        .device
+        .name
+        .as_deref()
+        .and_then(steplens_analysis::device_rates::device_class)
+        .map_or_else(
+            || "device unknown: achieved rates only".to_owned(),
+            |c| {
+                format!(
+                    "{}: dense peak {:.0} TFLOP/s fp32, {:.0} bf16; {:.2} TB/s",
+                    c.name, c.peak.fp32, c.peak.bf16, c.memory_tbps
+                )
+            },
+        );
+    let mut ops = Table::new(&[
+        ("op", false),
+        ("input shape", false),
+        ("dtype", false),
+        ("calls", true),
+        ("kernel µs", true),
+        ("GFLOP/call", true),
+        ("MB/call", true),
+        ("FLOP/B", true),
+        ("TFLOP/s", true),
+        ("TB/s", true),
+        ("% peak", true),
+        ("% BW", true),
+        ("bound", false),
+    ]);
+    for r in rows.iter().take(top) {
+        ops.row(vec![
+            crate::table::truncate(&r.name, 40),
+            crate::table::truncate(&r.input_shape, 40),
+            r.dtype.clone(),
+            thousands(r.calls),
+            us(r.kernel_ns),
+            opt(r.flops_per_call.map(|f| f / 1e9), 3),
+            opt(r.bytes_per_call.map(|b| b / 1e6), 2),
+            opt(r.flops_per_byte, 1),
+            opt(r.tflops_per_s, 1),
+            opt(
+                r.bytes_per_call
+                    .filter(|_| r.kernel_ns > 0)
+                    .map(|b| b * r.calls as f64 / r.kernel_ns as f64 / 1000.0),
+                3,
+            ),
+            opt(r.pct_of_peak_compute, 1),
+            opt(r.pct_of_peak_bandwidth, 1),
+            r.bound.clone().unwrap_or_else(|| "-".to_owned()),
+        ]);
+    }
+    // By family: kernel time, and the FLOP-weighted share of peak of the rows that have one.
+    let mut families: std::collections::BTreeMap<String, (i64, f64, f64)> =
+        std::collections::BTreeMap::new();
+    let total: i64 = rows.iter().map(|r| r.kernel_ns).sum();
+    for r in rows {
+        let family = serde_json::to_value(r.family)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let e = families.entry(family).or_default();
+        e.0 += r.kernel_ns;
+        if let (Some(pct), Some(f)) = (r.pct_of_peak_compute, r.flops_per_call) {
+            let flops = f * r.calls as f64;
+            e.1 += pct * flops;
+            e.2 += flops;
+        }
+    }
+    let mut by_family = Table::new(&[
+        ("family", false),
+        ("kernel µs", true),
+        ("% of kernel time", true),
+        ("% of peak (FLOP-weighted)", true),
+    ]);
+    let mut order: Vec<(String, (i64, f64, f64))> = families.into_iter().collect();
+    order.sort_by(|a, b| b.1.0.cmp(&a.1.0).then_with(|| a.0.cmp(&b.0)));
+    for (family, (ns, weighted, flops)) in order {
+        by_family.row(vec![
+            family,
+            us(ns),
+            pct(if total > 0 {
+                ns as f64 * 100.0 / total as f64
+            } else {
+                0.0
+            }),
+            opt((flops > 0.0).then(|| weighted / flops), 1),
+        ]);
+    }
+    vec![
+        (format!("Roofline: ops by kernel time ({device})"), Ok(ops)),
+        ("Roofline: by family".into(), Ok(by_family)),
+    ]
 }
 
 fn overview(report: &Report) -> Vec<(String, Result<Table, String>)> {
