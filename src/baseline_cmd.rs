@@ -9,10 +9,10 @@ use anyhow::Result;
 
 use crate::LoadArgs;
 use crate::output_path::{check_not_an_input, write_atomically};
-use steplens::run_input::read_budget;
 use steplens::run_input::{
     BASELINE_SET_SCHEMA, BaselineSet, is_baseline_set, load_run, read_baseline_set,
 };
+use steplens::run_input::{read_optional_budget, with_budget_marker};
 
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum BaselineCommand {
@@ -42,10 +42,7 @@ pub(crate) fn run(command: &BaselineCommand) -> Result<()> {
     // The set is read and replaced; the run and the budget only read.
     let inputs: Vec<PathBuf> = args.run.iter().chain(&args.budget).cloned().collect();
     check_not_an_input(&args.file, &inputs)?;
-    let thresholds = match &args.budget {
-        Some(path) => read_budget(path)?.thresholds,
-        None => steplens_analysis::Thresholds::default(),
-    };
+    let budget = read_optional_budget(args.budget.as_deref())?;
     let mut set = if args.file.exists() {
         if !is_baseline_set(&args.file) {
             anyhow::bail!(
@@ -61,7 +58,12 @@ pub(crate) fn run(command: &BaselineCommand) -> Result<()> {
             runs: Vec::new(),
         }
     };
-    let run = load_run(&args.run, &args.load.options(), &thresholds, false)?;
+    let run = load_run(
+        &args.run,
+        &with_budget_marker(args.load.options(), &budget),
+        &budget.thresholds,
+        false,
+    )?;
     set.keep = args.keep.max(1);
     set.runs.push(run.report);
     let excess = set.runs.len().saturating_sub(set.keep);

@@ -10,8 +10,8 @@ use steplens_analysis::compare::RunFigures;
 
 use crate::output_path::{check_not_an_input, write_atomically};
 use crate::{LoadArgs, output};
-use steplens::run_input::read_budget;
 use steplens::run_input::{Run, is_baseline_set, load_pair, load_run, read_baseline_set};
+use steplens::run_input::{read_optional_budget, with_budget_marker};
 use steplens_output::check::{Side, github, junit, markdown, text};
 use steplens_output::table::Style;
 
@@ -85,10 +85,8 @@ pub(crate) fn run(args: &CheckArgs) -> Result<bool> {
     {
         check_not_an_input(path, &inputs)?;
     }
-    let budget = match &args.budget {
-        Some(path) => read_budget(path)?,
-        None => steplens_analysis::budget::Budget::default(),
-    };
+    let budget = read_optional_budget(args.budget.as_deref())?;
+    let options = with_budget_marker(args.load.options(), &budget);
     let mut limits = budget.check;
     if let Some(warmup) = args.warmup {
         limits.warmup_steps = warmup;
@@ -106,12 +104,7 @@ pub(crate) fn run(args: &CheckArgs) -> Result<bool> {
                 set.runs.into_iter().next_back().with_context(|| {
                     format!("{}: the baseline set holds no run", path.display())
                 })?;
-            let current = load_run(
-                &args.current,
-                &args.load.options(),
-                &budget.thresholds,
-                false,
-            )?;
+            let current = load_run(&args.current, &options, &budget.thresholds, false)?;
             let baseline = Run {
                 label: format!("{} ({} runs)", path.display(), runs.len()),
                 ops: steplens_analysis::op_rows::ops_from_report(&newest),
@@ -124,7 +117,7 @@ pub(crate) fn run(args: &CheckArgs) -> Result<bool> {
             let (current, baseline) = load_pair(
                 &args.current,
                 &args.baseline,
-                &args.load.options(),
+                &options,
                 &budget.thresholds,
                 false,
             )?;
@@ -135,7 +128,7 @@ pub(crate) fn run(args: &CheckArgs) -> Result<bool> {
     for path in &args.baseline_run {
         let run = load_run(
             std::slice::from_ref(path),
-            &args.load.options(),
+            &options,
             &budget.thresholds,
             false,
         )?;

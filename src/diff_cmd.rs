@@ -9,7 +9,7 @@ use steplens_analysis::diff::{DiffSide, diff};
 
 use crate::{LoadArgs, ReportFormat, output};
 use steplens::run_input::load_pair;
-use steplens::run_input::read_budget;
+use steplens::run_input::{read_optional_budget, with_budget_marker};
 use steplens_output::diff::write;
 use steplens_output::table::Style;
 
@@ -52,15 +52,12 @@ pub(crate) fn run(args: &DiffArgs) -> Result<()> {
         .cloned()
         .collect();
     let (mut out, color) = output(args.output.as_deref(), &inputs)?;
-    let thresholds = match &args.budget {
-        Some(path) => read_budget(path)?.thresholds,
-        None => steplens_analysis::Thresholds::default(),
-    };
+    let budget = read_optional_budget(args.budget.as_deref())?;
     let (a, b) = load_pair(
         std::slice::from_ref(&args.a),
         std::slice::from_ref(&args.b),
-        &args.load.options(),
-        &thresholds,
+        &with_budget_marker(args.load.options(), &budget),
+        &budget.thresholds,
         true,
     )?;
     let fa = RunFigures::of(&a.report, args.warmup);

@@ -18,7 +18,7 @@ use anyhow::{Result, bail};
 use steplens_analysis::table::{TableFormat, tables};
 
 use crate::{LoadArgs, load};
-use steplens::run_input::read_budget;
+use steplens::run_input::{read_optional_budget, with_budget_marker};
 use steplens_output::text::thousands;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -73,12 +73,10 @@ pub(crate) fn run(args: &ExportArgs) -> Result<()> {
     if let Some(dir) = &args.tables {
         crate::output_path::check_dir_holds_no_input(dir, &inputs)?;
     }
-    let thresholds = match &args.budget {
-        Some(path) => read_budget(path)?.thresholds,
-        None => steplens_analysis::Thresholds::default(),
-    };
-    let timeline = load(&args.traces, &args.load.options())?;
-    let report = steplens_analysis::build_report_with(&timeline, &thresholds);
+    let budget = read_optional_budget(args.budget.as_deref())?;
+    let options = with_budget_marker(args.load.options(), &budget);
+    let timeline = load(&args.traces, &options)?;
+    let report = steplens_analysis::build_report_with(&timeline, &budget.thresholds);
     if let Some(path) = &args.perfetto {
         crate::export_perfetto::write(&timeline, &report, path)?;
     }

@@ -21,7 +21,9 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
-use steplens::run_input::{error_code, expand_dirs, one_line, parse_regex, read_budget};
+use steplens::run_input::{
+    error_code, expand_dirs, one_line, parse_regex, read_optional_budget, with_budget_marker,
+};
 use steplens_ingest::{IngestError, LoadOptions, Timeline, limits};
 
 /// Where each training step's time goes, from PyTorch profiler and Gaudi traces.
@@ -406,12 +408,10 @@ fn report(args: &ReportArgs) -> Result<()> {
     }
     let inputs: Vec<PathBuf> = args.traces.iter().chain(&args.budget).cloned().collect();
     let (mut out, color) = output(args.output.as_deref(), &inputs)?;
-    let thresholds = match &args.budget {
-        Some(path) => read_budget(path)?.thresholds,
-        None => steplens_analysis::Thresholds::default(),
-    };
-    let timeline = load(&args.traces, &args.load.options())?;
-    let report = steplens_analysis::build_report_with(&timeline, &thresholds);
+    let budget = read_optional_budget(args.budget.as_deref())?;
+    let options = with_budget_marker(args.load.options(), &budget);
+    let timeline = load(&args.traces, &options)?;
+    let report = steplens_analysis::build_report_with(&timeline, &budget.thresholds);
     match args.format {
         ReportFormat::Json => {
             serde_json::to_writer_pretty(&mut out, &report)?;

@@ -443,8 +443,33 @@ pub fn parse_regex(text: &str) -> Result<regex::Regex, String> {
 pub fn read_budget(path: &Path) -> Result<Budget> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("{}: cannot read budget file", path.display()))?;
-    steplens_analysis::budget::parse_budget(&text)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+    let budget = steplens_analysis::budget::parse_budget(&text)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    if let Some(marker) = &budget.step_marker {
+        parse_regex(marker)
+            .map_err(|why| anyhow::anyhow!("{}: step_marker: {why}", path.display()))?;
+    }
+    Ok(budget)
+}
+
+/// The budget file at `path` (the defaults without one), read as [`read_budget`] does.
+///
+/// # Errors
+/// As [`read_budget`].
+pub fn read_optional_budget(path: Option<&Path>) -> Result<Budget> {
+    path.map_or_else(|| Ok(Budget::default()), read_budget)
+}
+
+/// `options` with the budget's `step_marker` where the command line gave none.
+#[must_use]
+pub fn with_budget_marker(mut options: LoadOptions, budget: &Budget) -> LoadOptions {
+    if options.step_marker.is_none() {
+        options.step_marker = budget
+            .step_marker
+            .as_deref()
+            .and_then(|m| parse_regex(m).ok());
+    }
+    options
 }
 
 /// What to run on the expanded input paths before they are mapped (the binary's SIGBUS guard;

@@ -13,6 +13,9 @@ use crate::finding::FindingKind;
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Budget {
+    /// The annotations that mark steps (a regex), where the command line gives no
+    /// `--step-marker`: an inference server's engine step, say.
+    pub step_marker: Option<String>,
     /// Detector thresholds (docs/findings.md).
     pub thresholds: Thresholds,
     /// Limits of `steplens check`.
