@@ -81,3 +81,44 @@ mod tests {
         assert_eq!(human_bytes(3 << 30), "3.00 GiB");
     }
 }
+
+/// Names for a finding's title: the first two (each cut to 60 characters with an ellipsis) and
+/// how many more there are; the full list belongs in the evidence and the JSON's `ops`.
+#[must_use]
+pub fn name_list<S: AsRef<str>>(names: &[S]) -> String {
+    const SHOWN: usize = 2;
+    const WIDTH: usize = 60;
+    let cut = |n: &S| {
+        let n = n.as_ref();
+        if n.chars().count() > WIDTH {
+            let head: String = n.chars().take(WIDTH - 1).collect();
+            format!("{head}…")
+        } else {
+            n.to_owned()
+        }
+    };
+    let shown: Vec<String> = names.iter().take(SHOWN).map(cut).collect();
+    match names.len().saturating_sub(SHOWN) {
+        0 => shown.join(", "),
+        more => format!("{} and {more} more", shown.join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod name_list_tests {
+    use super::name_list;
+
+    #[test]
+    fn two_names_then_how_many_more() {
+        let names: Vec<String> = ["aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect();
+        assert_eq!(name_list(&names[..1]), "aten::mm");
+        assert_eq!(name_list(&names[..2]), "aten::mm, aten::addmm");
+        assert_eq!(name_list(&names), "aten::mm, aten::addmm and 2 more");
+        let long = vec!["k".repeat(80)];
+        assert_eq!(name_list(&long).chars().count(), 60);
+        assert!(name_list(&long).ends_with('…'));
+    }
+}

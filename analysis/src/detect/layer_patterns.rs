@@ -237,7 +237,7 @@ fn bias_before_batchnorm(ctx: &Context<'_>) -> Vec<Finding> {
                     "{} layer(s) with a bias feed straight into batch norm in {} ({})",
                     layers.len(),
                     s.name,
-                    names.join(", ")
+                    crate::units::name_list(&names)
                 ),
                 step: Some(s.name.clone()),
                 start_ns: t.slices.start[first as usize],

@@ -177,7 +177,7 @@ fn gaudi_device_transposes(ctx: &Context<'_>) -> Vec<Finding> {
                  engines per node, {} engine time)",
                 nodes.len(),
                 human_ns(lost),
-                ops.join(", "),
+                crate::units::name_list(&ops),
                 human_ns(engine_ns),
             ),
             step: step_name,

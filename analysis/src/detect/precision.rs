@@ -293,12 +293,21 @@ fn finding(
     let lost = IntervalSet::from_ranges(ranges.clone()).total();
     let first = kernels[0].kernel;
     let share = fp32_ns as f64 * 100.0 / step_ns as f64;
+    let (tf32, fp32) = (
+        kernels.iter().any(|m| m.tf32),
+        kernels.iter().any(|m| !m.tf32),
+    );
     let rates = class.map_or_else(
         || "at least twice the rate in bf16".to_owned(),
         |c| {
+            let against = match (fp32, tf32) {
+                (true, true) => format!("{:.0} in fp32, {:.0} in TF32", c.gemm.fp32, c.gemm.tf32),
+                (false, true) => format!("{:.0} in TF32", c.gemm.tf32),
+                _ => format!("{:.0} in fp32", c.gemm.fp32),
+            };
             format!(
-                "{} GEMMs reach about {:.0} TFLOP/s in bf16 against {:.0} in fp32",
-                c.name, c.gemm.bf16, c.gemm.fp32
+                "{} GEMMs reach about {:.0} TFLOP/s in bf16 against {against}",
+                c.name, c.gemm.bf16
             )
         },
     );
@@ -310,7 +319,7 @@ fn finding(
             s.name,
             human_ns(fp32_ns),
             ops.len(),
-            names.join(", "),
+            crate::units::name_list(&names),
             human_ns(lost)
         ),
         step: Some(s.name.clone()),
