@@ -8,7 +8,7 @@
 mod support;
 
 use serde_json::Value;
-use support::{json, read_json, repo, temp_file};
+use support::{json, repo, temp_file};
 use tempfile::TempDir;
 
 /// One rank of a two-step run (µs):
@@ -282,14 +282,7 @@ fn device_bound_steps_take_the_time_the_gpu_took() {
     // fp32_matmul: the host spans are ~2 ms while the GPU needs ~16.6 ms a step; the generator
     // timed the unprofiled loop between two synchronizations (truth file).
     let dir = repo().join("samples/whatif-cuda");
-    let truth = read_json(&dir.join("fp32_matmul.truth.json"));
-    let synced: Vec<f64> = truth["unprofiled"]["synced_mean_step_ns"]["problem"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_f64().unwrap())
-        .collect();
-    let measured = synced.iter().sum::<f64>() / synced.len() as f64;
+    let measured = support::fp32_matmul_synced_step_ns();
     let trace = dir.join("fp32_matmul.problem.json.gz");
     let r = json(&["report", "-f", "json", trace.to_str().unwrap()]);
     let steps = r["overview"]["steps"].as_array().unwrap();

@@ -128,13 +128,7 @@ fn gpu_fix_pairs_agree_with_their_fixed_runs() {
 fn fp32_matmul_is_held_to_its_synced_runs() {
     let dir = repo().join("samples/whatif-cuda");
     let truth = read_json(&dir.join("fp32_matmul.truth.json"));
-    let synced: Vec<f64> = truth["unprofiled"]["synced_mean_step_ns"]["problem"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_f64().unwrap())
-        .collect();
-    let synced_step = synced.iter().sum::<f64>() / synced.len() as f64;
+    let synced_step = support::fp32_matmul_synced_step_ns();
     let synced_saving = truth["unprofiled"]["synced_saving_ns"].as_f64().unwrap();
     let r = report(&trace_in("samples/whatif-cuda", "fp32_matmul", "problem"));
     let median = r.summary.p50_step_ns.unwrap() as f64;

@@ -281,3 +281,17 @@ pub(crate) fn temp_file(dir: &TempDir, name: &str, bytes: &[u8]) -> PathBuf {
     std::fs::write(&path, bytes).expect("write temp file");
     path
 }
+
+/// `samples/whatif-cuda/fp32_matmul`: the problem run's device-inclusive step as its generator
+/// timed it (the unprofiled loop between two `torch.cuda.synchronize()` calls, mean of its runs),
+/// ns.
+pub(crate) fn fp32_matmul_synced_step_ns() -> f64 {
+    let truth = read_json(&repo().join("samples/whatif-cuda/fp32_matmul.truth.json"));
+    let synced: Vec<f64> = truth["unprofiled"]["synced_mean_step_ns"]["problem"]
+        .as_array()
+        .expect("synced_mean_step_ns")
+        .iter()
+        .filter_map(serde_json::Value::as_f64)
+        .collect();
+    synced.iter().sum::<f64>() / synced.len() as f64
+}
