@@ -278,11 +278,12 @@ fn finding(
             .flat_map(|c| c.blocked.iter().copied())
             .collect(),
     );
-    let device_during = ctx
-        .channels
-        .get(&source)
-        .filter(|c| c.has_device)
-        .map(|c| c.device.intersect(&blocked).total());
+    let device_during = ctx.channels.get(&source).filter(|c| c.has_device).map(|c| {
+        blocked
+            .iter()
+            .map(|(a, b)| c.device.covered(a, b))
+            .sum::<i64>()
+    });
     let idle_wait = has_device
         && lost >= IDLE_WAIT_MIN_NS
         && device_during.is_some_and(|d| (d as f64) < IDLE_WAIT_MAX_BUSY_SHARE * lost as f64);
