@@ -193,7 +193,7 @@ pub fn build_report_with(timeline: &Timeline, thresholds: &Thresholds) -> Report
     // the other two leave idle first.
     let ((tables, mut findings), views) = crate::detect::side_by_side(
         || crate::detect::side_by_side(|| tables(&ctx), || run_all(&ctx)),
-        || crate::tensorboard::views_with(timeline, &|op, arg| ctx.arg(op, arg)),
+        || crate::tensorboard::views_with(timeline, ctx.launches(), &|op, arg| ctx.arg(op, arg)),
     );
     let Tables {
         mut steps,

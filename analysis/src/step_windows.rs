@@ -74,17 +74,14 @@ impl Launches {
     }
 }
 
-/// One step as the device lived it, beside its host range. All times ns on the step's clock.
+/// One step as the device lived it (its host range is the `timeline.steps` entry of the same
+/// index). All times ns on the step's clock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StepWindow {
     /// Start: the host start, or the previous step's end when that is later.
     pub start: i64,
     /// End: the host end, or the end of the device work the step launched when that is later.
     pub end: i64,
-    /// The `ProfilerStep` host range's start.
-    pub host_start: i64,
-    /// The host range's end.
-    pub host_end: i64,
     /// Device slices the step's launches started (0 without launch links).
     pub launched: usize,
 }
@@ -94,12 +91,6 @@ impl StepWindow {
     #[must_use]
     pub fn dur(&self) -> i64 {
         self.end - self.start
-    }
-
-    /// The host range's duration.
-    #[must_use]
-    pub fn host_dur(&self) -> i64 {
-        self.host_end - self.host_start
     }
 }
 
@@ -143,8 +134,6 @@ pub(crate) fn stretch(
             .map(|&(s, e)| StepWindow {
                 start: s,
                 end: e,
-                host_start: s,
-                host_end: e,
                 launched: 0,
             })
             .collect()
@@ -213,8 +202,6 @@ pub(crate) fn stretch(
             StepWindow {
                 start,
                 end,
-                host_start: hs,
-                host_end: he,
                 launched,
             }
         })

@@ -1114,29 +1114,29 @@ fn kernels(
 #[must_use]
 pub fn views(t: &Timeline) -> Views {
     let memo = steplens_ingest::model::ArgKeys::default();
-    views_with(t, &|op, arg| memo.get(t, op, arg))
+    views_with(t, &Links::new(t), &|op, arg| memo.get(t, op, arg))
 }
 
-/// Computes every view, reading ops' `Input Dims` through `op_arg` (the report's memo, which
-/// the detectors fill too).
+/// Computes every view from the launch links (the report's, which the step windows read too),
+/// reading ops' `Input Dims` through `op_arg` (the report's memo, which the detectors fill too).
 pub(crate) fn views_with<'t>(
     t: &'t Timeline,
+    links: &Links,
     op_arg: &dyn Fn(SliceId, OpArg) -> Option<&'t [u8]>,
 ) -> Views {
-    let links = Links::new(t);
     let facts = kernel_facts(t);
-    let (mut overview, steps) = overview(t, &links);
-    let gpu_summary = gpu_summary(t, &links, &steps, &facts);
-    let (operators, operators_by_shape, tc_eligible_share) = operators(t, &links, op_arg);
+    let (mut overview, steps) = overview(t, links);
+    let gpu_summary = gpu_summary(t, links, &steps, &facts);
+    let (operators, operators_by_shape, tc_eligible_share) = operators(t, links, op_arg);
     let eligible: FxHashSet<String> = operators
         .iter()
         .filter(|r| r.tc_eligible)
         .map(|r| r.name.clone())
         .collect();
-    let (kernels, kernels_by_op, tc_used_pct) = kernels(t, &links, &eligible, &facts);
+    let (kernels, kernels_by_op, tc_used_pct) = kernels(t, links, &eligible, &facts);
     overview.tc_used_pct = tc_used_pct;
     overview.tc_eligible_kernel_pct = tc_eligible_share * 100.0;
-    let distributed = distributed(t, &links, &steps);
+    let distributed = distributed(t, links, &steps);
     Views {
         overview,
         gpu_summary,

@@ -26,6 +26,26 @@ use crate::finding::{Cost, Finding, FindingKind, Severity};
 /// DDP's default bucket size.
 const DEFAULT_BUCKET_BYTES: i64 = 25 << 20;
 
+/// The all-reduces DDP's default buckets would issue for `total_bytes` (at least one).
+pub(super) fn buckets_needed(total_bytes: i64) -> i64 {
+    ((total_bytes + DEFAULT_BUCKET_BYTES - 1) / DEFAULT_BUCKET_BYTES).max(1)
+}
+
+/// Whether `count` all-reduces are more than `fragmented_over_needed` times the `needed`
+/// buckets: many calls against need, not a size cut-off.
+pub(super) fn more_than_needed(count: usize, needed: i64, th: &crate::Thresholds) -> bool {
+    count as f64 > th.fragmented_over_needed * needed as f64
+}
+
+/// How a finding names input `source`: `rank 3` where the trace or its file name says it.
+pub(super) fn rank_label(known: &[Option<i64>], source: u16) -> String {
+    known
+        .get(usize::from(source))
+        .copied()
+        .flatten()
+        .map_or_else(|| format!("input {source}"), |r| format!("rank {r}"))
+}
+
 const ADVICE: &str = "Many small collectives each pay the full launch and network latency. \
     With DDP, raise bucket_cap_mb (the default 25 MB suits most models) so gradients travel in \
     a few large all-reduces; in a custom loop, flatten the tensors (torch._utils.\
@@ -35,11 +55,9 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
     let t = ctx.timeline;
     let th = ctx.thresholds;
     let mut findings = Vec::new();
-    let names = crate::ranks::CollectiveNames::of_timeline(t);
     let known = crate::ranks::known_ranks(t);
-    for source in 0..t.sources.len() {
+    for (source, occurrences) in ctx.collectives().per_input.iter().enumerate() {
         let source = source as u16;
-        let occurrences = crate::ranks::collect(t, source, &names);
         if occurrences.len() < th.fragmented_min_per_step {
             continue;
         }
@@ -67,13 +85,11 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
             let total_bytes: i64 = sizes.iter().sum();
             let sized = sizes.len() == members.len();
             let needed = if sized {
-                usize::try_from((total_bytes + DEFAULT_BUCKET_BYTES - 1) / DEFAULT_BUCKET_BYTES)
-                    .unwrap_or(1)
-                    .max(1)
+                buckets_needed(total_bytes)
             } else {
                 1
             };
-            if sized && (members.len() as f64) <= th.fragmented_over_needed * needed as f64 {
+            if sized && !more_than_needed(members.len(), needed, th) {
                 continue;
             }
             let shortest = members
@@ -81,17 +97,13 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
                 .map(|&k| occurrences[k].end - occurrences[k].start)
                 .min()
                 .unwrap_or(0);
-            let lost = (members.len().saturating_sub(needed)) as i64 * shortest;
+            let lost = (members.len() as i64 - needed).max(0) * shortest;
             let s = &t.steps[step];
             let first = &occurrences[members[0]];
             let size = median_bytes
                 .map(|b| format!(", median {}", crate::units::human_bytes(b.unsigned_abs())))
                 .unwrap_or_default();
-            let who = known
-                .get(usize::from(source))
-                .copied()
-                .flatten()
-                .map_or_else(|| format!("input {source}"), |r| format!("rank {r}"));
+            let who = rank_label(&known, source);
             findings.push(Finding {
                 kind: FindingKind::FragmentedCollectives,
                 severity: Severity::of_share(lost, s.dur),

@@ -32,8 +32,6 @@ use crate::finding::{Cost, Finding, FindingKind, Severity};
 use crate::intervals::IntervalSet;
 use crate::ranks::Occurrence;
 
-/// DDP's default bucket size.
-const DEFAULT_BUCKET_BYTES: i64 = 25 << 20;
 /// A call this large should approach the link's bus bandwidth.
 const LARGE_CALL_BYTES: i64 = 8 << 20;
 /// Below this share of the link's bus bandwidth, large calls point at the network.
@@ -63,7 +61,7 @@ enum Fix {
 
 pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
     let t = ctx.timeline;
-    let names = crate::ranks::CollectiveNames::of_timeline(t);
+    let collectives = ctx.collectives();
     let known = crate::ranks::known_ranks(t);
     let class = t
         .device
@@ -71,13 +69,12 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
         .as_deref()
         .and_then(crate::device_rates::device_class);
     let mut findings = Vec::new();
-    for source in 0..t.sources.len() {
+    for (source, occurrences) in collectives.per_input.iter().enumerate() {
         let source = source as u16;
-        let occurrences = crate::ranks::collect(t, source, &names);
         if occurrences.is_empty() {
             continue;
         }
-        let compute = crate::ranks::compute_intervals(t, source, &occurrences, &names);
+        let compute = crate::ranks::compute_intervals(t, source, occurrences, &collectives.names);
         // With several ranks loaded, the time a rank spent inside a collective waiting for the
         // last rank to arrive is the straggler's cost, not the network's.
         let waiting = IntervalSet::from_ranges(
@@ -95,11 +92,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
                 per_step.entry(step).or_default().push(k);
             }
         }
-        let who = known
-            .get(usize::from(source))
-            .copied()
-            .flatten()
-            .map_or_else(|| format!("input {source}"), |r| format!("rank {r}"));
+        let who = super::collectives::rank_label(&known, source);
         for (step, members) in per_step {
             let Some(w) = ctx.step_window(step).copied() else {
                 continue;
@@ -187,14 +180,13 @@ fn step_finding(
     let median_bytes = crate::stats::median(sizes.clone());
     let bus = crate::stats::median_f64(figures.iter().filter_map(|c| c.bus_gbps).collect());
     let alg = crate::stats::median_f64(figures.iter().filter_map(|c| c.alg_gbps).collect());
-    let total_bytes: i64 = sizes.iter().sum();
-    let needed = (total_bytes + DEFAULT_BUCKET_BYTES - 1) / DEFAULT_BUCKET_BYTES;
-    let all_reduces = calls.iter().filter(|o| o.name == "all_reduce").count() as i64;
+    let needed = super::collectives::buckets_needed(sizes.iter().sum());
+    let all_reduces = calls.iter().filter(|o| o.name == "all_reduce").count();
     // Many all-reduces against what DDP's default buckets would need: the rule of
     // `fragmented_collectives`.
     let fix = if sizes.len() == calls.len()
         && all_reduces >= 4
-        && all_reduces as f64 > th.fragmented_over_needed * needed.max(1) as f64
+        && super::collectives::more_than_needed(all_reduces, needed, th)
     {
         Fix::Buckets
     } else if let (Some(c), Some(bus), Some(b)) = (class, bus, median_bytes)

@@ -176,6 +176,16 @@ pub struct Context<'a> {
     launches: std::sync::OnceLock<crate::step_windows::Launches>,
     /// Every step's device-inclusive window, in `timeline.steps` order, made on first use.
     windows: std::sync::OnceLock<Vec<StepWindow>>,
+    /// Each input's collectives, collected on first use (two detectors read them).
+    collectives: std::sync::OnceLock<Collectives>,
+}
+
+/// Each input's collectives ([`crate::ranks::collect`]) and the name classes they were read with.
+pub(crate) struct Collectives {
+    /// How the trace's names read as collectives.
+    pub(crate) names: crate::ranks::CollectiveNames,
+    /// Per input (in input order), its collectives in time order.
+    pub(crate) per_input: Vec<Vec<crate::ranks::Occurrence>>,
 }
 
 /// Per interned name, whether it passes a test: detectors look at every slice's name, and a
@@ -225,7 +235,20 @@ impl<'a> Context<'a> {
             ranks: std::sync::OnceLock::new(),
             launches: std::sync::OnceLock::new(),
             windows: std::sync::OnceLock::new(),
+            collectives: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Each input's collectives.
+    pub(crate) fn collectives(&self) -> &Collectives {
+        self.collectives.get_or_init(|| {
+            let t = self.timeline;
+            let names = crate::ranks::CollectiveNames::of_timeline(t);
+            let per_input = (0..t.sources.len())
+                .map(|source| crate::ranks::collect(t, source as u16, &names))
+                .collect();
+            Collectives { names, per_input }
+        })
     }
 
     /// The launch links (runtime call ↔ device work).
@@ -252,13 +275,11 @@ impl<'a> Context<'a> {
         let clock = self.timeline.step_source(source);
         let steps = &self.timeline.steps;
         let windows = self.step_windows();
+        // Steps of one clock are contiguous (sorted by clock, then start) and their windows
+        // ordered and disjoint.
         let after = steps.partition_point(|s| s.source < clock);
-        // Steps of one clock are contiguous and their windows ordered and disjoint.
-        let len = steps[after..]
-            .iter()
-            .take_while(|s| s.source == clock)
-            .count();
-        let run = windows.get(after..after + len)?;
+        let until = steps.partition_point(|s| s.source <= clock);
+        let run = windows.get(after..until)?;
         let i = run.partition_point(|w| w.start <= ts).checked_sub(1)?;
         (ts < run[i].end).then_some(after + i)
     }
