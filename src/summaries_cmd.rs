@@ -115,6 +115,13 @@ pub(crate) fn report_summaries(
             summaries.len()
         );
     };
+    if ranks.refused() {
+        let why = ranks
+            .warnings
+            .first()
+            .map_or_else(|| ranks.clock.clone(), |w| w.message.clone());
+        bail!("{}", escape::terminal(&why));
+    }
     match format {
         ReportFormat::Json => {
             let doc = serde_json::json!({
@@ -133,6 +140,12 @@ pub(crate) fn report_summaries(
                 ranks.world_size,
                 escape::markdown(&ranks.clock)
             )?;
+            for w in &ranks.warnings {
+                writeln!(out, "- warning: {}", escape::markdown(&w.message))?;
+            }
+            if !ranks.warnings.is_empty() {
+                writeln!(out)?;
+            }
             render::ranks_table(&ranks).markdown(&mut out)?;
             writeln!(out)?;
             render::collectives_table(&ranks).markdown(&mut out)?;
@@ -161,6 +174,14 @@ pub(crate) fn report_summaries(
                     files.len()
                 ))
             )?;
+            for w in &ranks.warnings {
+                writeln!(
+                    out,
+                    "  {} {}",
+                    style.yellow("warning:"),
+                    escape::terminal(&w.message)
+                )?;
+            }
             render::ranks_table(&ranks).text(&mut out, style)?;
             render::collectives_table(&ranks).text(&mut out, style)?;
             for f in &findings {

@@ -622,3 +622,210 @@ fn markdown_of_hostile_names_has_no_tag_link_or_extra_row() {
         "{text}"
     );
 }
+
+/// One rank's trace: `distributedInfo` with `rank` (none when `None`), four steps of 10 ms, in
+/// each a collective ending at `end_us(step)` (µs) and lasting 1 ms; `seq`, when given, numbers
+/// them (`record_param_comms`' `Seq` in process group `pg0`). `skip` leaves steps out.
+fn rank_doc(rank: Option<i64>, end_us: &dyn Fn(i64) -> i64, seq: bool, skip: &[i64]) -> Vec<u8> {
+    let mut events = Vec::new();
+    for step in 0..4_i64 {
+        let start = 1_000_000 + step * 10_000;
+        events.push(serde_json::json!({"ph": "X", "cat": "user_annotation",
+            "name": format!("ProfilerStep#{step}"), "pid": 1, "tid": 1, "ts": start, "dur": 9_000}));
+        events.push(
+            serde_json::json!({"ph": "X", "cat": "cpu_op", "name": "aten::mm",
+            "pid": 1, "tid": 1, "ts": start + 100, "dur": 3_000}),
+        );
+        if skip.contains(&step) {
+            continue;
+        }
+        let end = end_us(step);
+        let mut args = serde_json::json!({});
+        if seq {
+            args = serde_json::json!({"Collective name": "allreduce", "Seq": step,
+                "Process Group Name": "pg0"});
+        }
+        events.push(serde_json::json!({"ph": "X", "cat": "cpu_op",
+            "name": if seq { "record_param_comms" } else { "gloo:all_reduce" },
+            "pid": 1, "tid": 2, "ts": end - 1_000, "dur": 1_000, "args": args}));
+    }
+    let mut doc = serde_json::json!({ "traceEvents": events });
+    if let Some(rank) = rank {
+        doc["distributedInfo"] =
+            serde_json::json!({"backend": "gloo", "rank": rank, "world_size": 2});
+    }
+    serde_json::to_vec(&doc).unwrap()
+}
+
+/// `steplens report -f json` of `files` (written into `dir`) with `extra` arguments.
+fn report_of(dir: &TempDir, files: &[(&str, Vec<u8>)], extra: &[&str]) -> serde_json::Value {
+    let mut args: Vec<String> = vec!["report".into(), "-f".into(), "json".into()];
+    for (name, bytes) in files {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        args.push(path.to_str().unwrap().to_owned());
+    }
+    args.extend(extra.iter().map(|s| (*s).to_owned()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = steplens(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    serde_json::from_str(&stdout(&out)).unwrap()
+}
+
+/// Every warning of every input, as (code, message).
+fn all_warnings(report: &serde_json::Value) -> Vec<(String, String)> {
+    report["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["warnings"].as_array().unwrap().clone())
+        .map(|w| {
+            (
+                w["code"].as_str().unwrap().to_owned(),
+                w["message"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn clocks_an_hour_apart_are_aligned_with_a_warning_not_said_to_agree() {
+    let dir = TempDir::new().unwrap();
+    let hour_us = 3_600_000_000_i64;
+    let end = |step: i64| 1_000_000 + step * 10_000 + 8_000;
+    let later = |step: i64| end(step) + hour_us;
+    let r = report_of(
+        &dir,
+        &[
+            ("a.json", rank_doc(Some(0), &end, false, &[])),
+            ("b.json", rank_doc(Some(1), &later, false, &[])),
+        ],
+        &[],
+    );
+    let ranks = &r["ranks"];
+    let clock = ranks["clock"].as_str().unwrap();
+    assert!(!clock.contains("agree"), "{clock}");
+    assert!(
+        clock.contains("past the tolerance of 10.0 ms") && clock.contains("3600 s"),
+        "{clock}"
+    );
+    let warnings = all_warnings(&r);
+    assert!(
+        warnings
+            .iter()
+            .any(|(code, m)| code == "clocks_disagree"
+                && m.contains("rank 1 is 3600 s ahead of rank 0")),
+        "{warnings:?}"
+    );
+    // Aligned: rank 1 shifted back an hour, and no one waits an hour.
+    let rows = ranks["ranks"].as_array().unwrap();
+    assert_eq!(rows[1]["clock_offset_ns"], -hour_us * 1000);
+    assert!(rows.iter().all(|row| row["wait_ns"].as_i64().unwrap() == 0));
+
+    // Ends that no single shift lines up: the cross-rank figures are left out, said so.
+    let jumpy = |step: i64| end(step) + if step % 2 == 0 { 40_000 } else { -40_000 };
+    let r = report_of(
+        &dir,
+        &[
+            ("c.json", rank_doc(Some(0), &end, false, &[])),
+            ("d.json", rank_doc(Some(1), &jumpy, false, &[])),
+        ],
+        &[],
+    );
+    let clock = r["ranks"]["clock"].as_str().unwrap();
+    assert!(clock.starts_with("not aligned"), "{clock}");
+    assert!(r["ranks"]["collectives"].as_array().unwrap().is_empty());
+    assert!(
+        all_warnings(&r)
+            .iter()
+            .any(|(code, _)| code == "clocks_not_aligned")
+    );
+}
+
+#[test]
+fn two_files_claiming_one_rank_are_named_and_get_no_rank_analysis() {
+    let dir = TempDir::new().unwrap();
+    let end = |step: i64| 1_000_000 + step * 10_000 + 8_000;
+    let files = [
+        ("host-a-w0.json", rank_doc(Some(0), &end, false, &[])),
+        ("host-b-w1.json", rank_doc(Some(0), &end, false, &[])),
+    ];
+    let r = report_of(&dir, &files, &[]);
+    assert!(r.get("ranks").is_none(), "{}", r["ranks"]);
+    let warnings = all_warnings(&r);
+    let (_, message) = warnings
+        .iter()
+        .find(|(code, _)| code == "duplicate_rank")
+        .unwrap_or_else(|| panic!("{warnings:?}"));
+    assert!(
+        message.contains("host-a-w0.json and ")
+            && message.contains("host-b-w1.json both claim rank 0 (distributedInfo)")
+            && message.contains("--rank-regex"),
+        "{message}"
+    );
+    // The text report says it too, once.
+    let text = run_with(
+        &[
+            "report".as_ref(),
+            dir.path().join("host-a-w0.json").as_os_str(),
+            dir.path().join("host-b-w1.json").as_os_str(),
+        ],
+        None,
+    );
+    assert_eq!(stdout(&text).matches("both claim rank 0").count(), 1);
+    // --rank-regex tells them apart: ranks from the paths, no warning.
+    let r = report_of(&dir, &files, &[r"--rank-regex=-w(\d+)\.json"]);
+    let rows = r["ranks"]["ranks"].as_array().unwrap();
+    let ids: Vec<i64> = rows.iter().map(|x| x["rank"].as_i64().unwrap()).collect();
+    assert_eq!(ids, [0, 1]);
+    // Rank 1 is read from its path; rank 0's path and distributedInfo agree.
+    assert_eq!(rows[1]["rank_from"], "file name");
+    assert!(all_warnings(&r).is_empty(), "{:?}", all_warnings(&r));
+}
+
+#[test]
+fn ranks_with_different_collective_counts_are_named_and_matched_by_sequence_number() {
+    let dir = TempDir::new().unwrap();
+    let end = |step: i64| 1_000_000 + step * 10_000 + 8_000;
+    // Without sequence numbers: matching by order would pair step 1's call on rank 0 with
+    // step 2's on rank 1, so all_reduce is left out, and the ranks are named.
+    let r = report_of(
+        &dir,
+        &[
+            ("a.json", rank_doc(Some(0), &end, false, &[])),
+            ("b.json", rank_doc(Some(1), &end, false, &[1])),
+        ],
+        &[],
+    );
+    let warnings = all_warnings(&r);
+    let (_, message) = warnings
+        .iter()
+        .find(|(code, _)| code == "collective_counts_differ")
+        .unwrap_or_else(|| panic!("{warnings:?}"));
+    assert!(
+        message.contains("all_reduce: 4 on rank 0, 3 on rank 1")
+            && message.contains("no sequence number"),
+        "{message}"
+    );
+    assert!(r["ranks"]["collectives"].as_array().unwrap().is_empty());
+    // With `Seq` and `Process Group Name`: the three calls both ranks ran are matched.
+    let r = report_of(
+        &dir,
+        &[
+            ("c.json", rank_doc(Some(0), &end, true, &[])),
+            ("d.json", rank_doc(Some(1), &end, true, &[1])),
+        ],
+        &[],
+    );
+    let warnings = all_warnings(&r);
+    assert!(
+        warnings
+            .iter()
+            .any(|(code, m)| code == "collective_counts_differ"
+                && m.contains("matched by process group and sequence number")),
+        "{warnings:?}"
+    );
+    let collectives = r["ranks"]["collectives"].as_array().unwrap();
+    assert_eq!(collectives[0]["count"], 3, "{collectives:?}");
+    assert_eq!(collectives[0]["max_end_skew_ns"], 0);
+}

@@ -236,28 +236,49 @@ pub fn build_report_with(timeline: &Timeline, thresholds: &Thresholds) -> Report
     let finding_groups = crate::finding::group_findings(&findings);
     let mut summary = summarize(timeline, &channels, &steps, &findings);
     summary.mme_tpc_overlap_ns = mme_tpc_overlap_ns;
+    let mut sources: Vec<SourceReport> = timeline
+        .sources
+        .iter()
+        .map(|s| SourceReport {
+            path: s.path.clone(),
+            format: s.format,
+            events: s.events,
+            bytes: s.bytes,
+            rank: s.rank,
+            warnings: s
+                .warnings
+                .iter()
+                .map(|w| WarningReport {
+                    code: w.code.as_str().to_owned(),
+                    offset: w.offset,
+                    message: w.message.clone(),
+                })
+                .collect(),
+        })
+        .collect();
+    // What the rank analysis warns about is said with the inputs' own warnings (on the first
+    // input it names); a refused analysis leaves no rank table.
+    if let Some(r) = &ranks {
+        for w in &r.warnings {
+            let at = w.sources.first().map_or(0, |&s| usize::from(s));
+            if let Some(source) = sources.get_mut(at) {
+                source.warnings.push(WarningReport {
+                    code: w.code.clone(),
+                    offset: None,
+                    message: w.message.clone(),
+                });
+            }
+        }
+    }
+    if ranks
+        .as_ref()
+        .is_some_and(crate::ranks::RanksReport::refused)
+    {
+        ranks = None;
+    }
     Report {
         schema: SCHEMA.to_owned(),
-        sources: timeline
-            .sources
-            .iter()
-            .map(|s| SourceReport {
-                path: s.path.clone(),
-                format: s.format,
-                events: s.events,
-                bytes: s.bytes,
-                rank: s.rank,
-                warnings: s
-                    .warnings
-                    .iter()
-                    .map(|w| WarningReport {
-                        code: w.code.as_str().to_owned(),
-                        offset: w.offset,
-                        message: w.message.clone(),
-                    })
-                    .collect(),
-            })
-            .collect(),
+        sources,
         device: DeviceReport {
             kind: timeline.device.kind.as_str().to_owned(),
             name: timeline.device.name.clone(),

@@ -193,10 +193,12 @@ fn after_read(
 ) -> Result<(), IngestError> {
     if let Some(pattern) = &options.rank_regex {
         for source in first_new..builder.source_count() {
+            // The flag wins over `distributedInfo` where it matches: it is how two traces that
+            // both claim one rank are told apart.
             if let Some(info) = builder.source_mut(u16::try_from(source).unwrap_or(u16::MAX))
-                && info.rank.is_none()
+                && let Some(rank) = rank_by_regex(pattern, &info.path)
             {
-                info.rank = rank_by_regex(pattern, &info.path);
+                info.rank = Some(rank);
             }
         }
     }

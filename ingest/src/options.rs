@@ -16,8 +16,9 @@ pub struct LoadOptions {
     /// is still being written may shrink under the mapping and crash the process, so such
     /// files are read instead. Benchmarks that just wrote their input turn it on.
     pub map_fresh_files: bool,
-    /// The rank of an input that does not say it (no `distributedInfo`), from its path: the
-    /// first capture group of this pattern (the whole match without one). Without a pattern,
+    /// The rank of an input from its path: the first capture group of this pattern (the whole
+    /// match without one); where it matches it wins over `distributedInfo` (two traces that
+    /// both claim one rank are told apart this way). Without a pattern,
     /// the analysis reads `rank3`, `rank-3`, `_r3` from the file name.
     pub rank_regex: Option<regex::Regex>,
     /// The annotations that mark steps (`--step-marker`): names matching this pattern, on every

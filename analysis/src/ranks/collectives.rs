@@ -241,6 +241,7 @@ pub(crate) fn collect(t: &Timeline, source: u16, by_name: &CollectiveNames) -> V
         .get(usize::from(source))
         .and_then(|s| s.world_size);
     let mut ordinal: BTreeMap<String, i64> = BTreeMap::new();
+    let mut repeats: BTreeMap<(String, i64), i64> = BTreeMap::new();
     found
         .into_iter()
         .map(|(_, i, op, track)| {
@@ -249,16 +250,31 @@ pub(crate) fn collect(t: &Timeline, source: u16, by_name: &CollectiveNames) -> V
                 .map(|&launch| host_collective(t, launch, by_name))
                 .unwrap_or_default();
             let op = host.name.unwrap_or(op);
-            let seq = t.arg_i64(i, "Seq");
+            // The slice's own sequence number and group, else the launching op's.
+            let seq = sequence_number(t, i).or(host.seq);
             let group = t
                 .arg_str(i, "Process Group Name")
+                .or(host.group)
                 .unwrap_or_else(|| "default".to_owned());
-            let n = ordinal.entry(op.clone()).or_insert(0);
             let key = match seq {
-                Some(s) => (format!("{group}/seq"), s),
-                None => (format!("{group}/{op}"), *n),
+                // Kernels launched by one op share its number: the k-th of them is told apart.
+                Some(s) => {
+                    let k = repeats.entry((group.clone(), s)).or_insert(0);
+                    let tag = if *k == 0 {
+                        format!("{group}/seq")
+                    } else {
+                        format!("{group}/seq#{k}")
+                    };
+                    *k += 1;
+                    (tag, s)
+                }
+                None => {
+                    let n = ordinal.entry(op.clone()).or_insert(0);
+                    let key = (format!("{group}/{op}"), *n);
+                    *n += 1;
+                    key
+                }
             };
-            *n += 1;
             let bytes = message_bytes(t, i).or(host.bytes);
             let group_size = t
                 .arg_i64(i, "Group size")
@@ -306,6 +322,19 @@ struct HostCollective {
     bytes: Option<i64>,
     /// The first `Group size` found going outwards.
     group_size: Option<i64>,
+    /// The first sequence number found going outwards.
+    seq: Option<i64>,
+    /// The first `Process Group Name` found going outwards.
+    group: Option<String>,
+}
+
+/// What matches one collective across ranks where the trace records it: its sequence number in
+/// its process group (`Seq` from `record_param_comms`, `Collective sequence number` or `seq`
+/// in newer NCCL metadata).
+fn sequence_number(t: &Timeline, slice: SliceId) -> Option<i64> {
+    ["Seq", "Collective sequence number", "seq"]
+        .into_iter()
+        .find_map(|key| t.arg_i64(slice, key))
 }
 
 fn host_collective(t: &Timeline, launch: SliceId, by_name: &CollectiveNames) -> HostCollective {
@@ -328,8 +357,14 @@ fn host_collective(t: &Timeline, launch: SliceId, by_name: &CollectiveNames) -> 
             if found.group_size.is_none() {
                 found.group_size = t.arg_i64(at, "Group size");
             }
+            if found.seq.is_none() {
+                found.seq = sequence_number(t, at);
+            }
+            if found.group.is_none() {
+                found.group = t.arg_str(at, "Process Group Name");
+            }
         }
-        if found.name.is_some() && found.bytes.is_some() {
+        if found.name.is_some() && found.bytes.is_some() && found.seq.is_some() {
             break;
         }
         match t.slices.parent.get(at as usize) {

@@ -31,11 +31,24 @@ pub(crate) fn rank_from_name(path: &str) -> Option<i64> {
 /// Which rank each input is, and how that was known, from (rank the input states, whether
 /// `distributedInfo` wrote it, path) in input order: the stated rank, else one in the file
 /// name, else the input's position; when two inputs claim one rank, every input falls back to
-/// its position.
+/// its position (see [`duplicate_ranks`] for who clashed).
 pub(crate) fn assign_ranks<'a>(
     inputs: impl Iterator<Item = (Option<i64>, bool, &'a str)>,
 ) -> Vec<(i64, &'static str)> {
-    let mut rank_of: Vec<(i64, &'static str)> = inputs
+    let stated = stated_ranks(inputs);
+    if duplicate_ranks(&stated).is_empty() {
+        stated
+    } else {
+        (0..stated.len()).map(|i| (i as i64, INPUT_ORDER)).collect()
+    }
+}
+
+/// Each input's rank as it states it (written, else from its file name, else its position),
+/// duplicates kept.
+pub(crate) fn stated_ranks<'a>(
+    inputs: impl Iterator<Item = (Option<i64>, bool, &'a str)>,
+) -> Vec<(i64, &'static str)> {
+    inputs
         .enumerate()
         .map(|(i, (rank, written, path))| {
             rank.map(|r| {
@@ -51,16 +64,30 @@ pub(crate) fn assign_ranks<'a>(
             .or_else(|| rank_from_name(path).map(|r| (r, "file name")))
             .unwrap_or((i as i64, INPUT_ORDER))
         })
-        .collect();
-    let mut distinct: Vec<i64> = rank_of.iter().map(|r| r.0).collect();
-    distinct.sort_unstable();
-    distinct.dedup();
-    if distinct.len() != rank_of.len() {
-        for (i, r) in rank_of.iter_mut().enumerate() {
-            *r = (i as i64, INPUT_ORDER);
-        }
+        .collect()
+}
+
+/// The ranks two or more inputs claim, each with those inputs (indices, in input order).
+pub(crate) fn duplicate_ranks(stated: &[(i64, &'static str)]) -> Vec<(i64, Vec<usize>)> {
+    let mut by_rank: std::collections::BTreeMap<i64, Vec<usize>> = Default::default();
+    for (i, (rank, _)) in stated.iter().enumerate() {
+        by_rank.entry(*rank).or_default().push(i);
     }
-    rank_of
+    by_rank
+        .into_iter()
+        .filter(|(_, inputs)| inputs.len() > 1)
+        .collect()
+}
+
+/// Whether the rank of `info` is the one its `distributedInfo` writes (not one read from its
+/// path by `--rank-regex`).
+pub(crate) fn rank_written(info: &steplens_ingest::model::SourceInfo) -> bool {
+    info.top_level
+        .iter()
+        .find(|(k, _)| k == "distributedInfo")
+        .and_then(|(_, v)| serde_json::from_str::<serde_json::Value>(v).ok())
+        .and_then(|v| v.get("rank")?.as_i64())
+        .is_some_and(|r| Some(r) == info.rank)
 }
 
 /// How a rank is known when nothing names it: the input's position.
@@ -70,10 +97,11 @@ pub const INPUT_ORDER: &str = "input order";
 /// (`distributedInfo`, `file name`, `input order`).
 #[must_use]
 pub fn input_ranks(t: &Timeline) -> Vec<(i64, &'static str)> {
-    assign_ranks(t.sources.iter().map(|info| {
-        let written = info.top_level.iter().any(|(k, _)| k == "distributedInfo");
-        (info.rank, written, info.path.as_str())
-    }))
+    assign_ranks(
+        t.sources
+            .iter()
+            .map(|info| (info.rank, rank_written(info), info.path.as_str())),
+    )
 }
 
 /// The rank of each input as steps and findings name it: with several inputs, as the rank

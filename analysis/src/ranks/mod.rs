@@ -24,8 +24,8 @@ mod summary;
 
 pub use collectives::{CollectiveLinks, collective_links};
 pub(crate) use collectives::{CollectiveNames, Matched, Occurrence, collect, collective_of};
-pub(crate) use inputs::assign_ranks;
 pub use inputs::{INPUT_ORDER, input_ranks, known_ranks};
+use inputs::{duplicate_ranks, stated_ranks};
 pub(crate) use summary::compute_intervals;
 pub(crate) use summary::rank_summary_with;
 pub use summary::{RankSummary, SUMMARY_SCHEMA, rank_summary};
@@ -119,7 +119,40 @@ pub struct RanksReport {
     /// collectives do not match one to one).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub distributed: Vec<crate::tensorboard::DistributedRow>,
+    /// What makes the cross-rank figures doubtful or absent: two inputs claiming one rank
+    /// (`duplicate_rank`; then `ranks` is empty), ranks that ran different numbers of a
+    /// collective (`collective_counts_differ`), clocks of one host past the tolerance
+    /// (`clocks_disagree`), clocks no shift aligns (`clocks_not_aligned`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<RankWarning>,
 }
+
+impl RanksReport {
+    /// Whether the rank analysis was refused (two inputs claim one rank): no rank rows.
+    #[must_use]
+    pub fn refused(&self) -> bool {
+        self.ranks.is_empty()
+    }
+}
+
+/// Something the rank analysis warns about.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct RankWarning {
+    /// `duplicate_rank`, `collective_counts_differ`, `clocks_disagree`, `clocks_not_aligned`.
+    pub code: String,
+    /// One line for humans, naming the ranks or files.
+    pub message: String,
+    /// The inputs it is about (indices into `sources`), first the one it is reported on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<u16>,
+}
+
+/// How far apart the ends of one collective may lie on ranks whose clocks agree (the median
+/// over the matched collectives): a collective ends on every rank within a transfer of each
+/// other (µs for NCCL kernels, a few ms for gloo on a loaded CPU). Ranks of one host past it
+/// are aligned by their collectives with a `clocks_disagree` warning; ranks that no shift
+/// brings within it get no cross-rank figures (`clocks_not_aligned`).
+pub const CLOCK_TOLERANCE_NS: i64 = 10_000_000;
 
 /// The ranks of a run (one input or several), with the `straggler` findings; `None` for
 /// inputs without collectives.
@@ -202,66 +235,166 @@ fn ranks_and_waits(
     if summaries.is_empty() {
         return None;
     }
-    let rank_of = assign_ranks(
+    let n = summaries.len();
+    let backend = summaries.iter().find_map(|s| s.backend.clone());
+    let stated = stated_ranks(
         summaries
             .iter()
             .map(|s| (s.rank, s.rank_written, s.path.as_str())),
     );
+    // Two inputs that claim one rank: which is which cannot be guessed, so no rank figure is
+    // made up from the input order.
+    let duplicates = duplicate_ranks(&stated);
+    if !duplicates.is_empty() {
+        let warnings = duplicates
+            .iter()
+            .map(|(rank, inputs)| duplicate_warning(summaries, &stated, *rank, inputs))
+            .collect();
+        return Some((
+            RanksReport {
+                world_size: n,
+                backend,
+                clock: "not compared: two inputs claim one rank".to_owned(),
+                ranks: Vec::new(),
+                collectives: Vec::new(),
+                distributed: Vec::new(),
+                warnings,
+            },
+            Vec::new(),
+            vec![Vec::new(); n],
+            vec![Vec::new(); n],
+        ));
+    }
+    let rank_of = stated;
     let occurrences: Vec<&Vec<Occurrence>> = summaries.iter().map(|s| &s.collectives).collect();
     if occurrences.iter().any(|o| o.is_empty()) {
         return None;
     }
+    let mut warnings = Vec::new();
+    // Ranks that ran different numbers of a collective: matched by sequence number where the
+    // trace numbers them; by order they would pair different calls, so those are left out.
+    let unordered = count_mismatches(&occurrences, &rank_of, &mut warnings);
     // Match across ranks.
     let mut by_key: BTreeMap<(String, i64), Vec<Option<usize>>> = BTreeMap::new();
     for (r, occ) in occurrences.iter().enumerate() {
         for (k, o) in occ.iter().enumerate() {
+            if !is_sequenced(o) && unordered.contains(&o.name) {
+                continue;
+            }
             by_key
                 .entry(o.key.clone())
                 .or_insert_with(|| vec![None; occurrences.len()])[r] = Some(k);
         }
     }
-    let matched: Vec<Vec<usize>> = by_key
+    let mut matched: Vec<Vec<usize>> = by_key
         .into_values()
         .filter_map(|slots| slots.into_iter().collect::<Option<Vec<usize>>>())
         .collect();
     // Clock offsets: the median over matched collectives of (end on the reference rank − end on
-    // rank r).
+    // rank r): a collective ends on every rank at nearly the same moment.
     // The lowest rank is the reference, whatever order the inputs came in.
     let reference = (0..rank_of.len())
         .min_by_key(|&i| rank_of[i].0)
         .unwrap_or(0);
-    let offsets: Vec<i64> = (0..occurrences.len())
+    let end_gaps = |r: usize| -> Vec<i64> {
+        matched
+            .iter()
+            .map(|m| occurrences[reference][m[reference]].end - occurrences[r][m[r]].end)
+            .collect()
+    };
+    let offsets: Vec<i64> = (0..n).map(|r| median(end_gaps(r)).unwrap_or(0)).collect();
+    let (worst, measured) = offsets
+        .iter()
+        .enumerate()
+        .map(|(r, o)| (r, o.saturating_abs()))
+        .max_by_key(|&(r, o)| (o, std::cmp::Reverse(r)))
+        .unwrap_or((reference, 0));
+    let same_host = summaries.windows(2).all(|w| w[0].host == w[1].host);
+    let disagree = same_host && measured > CLOCK_TOLERANCE_NS;
+    let applied: Vec<i64> = if same_host && !disagree {
+        vec![0; n]
+    } else {
+        offsets.clone()
+    };
+    // What is left once each rank is shifted: the median distance of its collectives' ends
+    // from the reference's; past the tolerance no one shift lines the ranks up, so a shift
+    // cannot be trusted (on one host whose clocks agree nothing is shifted: point-to-point
+    // collectives such as NCCL's SendRecv end apart without any clock being off).
+    let residual = (0..n)
         .map(|r| {
             median(
-                matched
-                    .iter()
-                    .map(|m| occurrences[reference][m[reference]].end - occurrences[r][m[r]].end)
+                end_gaps(r)
+                    .into_iter()
+                    .map(|gap| gap.saturating_sub(applied[r]).saturating_abs())
                     .collect(),
             )
             .unwrap_or(0)
         })
-        .collect();
-    let same_host = summaries.windows(2).all(|w| w[0].host == w[1].host);
-    let applied: Vec<i64> = if same_host {
-        vec![0; offsets.len()]
-    } else {
-        offsets.clone()
-    };
-    let clock = if summaries.len() == 1 {
-        "one rank: no clocks to align".to_owned()
-    } else if same_host {
-        format!(
-            "one host: timestamps agree (collective ends differ by a median of at most {})",
-            crate::units::human_ns(offsets.iter().map(|o| o.abs()).max().unwrap_or(0))
-        )
-    } else {
-        format!(
-            "aligned to rank {} by the median end of {} matched collectives",
-            rank_of[reference].0,
-            matched.len()
-        )
-    };
-    let n = occurrences.len();
+        .max()
+        .unwrap_or(0);
+    let tolerance = crate::units::human_ns(CLOCK_TOLERANCE_NS);
+    let reference_rank = rank_of[reference].0;
+    let clock =
+        if n == 1 {
+            "one rank: no clocks to align".to_owned()
+        } else if matched.is_empty() {
+            "not compared: no collective matched on every rank".to_owned()
+        } else if (disagree || !same_host) && residual > CLOCK_TOLERANCE_NS {
+            warnings.push(RankWarning {
+                code: "clocks_not_aligned".to_owned(),
+                message: format!(
+                    "the ranks' clocks cannot be aligned: shifted by the median end of {} matched \
+                 collectives, their ends still differ by a median of {} (tolerance {tolerance}); \
+                 cross-rank figures (waits, skew, last arrivals, stragglers) are left out",
+                    matched.len(),
+                    crate::units::human_ns(residual),
+                ),
+                sources: Vec::new(),
+            });
+            matched.clear();
+            format!(
+                "not aligned: collective ends differ by a median of {} after the best shift, past \
+             the tolerance of {tolerance}; cross-rank figures left out",
+                crate::units::human_ns(residual)
+            )
+        } else if disagree {
+            warnings.push(RankWarning {
+            code: "clocks_disagree".to_owned(),
+            message: format!(
+                "the ranks' clocks disagree on one host: rank {} is {} {} rank {reference_rank} \
+                 (median over {} matched collectives' ends; tolerance {tolerance}); aligned by \
+                 the matched collectives",
+                rank_of[worst].0,
+                crate::units::human_ns(measured),
+                if offsets[worst] > 0 { "behind" } else { "ahead of" },
+                matched.len(),
+            ),
+            sources: vec![u16::try_from(worst).unwrap_or(u16::MAX)],
+        });
+            format!(
+                "aligned to rank {reference_rank} by the median end of {} matched collectives: on \
+             one host the clocks differ by up to {}, past the tolerance of {tolerance}",
+                matched.len(),
+                crate::units::human_ns(measured)
+            )
+        } else if same_host {
+            format!(
+                "one host, clocks agree: the median gap between a rank's and rank \
+             {reference_rank}'s ends of {} matched collectives is at most {} (tolerance \
+             {tolerance})",
+                matched.len(),
+                crate::units::human_ns(measured)
+            )
+        } else {
+            format!(
+                "aligned to rank {reference_rank} by the median end of {} matched collectives \
+             (clocks up to {} apart; ends then differ by a median of at most {}, tolerance \
+             {tolerance})",
+                matched.len(),
+                crate::units::human_ns(measured),
+                crate::units::human_ns(residual)
+            )
+        };
     let mut last_arrivals = vec![0usize; n];
     let mut wait = vec![0i64; n];
     let mut caused = vec![0i64; n];
@@ -360,7 +493,6 @@ fn ranks_and_waits(
         .collect();
     let findings = straggler(summaries, &rows, &caused, &late, matched.len(), thresholds);
     rows.sort_by_key(|r| r.rank);
-    let backend = summaries.iter().find_map(|s| s.backend.clone());
     Some((
         RanksReport {
             world_size: n,
@@ -369,11 +501,152 @@ fn ranks_and_waits(
             ranks: rows,
             collectives,
             distributed: Vec::new(),
+            warnings,
         },
         findings,
         waits,
         late,
     ))
+}
+
+/// Whether `o` is matched across ranks by its sequence number.
+fn is_sequenced(o: &Occurrence) -> bool {
+    o.key.0.contains("/seq")
+}
+
+/// The warning for inputs `inputs` that all claim `rank`.
+fn duplicate_warning(
+    summaries: &[RankSummary],
+    stated: &[(i64, &'static str)],
+    rank: i64,
+    inputs: &[usize],
+) -> RankWarning {
+    let paths: Vec<&str> = inputs
+        .iter()
+        .filter_map(|&i| summaries.get(i).map(|s| s.path.as_str()))
+        .collect();
+    let how = inputs.first().map_or("", |&i| stated[i].1);
+    let who = match paths.as_slice() {
+        [a, b] => format!("{a} and {b} both claim"),
+        [rest @ .., last] => format!("{} and {last} all claim", rest.join(", ")),
+        [] => "inputs claim".to_owned(),
+    };
+    RankWarning {
+        code: "duplicate_rank".to_owned(),
+        message: format!(
+            "{who} rank {rank} ({how}); no rank analysis: give --rank-regex to read each \
+             input's rank from its path"
+        ),
+        sources: inputs
+            .iter()
+            .map(|&i| u16::try_from(i).unwrap_or(u16::MAX))
+            .collect(),
+    }
+}
+
+/// Warns (one warning per collective name) where the ranks ran different numbers of a
+/// collective, naming the ranks per count; returns the names that carry no sequence number
+/// there, which matching by order would pair wrongly.
+fn count_mismatches(
+    occurrences: &[&Vec<Occurrence>],
+    rank_of: &[(i64, &'static str)],
+    warnings: &mut Vec<RankWarning>,
+) -> std::collections::BTreeSet<String> {
+    let mut counts: BTreeMap<&str, Vec<(usize, bool)>> = BTreeMap::new();
+    for (r, occ) in occurrences.iter().enumerate() {
+        for o in occ.iter() {
+            let row = counts
+                .entry(o.name.as_str())
+                .or_insert_with(|| vec![(0, true); occurrences.len()]);
+            row[r].0 += 1;
+            row[r].1 &= is_sequenced(o);
+        }
+    }
+    let mut unordered = std::collections::BTreeSet::new();
+    for (name, per_rank) in counts {
+        if per_rank.windows(2).all(|w| w[0].0 == w[1].0) {
+            continue;
+        }
+        let sequenced = per_rank.iter().all(|c| c.1);
+        let mut by_count: BTreeMap<usize, Vec<i64>> = BTreeMap::new();
+        for (r, c) in per_rank.iter().enumerate() {
+            by_count.entry(c.0).or_default().push(rank_of[r].0);
+        }
+        // The most common count first (on a tie, the one of the lowest rank): the others are
+        // the odd ones out.
+        let mut groups: Vec<(usize, Vec<i64>)> = by_count.into_iter().collect();
+        groups.sort_by_key(|(_, ranks)| {
+            (
+                std::cmp::Reverse(ranks.len()),
+                ranks.iter().min().copied().unwrap_or(0),
+            )
+        });
+        let listed: Vec<String> = groups
+            .iter()
+            .take(6)
+            .map(|(count, ranks)| format!("{count} on {}", rank_list(ranks)))
+            .collect();
+        let more = if groups.len() > 6 {
+            format!(" and {} more counts", groups.len() - 6)
+        } else {
+            String::new()
+        };
+        let odd: Vec<u16> = groups
+            .iter()
+            .skip(1)
+            .flat_map(|(_, ranks)| ranks)
+            .filter_map(|rank| rank_of.iter().position(|r| r.0 == *rank))
+            .map(|i| u16::try_from(i).unwrap_or(u16::MAX))
+            .collect();
+        warnings.push(RankWarning {
+            code: "collective_counts_differ".to_owned(),
+            message: format!(
+                "the ranks ran different numbers of {name}: {}{more}; {}",
+                listed.join(", "),
+                if sequenced {
+                    "matched by process group and sequence number".to_owned()
+                } else {
+                    unordered.insert(name.to_owned());
+                    format!(
+                        "the trace gives them no sequence number, so {name} is left out of the \
+                         cross-rank figures (matching by order would pair different calls)"
+                    )
+                }
+            ),
+            sources: odd,
+        });
+    }
+    unordered
+}
+
+/// `rank 3`, `ranks 0–3, 5, 7–9`.
+fn rank_list(ranks: &[i64]) -> String {
+    let mut sorted = ranks.to_vec();
+    sorted.sort_unstable();
+    let mut runs: Vec<(i64, i64)> = Vec::new();
+    for r in sorted {
+        match runs.last_mut() {
+            Some(last) if last.1.checked_add(1) == Some(r) => last.1 = r,
+            _ => runs.push((r, r)),
+        }
+    }
+    let shown: Vec<String> = runs
+        .iter()
+        .take(8)
+        .map(|&(a, b)| {
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a}–{b}")
+            }
+        })
+        .collect();
+    let more = if runs.len() > 8 { ", …" } else { "" };
+    format!(
+        "{} {}{more}",
+        if ranks.len() == 1 { "rank" } else { "ranks" },
+        shown.join(", ")
+    )
 }
 
 const STRAGGLER_ADVICE: &str = "One rank reaches the collectives late and every other rank \

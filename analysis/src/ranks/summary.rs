@@ -86,7 +86,7 @@ pub(crate) fn rank_summary_with(
         schema: SUMMARY_SCHEMA.to_owned(),
         path: info.path.clone(),
         rank: info.rank,
-        rank_written: top("distributedInfo").is_some(),
+        rank_written: super::inputs::rank_written(info),
         host: top("host_name").map(|h| h.trim_matches('"').to_owned()),
         backend,
         steps: split.steps,
