@@ -1,7 +1,8 @@
 //! The advice detectors (`pageable_copy`, `host_created_tensor`,
-//! `no_mixed_precision`, `data_parallel`, `unfused_pointwise`, `unfused_optimizer`) on their own
-//! samples (`samples/advice/`: real torch CPU runs from `generate_cpu.py`, modelled CUDA runs from
-//! `generate_gpu.py`; both write the truth from what they planted): exact per-step counts, call
+//! `no_mixed_precision`, `data_parallel`, `unfused_pointwise`, `unfused_optimizer`, `slow_gemm`)
+//! on their own samples (`samples/advice/`: real torch CPU runs from `generate_cpu.py`, modelled
+//! CUDA runs from `generate_gpu.py` and `generate_gemm.py`; each writes the truth from what it
+//! planted): exact per-step counts, call
 //! sites and (for the modelled runs) lost time; nothing on the clean twins; and the new kinds
 //! nowhere else than where a truth file plants them.
 
@@ -14,7 +15,8 @@ use serde_json::Value;
 
 mod support;
 
-const KINDS: [&str; 6] = [
+const KINDS: [&str; 7] = [
+    "slow_gemm",
     "pageable_copy",
     "host_created_tensor",
     "no_mixed_precision",

@@ -245,6 +245,8 @@ finding_kinds! {
     FragmentedCollectives => "fragmented_collectives",
     /// Collectives that run with no compute beside them: the step waits for the network.
     ExposedCommunication => "exposed_communication",
+    /// GEMMs far below the rate the trace's well-shaped GEMMs of their dtype reach.
+    SlowGemm => "slow_gemm",
 }
 
 impl FindingKind {
@@ -265,6 +267,7 @@ impl FindingKind {
         Self::UnfusedPointwise,
         Self::UnfusedOptimizer,
         Self::DataParallel,
+        Self::SlowGemm,
         Self::FragmentedCollectives,
         Self::ExposedCommunication,
         Self::MmeIdleBehindTpc,

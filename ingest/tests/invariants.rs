@@ -59,6 +59,7 @@ fn samples_are_all_found() {
             "cpu_pointwise_clean.json.gz",
             "gpu_clean.json.gz",
             "gpu_data_parallel.json.gz",
+            "gpu_gemm_shapes.json.gz",
             "gpu_input_copies.json.gz",
             "ddp_rank0.json.gz",
             "ddp_rank1.json.gz",

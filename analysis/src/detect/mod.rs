@@ -23,6 +23,7 @@ mod precision;
 mod python_data_tensor;
 mod recompile;
 mod savings;
+mod slow_gemm;
 mod slow_zero_grad;
 mod sync_point;
 mod torch_ops;
@@ -117,6 +118,9 @@ pub struct Thresholds {
     /// `exposed_communication`: collective time with no compute beside it must reach this
     /// share of the step, percent.
     pub exposed_comm_min_pct: f64,
+    /// `slow_gemm`: a GEMM signature whose rate is below this share of what the trace's
+    /// well-shaped GEMMs of its dtype reach (or its memory roof) runs slow, percent.
+    pub slow_gemm_max_pct: f64,
 }
 
 impl Default for Thresholds {
@@ -148,6 +152,7 @@ impl Default for Thresholds {
             fragmented_min_per_step: 8,
             exposed_comm_min_pct: 5.0,
             fragmented_over_needed: 2.0,
+            slow_gemm_max_pct: 50.0,
         }
     }
 }
@@ -178,6 +183,9 @@ pub struct Context<'a> {
     windows: std::sync::OnceLock<Vec<StepWindow>>,
     /// Each input's collectives, collected on first use (two detectors read them).
     collectives: std::sync::OnceLock<Collectives>,
+    /// The op signatures of the performance model, made on first use (`op_perf[]` and
+    /// `slow_gemm` read them).
+    op_signatures: std::sync::OnceLock<crate::op_perf::Signatures>,
 }
 
 /// Each input's collectives ([`crate::ranks::collect`]) and the name classes they were read with.
@@ -236,6 +244,7 @@ impl<'a> Context<'a> {
             launches: std::sync::OnceLock::new(),
             windows: std::sync::OnceLock::new(),
             collectives: std::sync::OnceLock::new(),
+            op_signatures: std::sync::OnceLock::new(),
         }
     }
 
@@ -249,6 +258,12 @@ impl<'a> Context<'a> {
                 .collect();
             Collectives { names, per_input }
         })
+    }
+
+    /// The op signatures of the performance model ([`crate::op_perf`]).
+    pub(crate) fn op_signatures(&self) -> &crate::op_perf::Signatures {
+        self.op_signatures
+            .get_or_init(|| crate::op_perf::Signatures::new(self))
     }
 
     /// The launch links (runtime call ↔ device work).
@@ -580,6 +595,7 @@ pub fn run_all(ctx: &Context<'_>) -> Vec<Finding> {
             findings.extend(debug_api::detect(ctx));
             findings.extend(layer_patterns::detect(ctx));
             findings.extend(precision::detect(ctx));
+            findings.extend(slow_gemm::detect(ctx));
             findings.extend(data_parallel::detect(ctx));
             findings.extend(pointwise::detect(ctx));
             findings.extend(optimizer::detect(ctx));

@@ -116,6 +116,16 @@ fn precision_of_kernel(name: &str) -> Precision {
     }
 }
 
+/// Whether a kernel's name says it runs fp32 without TF32 (`Some(false)`: TF32 or reduced
+/// precision; `None`: the name does not say).
+pub(super) fn is_plain_fp32_kernel(name: &str) -> Option<bool> {
+    match precision_of_kernel(name) {
+        Precision::Fp32 => Some(true),
+        Precision::Tf32 | Precision::Reduced => Some(false),
+        Precision::Unknown => None,
+    }
+}
+
 fn is_matrix_kernel(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
     MATRIX_KERNELS.iter().any(|k| lower.contains(k))

@@ -31,6 +31,7 @@ fn removes_device_work(kind: FindingKind) -> bool {
             | FindingKind::UnfusedPointwise
             | FindingKind::UnfusedOptimizer
             | FindingKind::NoMixedPrecision
+            | FindingKind::SlowGemm
             | FindingKind::DataParallel
             | FindingKind::FragmentedCollectives
             | FindingKind::ExposedCommunication

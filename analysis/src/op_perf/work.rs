@@ -1,10 +1,6 @@
-//! The per-op performance model: the work each op signature does (FLOPs and bytes moved per
-//! call, from its `Input Dims` / `Input type` / `Concrete Inputs`), what its kernels achieved, and
-//! how close that is to the device's peak (`device_rates`), as `op_perf[]` in the report.
-//!
-//! A signature is an op name with its input shapes and dtypes. Its kernels are the device work
-//! the op's own runtime calls launched (the innermost op around the launch). Formulas per family,
-//! documented in `docs/roofline.md`:
+//! The work of one call by op family: FLOPs and bytes moved, from the call's input shapes and
+//! dtypes (`Input Dims` / `Input type`) and its non-tensor arguments (`Concrete Inputs`).
+//! Formulas per family, documented in `docs/roofline.md`:
 //! - GEMM (`mm`, `addmm`, `bmm`, `baddbmm`, `matmul`, `linear`, `_scaled_mm`): FLOPs =
 //!   (2·M·N·K + M·N when a bias is added)·B; bytes = A, B, C (and the bias) at their dtypes;
 //! - convolution forward (`convolution`, `_convolution`, `cudnn_convolution`): 2·N·K·Π(out)·(C/g)·Π(kernel)
@@ -21,14 +17,7 @@
 //! - anything else is `other`: bytes of its inputs where known, no FLOPs. Nothing is guessed: a
 //!   missing shape or parameter leaves the figure out.
 
-use std::collections::BTreeMap;
-
-use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
-use steplens_ingest::model::{CategoryClass, NO_PARENT, OpArg, SliceId};
-
-use crate::detect::Context;
-use crate::device_rates::DeviceClass;
 
 /// An op family of the performance model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -78,6 +67,17 @@ pub struct Work {
     pub family: Option<Family>,
     /// A GEMM's dimensions.
     pub gemm: Option<GemmDims>,
+}
+
+impl Work {
+    /// FLOPs per byte moved, when both are known.
+    #[must_use]
+    pub fn arithmetic_intensity(&self) -> Option<f64> {
+        self.flops
+            .zip(self.bytes)
+            .filter(|(_, b)| *b > 0.0)
+            .map(|(f, b)| f / b)
+    }
 }
 
 /// One input: its shape and dtype as the trace gives them.
@@ -476,244 +476,6 @@ fn elementwise(inputs: &[Operand]) -> Work {
         family: Some(Family::Elementwise),
         gemm: None,
     }
-}
-
-/// One row of `op_perf[]`: an op signature, its work per call and what its kernels achieved.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct OpPerf {
-    /// Op name.
-    pub name: String,
-    /// Its family (`gemm`, `conv`, `attention`, `norm`, `elementwise`, `reduce`,
-    /// `communication`, `other`).
-    pub family: Family,
-    /// `Input Dims` as the trace writes them.
-    pub input_shape: String,
-    /// The first input's dtype.
-    pub dtype: String,
-    /// Calls.
-    pub calls: u64,
-    /// Kernel time of the calls, ns (the device work their own launches started).
-    pub kernel_ns: i64,
-    /// Shortest and longest call's kernel time, ns.
-    pub kernel_min_ns: i64,
-    /// …
-    pub kernel_max_ns: i64,
-    /// FLOPs per call (null outside the model's families).
-    pub flops_per_call: Option<f64>,
-    /// Bytes moved per call (null without shapes and dtypes).
-    pub bytes_per_call: Option<f64>,
-    /// FLOPs per byte.
-    pub flops_per_byte: Option<f64>,
-    /// Mean over calls of FLOPs / kernel time, TFLOP/s.
-    pub tflops_per_s_mean: Option<f64>,
-    /// All calls' FLOPs / all their kernel time, TFLOP/s.
-    pub tflops_per_s: Option<f64>,
-    /// Mean over calls of bytes / kernel time, TB/s.
-    pub tbytes_per_s_mean: Option<f64>,
-    /// The aggregate achieved rate as a share of the device's dense peak for the op's own
-    /// dtype, percent (null without a known device or dtype).
-    pub pct_of_peak_compute: Option<f64>,
-    /// The aggregate bytes per second as a share of the device's memory bandwidth, percent.
-    pub pct_of_peak_bandwidth: Option<f64>,
-    /// `compute` or `memory`: the arithmetic intensity against the device's ridge point for the
-    /// dtype (null without both).
-    pub bound: Option<String>,
-    /// A GEMM's dimensions.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gemm: Option<GemmDims>,
-}
-
-/// Parses one signature's args.
-fn operands(dims: Option<&[u8]>, types: Option<&[u8]>) -> Vec<Operand> {
-    let dims: Vec<serde_json::Value> = dims
-        .and_then(|raw| serde_json::from_slice(raw).ok())
-        .unwrap_or_default();
-    let types: Vec<serde_json::Value> = types
-        .and_then(|raw| serde_json::from_slice(raw).ok())
-        .unwrap_or_default();
-    dims.iter()
-        .enumerate()
-        .map(|(i, d)| Operand {
-            dims: d
-                .as_array()
-                .map(|a| a.iter().filter_map(serde_json::Value::as_i64).collect())
-                .unwrap_or_default(),
-            dtype: types
-                .get(i)
-                .and_then(serde_json::Value::as_str)
-                .unwrap_or_default()
-                .to_owned(),
-        })
-        .collect()
-}
-
-fn concrete_inputs(raw: Option<&[u8]>) -> Vec<String> {
-    let values: Vec<serde_json::Value> = raw
-        .and_then(|r| serde_json::from_slice(r).ok())
-        .unwrap_or_default();
-    values
-        .iter()
-        .map(|v| match v {
-            serde_json::Value::String(s) => s.clone(),
-            other => other.to_string(),
-        })
-        .collect()
-}
-
-/// The dense peak for a dtype, TFLOP/s (`None`: no peak known for it).
-fn peak_for(class: &DeviceClass, dtype: &str) -> Option<f64> {
-    let lower = dtype.to_ascii_lowercase();
-    if lower == "float" || lower == "float32" {
-        Some(class.peak.fp32)
-    } else if lower.contains("bfloat16") || lower.contains("half") || lower == "float16" {
-        Some(class.peak.bf16)
-    } else {
-        None
-    }
-}
-
-/// The `op_perf[]` rows of a trace: one per op signature whose calls launched device work, by
-/// kernel time.
-#[must_use]
-pub fn op_perf(ctx: &Context<'_>) -> Vec<OpPerf> {
-    let t = ctx.timeline;
-    // cuBLASLt launches its GEMMs through the driver API: both kinds of launch count here.
-    let launches = crate::step_windows::Launches::with_driver(t);
-    // Per op that launched device work: its kernels' time.
-    let mut per_op: FxHashMap<SliceId, i64> = FxHashMap::default();
-    for track in t.tracks.iter().filter(|tr| tr.kind.is_device()) {
-        for d in track.slices.clone() {
-            if !t.slice_class(d).is_device_work() {
-                continue;
-            }
-            let Some(runtime) = launches.launcher(d) else {
-                continue;
-            };
-            let mut at = t.slices.parent[runtime as usize];
-            while at != NO_PARENT && t.slice_class(at) != CategoryClass::CpuOp {
-                at = t.slices.parent[at as usize];
-            }
-            if at != NO_PARENT {
-                *per_op.entry(at).or_insert(0) += t.slices.dur[d as usize];
-            }
-        }
-    }
-    if per_op.is_empty() {
-        return Vec::new();
-    }
-    let class = t
-        .device
-        .name
-        .as_deref()
-        .and_then(crate::device_rates::device_class);
-    // Signature → (work, per-call kernel times).
-    struct Sig {
-        name: String,
-        shape: String,
-        dtype: String,
-        work: Work,
-        calls: Vec<i64>,
-        rates: Vec<(Option<f64>, Option<f64>)>,
-    }
-    // Keyed by the name and the raw `Input Dims`, `Input type` and `Concrete Inputs` bytes:
-    // parsed once per signature, not once per call.
-    type SigKey = (u32, Vec<u8>, Vec<u8>, Vec<u8>);
-    let mut sigs: BTreeMap<SigKey, Sig> = BTreeMap::new();
-    let mut ops: Vec<(SliceId, i64)> = per_op.into_iter().collect();
-    ops.sort_unstable();
-    for (op, kernel_ns) in ops {
-        let dims = ctx.arg(op, OpArg::InputDims);
-        let types = ctx.arg(op, OpArg::InputType);
-        let concrete = ctx.arg(op, OpArg::ConcreteInputs);
-        let key = (
-            t.slices.name[op as usize],
-            dims.unwrap_or_default().to_vec(),
-            types.unwrap_or_default().to_vec(),
-            concrete.unwrap_or_default().to_vec(),
-        );
-        let sig = sigs.entry(key).or_insert_with(|| {
-            let inputs = operands(dims, types);
-            let name = t.slice_name(op).to_owned();
-            let work = work_of(&name, &inputs, &concrete_inputs(concrete));
-            Sig {
-                dtype: inputs.first().map(|o| o.dtype.clone()).unwrap_or_default(),
-                shape: dims
-                    .map(|d| String::from_utf8_lossy(d).into_owned())
-                    .unwrap_or_default(),
-                name,
-                work,
-                calls: Vec::new(),
-                rates: Vec::new(),
-            }
-        });
-        sig.calls.push(kernel_ns);
-        let per_ns = |v: Option<f64>| v.filter(|_| kernel_ns > 0).map(|v| v / kernel_ns as f64);
-        // FLOPs per ns = GFLOP/s; / 1000 = TFLOP/s. Bytes per ns = GB/s; / 1000 = TB/s.
-        sig.rates.push((
-            per_ns(sig.work.flops).map(|r| r / 1000.0),
-            per_ns(sig.work.bytes).map(|r| r / 1000.0),
-        ));
-    }
-    let mut rows: Vec<OpPerf> = Vec::new();
-    for sig in sigs.into_values() {
-        let calls = sig.calls.len() as u64;
-        let kernel_ns: i64 = sig.calls.iter().sum();
-        let mean = |v: Vec<f64>| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
-        let tflops_mean = mean(sig.rates.iter().filter_map(|r| r.0).collect());
-        let tbytes_mean = mean(sig.rates.iter().filter_map(|r| r.1).collect());
-        let total = |per_call: Option<f64>| {
-            per_call
-                .filter(|_| kernel_ns > 0)
-                .map(|v| v * calls as f64 / kernel_ns as f64 / 1000.0)
-        };
-        let tflops = total(sig.work.flops);
-        let tbytes = total(sig.work.bytes);
-        let peak = class.and_then(|c| peak_for(c, &sig.dtype));
-        let ai = sig
-            .work
-            .flops
-            .zip(sig.work.bytes)
-            .filter(|(_, b)| *b > 0.0)
-            .map(|(f, b)| f / b);
-        let bound = class.zip(peak).zip(ai).map(|((c, p), ai)| {
-            let ridge = p / c.memory_tbps;
-            if ai >= ridge { "compute" } else { "memory" }.to_owned()
-        });
-        rows.push(OpPerf {
-            family: sig.work.family.unwrap_or(Family::Other),
-            input_shape: sig.shape,
-            dtype: sig.dtype,
-            calls,
-            kernel_ns,
-            kernel_min_ns: sig.calls.iter().copied().min().unwrap_or(0),
-            kernel_max_ns: sig.calls.iter().copied().max().unwrap_or(0),
-            flops_per_call: sig.work.flops,
-            bytes_per_call: sig.work.bytes,
-            flops_per_byte: ai.map(round3),
-            tflops_per_s_mean: tflops_mean.map(round3),
-            tflops_per_s: tflops.map(round3),
-            tbytes_per_s_mean: tbytes_mean.map(round3),
-            pct_of_peak_compute: tflops
-                .zip(peak)
-                .map(|(r, p)| crate::units::round2(r * 100.0 / p)),
-            pct_of_peak_bandwidth: tbytes
-                .zip(class)
-                .map(|(r, c)| crate::units::round2(r * 100.0 / c.memory_tbps)),
-            bound,
-            gemm: sig.work.gemm,
-            name: sig.name,
-        });
-    }
-    rows.sort_by(|a, b| {
-        b.kernel_ns
-            .cmp(&a.kernel_ns)
-            .then_with(|| a.name.cmp(&b.name))
-    });
-    rows
-}
-
-fn round3(v: f64) -> f64 {
-    (v * 1000.0).round() / 1000.0
 }
 
 #[cfg(test)]
