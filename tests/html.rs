@@ -196,3 +196,36 @@ fn rank_steps_are_grouped_and_labelled() {
     );
     assert!(page.contains(&caption), "{caption}");
 }
+
+/// The roofline: one point per op signature with FLOPs and bytes, at the JSON's intensity and
+/// rate; the device's roofs drawn; every signature in the table.
+#[test]
+fn the_roofline_plots_each_signature_against_the_roofs() {
+    let sample = support::repo().join("samples/whatif-cuda/fp32_matmul.problem.json.gz");
+    let path = sample.to_str().unwrap();
+    let page = html_of(&["report", "-f", "html", path]);
+    assert_self_contained(&page);
+    let report = json_of(&["report", "-f", "json", path]);
+    let rows = report["op_perf"].as_array().unwrap();
+    let plotted = rows
+        .iter()
+        .filter(|r| {
+            r["flops_per_byte"].as_f64().is_some_and(|v| v > 0.0)
+                && r["tflops_per_s"].as_f64().is_some_and(|v| v > 0.0)
+        })
+        .count();
+    assert!(plotted >= 5, "{plotted} signatures with work");
+    let section = &page[page.find("id=\"roofline\"").expect("roofline section")..];
+    let svg = &section[..section.find("</svg>").unwrap()];
+    assert_eq!(svg.matches("<circle").count(), plotted);
+    // An H100: both roofs, each a bandwidth slope then a flat peak.
+    assert!(svg.contains("fp32 roof: 67 TFLOP/s") && svg.contains("bf16/fp16 roof: 989 TFLOP/s"));
+    // Every fp32 GEMM reads as compute-bound, at most its own dtype's peak.
+    for r in rows.iter().filter(|r| r["family"] == "gemm") {
+        assert_eq!(r["bound"], "compute", "{r}");
+        assert!(r["pct_of_peak_compute"].as_f64().unwrap() <= 100.0, "{r}");
+    }
+    let table = &section[section.find("id=\"roofline-ops\"").unwrap()..];
+    let table = &table[..table.find("</table>").unwrap()];
+    assert_eq!(table.matches("<tr>").count(), rows.len() + 1);
+}

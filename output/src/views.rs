@@ -142,41 +142,18 @@ fn roofline(report: &Report, top: usize) -> Vec<(String, Result<Table, String>)>
             r.bound.clone().unwrap_or_else(|| "-".to_owned()),
         ]);
     }
-    // By family: kernel time, and the FLOP-weighted share of peak of the rows that have one.
-    let mut families: std::collections::BTreeMap<String, (i64, f64, f64)> =
-        std::collections::BTreeMap::new();
-    let total: i64 = rows.iter().map(|r| r.kernel_ns).sum();
-    for r in rows {
-        let family = serde_json::to_value(r.family)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default();
-        let e = families.entry(family).or_default();
-        e.0 += r.kernel_ns;
-        if let (Some(pct), Some(f)) = (r.pct_of_peak_compute, r.flops_per_call) {
-            let flops = f * r.calls as f64;
-            e.1 += pct * flops;
-            e.2 += flops;
-        }
-    }
     let mut by_family = Table::new(&[
         ("family", false),
         ("kernel µs", true),
         ("% of kernel time", true),
         ("% of peak (FLOP-weighted)", true),
     ]);
-    let mut order: Vec<(String, (i64, f64, f64))> = families.into_iter().collect();
-    order.sort_by(|a, b| b.1.0.cmp(&a.1.0).then_with(|| a.0.cmp(&b.0)));
-    for (family, (ns, weighted, flops)) in order {
+    for f in steplens_analysis::op_perf::by_family(rows) {
         by_family.row(vec![
-            family,
-            us(ns),
-            pct(if total > 0 {
-                ns as f64 * 100.0 / total as f64
-            } else {
-                0.0
-            }),
-            opt((flops > 0.0).then(|| weighted / flops), 1),
+            f.family.as_str().to_owned(),
+            us(f.kernel_ns),
+            pct(f.pct_of_kernel_time),
+            opt(f.pct_of_peak, 1),
         ]);
     }
     vec![

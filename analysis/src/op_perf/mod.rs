@@ -9,6 +9,8 @@
 
 mod work;
 
+use std::collections::BTreeMap;
+
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use steplens_ingest::model::{CategoryClass, NO_PARENT, OpArg, SliceId};
@@ -281,6 +283,54 @@ fn row(sig: &Signature, class: Option<&DeviceClass>) -> OpPerf {
         bound,
         gemm: sig.work.gemm,
     }
+}
+
+/// One op family's share of the kernels `op_perf[]` counts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FamilySummary {
+    /// The family.
+    pub family: Family,
+    /// Its kernel time, ns.
+    pub kernel_ns: i64,
+    /// Its share of all counted kernel time, percent.
+    pub pct_of_kernel_time: f64,
+    /// The FLOP-weighted mean of its rows' `pct_of_peak_compute` (null without one).
+    pub pct_of_peak: Option<f64>,
+}
+
+/// `op_perf[]` summed by family, by kernel time.
+#[must_use]
+pub fn by_family(rows: &[OpPerf]) -> Vec<FamilySummary> {
+    let mut families: BTreeMap<Family, (i64, f64, f64)> = BTreeMap::new();
+    let total: i64 = rows.iter().map(|r| r.kernel_ns).sum();
+    for r in rows {
+        let e = families.entry(r.family).or_default();
+        e.0 += r.kernel_ns;
+        if let (Some(pct), Some(f)) = (r.pct_of_peak_compute, r.flops_per_call) {
+            let flops = f * r.calls as f64;
+            e.1 += pct * flops;
+            e.2 += flops;
+        }
+    }
+    let mut out: Vec<FamilySummary> = families
+        .into_iter()
+        .map(|(family, (ns, weighted, flops))| FamilySummary {
+            family,
+            kernel_ns: ns,
+            pct_of_kernel_time: if total > 0 {
+                ns as f64 * 100.0 / total as f64
+            } else {
+                0.0
+            },
+            pct_of_peak: (flops > 0.0).then(|| weighted / flops),
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        b.kernel_ns
+            .cmp(&a.kernel_ns)
+            .then_with(|| a.family.as_str().cmp(b.family.as_str()))
+    });
+    out
 }
 
 fn round3(v: f64) -> f64 {

@@ -41,6 +41,23 @@ pub enum Family {
     Other,
 }
 
+impl Family {
+    /// The name the report uses (`gemm`, `conv`, …).
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Gemm => "gemm",
+            Self::Conv => "conv",
+            Self::Attention => "attention",
+            Self::Norm => "norm",
+            Self::Elementwise => "elementwise",
+            Self::Reduce => "reduce",
+            Self::Communication => "communication",
+            Self::Other => "other",
+        }
+    }
+}
+
 /// A GEMM's dimensions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GemmDims {

@@ -18,6 +18,7 @@ use steplens_analysis::units::human_ns;
 
 mod compare;
 mod report;
+mod roofline;
 mod views;
 
 pub use compare::{check_page, diff_page};

@@ -37,6 +37,7 @@ pub fn report_page(report: &Report, timeline: &Timeline) -> String {
     findings(&mut h, report);
     ranks_and_memory(&mut h, report);
     tables(&mut h, report);
+    super::roofline::roofline(&mut h, report);
     super::views::views(&mut h, report);
     close_page(&mut h);
     h
