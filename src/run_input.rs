@@ -55,6 +55,30 @@ fn saved_report_schema(path: &Path) -> Option<String> {
     Some(tag[..end].to_owned())
 }
 
+/// The largest JSON object searched past its first bytes for a report's schema tag.
+const LATE_SCHEMA_MAX_BYTES: u64 = 1 << 30;
+
+/// The schema tag of a saved report whose `"schema"` key comes after its first 4 KiB (a report
+/// rewritten with sorted keys): only for a JSON object of at most 1 GiB whose first bytes hold
+/// no `"traceEvents"` and that has a report's `"sources"` and `"summary"` keys.
+fn late_report_schema(path: &Path) -> Option<String> {
+    let head = file_head(path)?;
+    if !head.trim_start().starts_with('{') || head.contains("\"traceEvents\"") {
+        return None;
+    }
+    if std::fs::metadata(path).ok()?.len() > LATE_SCHEMA_MAX_BYTES {
+        return None;
+    }
+    let text = std::fs::read(path).ok()?;
+    let found = |needle: &[u8]| text.windows(needle.len()).position(|w| w == needle);
+    found(b"\"sources\"")?;
+    found(b"\"summary\"")?;
+    let at = found(b"\"steplens.report/")?;
+    let tag = text.get(at + 1..)?;
+    let end = tag.iter().position(|&b| b == b'"')?;
+    Some(String::from_utf8_lossy(&tag[..end]).into_owned())
+}
+
 /// The `"schema"` tag of a JSON document written by steplens (`steplens.…`), when `path`
 /// starts like one.
 fn steplens_schema(path: &Path) -> Option<String> {
@@ -69,11 +93,48 @@ fn steplens_schema(path: &Path) -> Option<String> {
     Some(tag[..end].to_owned())
 }
 
-/// A saved report's figures that cannot be negative (durations, busy and idle times).
+/// The longest span a saved report's run may have: a year.
+pub const MAX_SAVED_SPAN_NS: i64 = 366 * 24 * 3600 * 1_000_000_000;
+
+/// How many tracks a saved report's time added up over tracks (an op's total and self time, a
+/// finding's lost time and saving) may count at once: that time is at most the run's span
+/// times this.
+pub const MAX_SAVED_PARALLEL: i64 = 4096;
+
+/// A saved report's figures, checked against the run's own span (`summary.trace_ns`, itself at
+/// most [`MAX_SAVED_SPAN_NS`]; a year for a run without slices): every duration of a step (a union of time in the step) between 0
+/// and the span; time added up over tracks (ops, findings) between 0 and the span times
+/// [`MAX_SAVED_PARALLEL`]; every count at most the events the report read (and `summary.steps`
+/// the steps listed); percentages between 0 and 100; and every sum the comparison takes fits.
 fn check_saved_figures(report: &Report) -> std::result::Result<(), String> {
+    let span = report.summary.trace_ns;
+    if !(0..=MAX_SAVED_SPAN_NS).contains(&span) {
+        return Err(format!(
+            "summary.trace_ns is {span}: the run's span must lie between 0 and {MAX_SAVED_SPAN_NS} ns (a year)"
+        ));
+    }
+    // A run with no slices (a metrics file alone) has no span: its findings' time is bounded
+    // by the longest span instead.
+    let across = if span == 0 {
+        MAX_SAVED_SPAN_NS
+    } else {
+        span.saturating_mul(MAX_SAVED_PARALLEL)
+    };
+    let within = |what: &dyn Fn() -> String, v: i64, most: i64, of: &str| {
+        if (0..=most).contains(&v) {
+            Ok(())
+        } else {
+            Err(format!("{} is {v}, outside 0 to {most} ns ({of})", what()))
+        }
+    };
+    let span_of = "the run's span, summary.trace_ns";
+    let tracks_of = "the run's span times 4096 tracks";
+    let mut step_sum: i128 = 0;
     for (i, step) in report.steps.iter().enumerate() {
+        let at = |name: &str| format!("steps[{i}] ({}): {name}", step.name);
         let figures = [
             ("dur_ns", Some(step.dur_ns)),
+            ("host_dur_ns", step.host_dur_ns),
             ("host_busy_ns", Some(step.host_busy_ns)),
             ("device_busy_ns", step.device_busy_ns),
             ("device_idle_ns", step.device_idle_ns),
@@ -82,14 +143,109 @@ fn check_saved_figures(report: &Report) -> std::result::Result<(), String> {
             ("device_launched_ns", step.device_launched_ns),
         ];
         for (name, value) in figures {
-            if let Some(v) = value
-                && v < 0
-            {
-                return Err(format!(
-                    "steps[{i}] ({}): {name} is {v}, and a duration cannot be negative",
-                    step.name
-                ));
+            if let Some(v) = value {
+                if v < 0 {
+                    return Err(format!(
+                        "{} is {v}, and a duration cannot be negative",
+                        at(name)
+                    ));
+                }
+                within(&|| at(name), v, span, span_of)?;
             }
+        }
+        for (class, &v) in step.engines.iter().chain(&step.engines_launched) {
+            within(&|| at(&format!("engines.{class}")), v, span, span_of)?;
+        }
+        for (op, &v) in &step.op_self_ns {
+            within(&|| at(&format!("op_self_ns.{op}")), v, across, tracks_of)?;
+        }
+        step_sum += i128::from(step.dur_ns);
+    }
+    if step_sum > i128::from(i64::MAX) {
+        return Err(format!(
+            "the steps' durations add up to {step_sum} ns, past what a duration can hold"
+        ));
+    }
+    if report.summary.steps != report.steps.len() {
+        return Err(format!(
+            "summary.steps is {} but {} steps are listed",
+            report.summary.steps,
+            report.steps.len()
+        ));
+    }
+    let events: u64 = report
+        .sources
+        .iter()
+        .fold(0u64, |n, s| n.saturating_add(s.events));
+    // A report of a format that counts no events (none read) bounds its counts by nothing
+    // smaller than an i64.
+    let most = if events > 0 { events } else { i64::MAX as u64 };
+    let count_within = |what: &dyn Fn() -> String, v: u64| {
+        if v <= most {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} is {v}, more than the {most} events the report read",
+                what()
+            ))
+        }
+    };
+    let (mut lost, mut saving, mut counts): (i128, i128, u128) = (0, 0, 0);
+    for (i, f) in report.findings.iter().enumerate() {
+        let at = |name: &str| format!("findings[{i}] ({}): {name}", f.kind);
+        within(&|| at("lost_ns"), f.lost_ns, across, tracks_of)?;
+        within(&|| at("saving_ns"), f.saving_ns, across, tracks_of)?;
+        count_within(&|| at("count"), f.count)?;
+        lost += i128::from(f.lost_ns);
+        saving += i128::from(f.saving_ns);
+        counts += u128::from(f.count);
+    }
+    let (mut op_total, mut op_self): (i128, i128) = (0, 0);
+    for (i, op) in report.ops.iter().enumerate() {
+        let at = |name: &str| format!("ops[{i}] ({}): {name}", op.name);
+        within(&|| at("total_ns"), op.total_ns, across, tracks_of)?;
+        within(&|| at("self_ns"), op.self_ns, across, tracks_of)?;
+        for (name, v) in [
+            ("mean_ns", op.mean_ns),
+            ("p50_ns", op.p50_ns),
+            ("p99_ns", op.p99_ns),
+        ] {
+            within(&|| at(name), v, span, span_of)?;
+        }
+        count_within(&|| at("count"), op.count)?;
+        op_total += i128::from(op.total_ns);
+        op_self += i128::from(op.self_ns);
+    }
+    for (what, sum) in [
+        ("the findings' lost_ns", lost),
+        ("the findings' saving_ns", saving),
+        ("the ops' total_ns", op_total),
+        ("the ops' self_ns", op_self),
+    ] {
+        if sum > i128::from(i64::MAX) {
+            return Err(format!(
+                "{what} add up to {sum}, past what a duration can hold"
+            ));
+        }
+    }
+    if counts > u128::from(u64::MAX) {
+        return Err(format!(
+            "the findings' counts add up to {counts}, past what a count can hold"
+        ));
+    }
+    let pct_fields = [("summary.device_busy_pct", report.summary.device_busy_pct)]
+        .into_iter()
+        .chain(
+            report
+                .engines
+                .iter()
+                .map(|e| ("engines[].busy_pct", Some(e.busy_pct))),
+        );
+    for (name, pct) in pct_fields {
+        if let Some(p) = pct
+            && !(0.0..=100.0).contains(&p)
+        {
+            return Err(format!("{name} is {p}, outside 0 to 100 %"));
         }
     }
     Ok(())
@@ -164,7 +320,7 @@ pub fn load_run(
         );
     }
     if let [path] = paths
-        && let Some(schema) = saved_report_schema(path)
+        && let Some(schema) = saved_report_schema(path).or_else(|| late_report_schema(path))
     {
         if schema != SCHEMA {
             bail!(

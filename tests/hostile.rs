@@ -829,3 +829,102 @@ fn ranks_with_different_collective_counts_are_named_and_matched_by_sequence_numb
     assert_eq!(collectives[0]["count"], 3, "{collectives:?}");
     assert_eq!(collectives[0]["max_end_skew_ns"], 0);
 }
+
+#[test]
+fn saved_reports_with_absurd_figures_are_refused() {
+    let dir = TempDir::new().unwrap();
+    // A trace with steps, findings and ops; the saved copy is written with sorted keys, its
+    // schema tag past the first 4 KiB, as a tool that rewrites the JSON leaves it.
+    let trace = "samples/hta/cuda_event_sync.json.gz";
+    let saved: serde_json::Value =
+        serde_json::from_str(&stdout(&steplens(&["report", "-f", "json", trace]))).unwrap();
+    let path = temp_file(&dir, "fine.json", &serde_json::to_vec(&saved).unwrap());
+    let fine = steplens(&["diff", path.to_str().unwrap(), trace]);
+    assert!(fine.status.success(), "{}", stderr(&fine));
+    // Each edit makes one figure absurd; the check names the field (and exit 2), never
+    // "pass, -100 %".
+    type Edit = fn(&mut serde_json::Value);
+    let cases: [(&str, Edit, &str); 7] = [
+        (
+            "steps of 2^63-1 ns",
+            |r| {
+                for s in r["steps"].as_array_mut().unwrap() {
+                    s["dur_ns"] = i64::MAX.into();
+                }
+            },
+            "dur_ns is 9223372036854775807, outside 0 to",
+        ),
+        (
+            "a span of 2^63-1 ns",
+            |r| r["summary"]["trace_ns"] = i64::MAX.into(),
+            "summary.trace_ns is 9223372036854775807",
+        ),
+        (
+            "a busy time past the span",
+            |r| {
+                let span = r["summary"]["trace_ns"].as_i64().unwrap();
+                r["steps"][0]["host_busy_ns"] = (span + 1).into();
+            },
+            "host_busy_ns is",
+        ),
+        (
+            "a finding losing 2^63-1 ns",
+            |r| r["findings"][0]["lost_ns"] = i64::MAX.into(),
+            "lost_ns is 9223372036854775807",
+        ),
+        (
+            "an op counted 2^64-1 times",
+            |r| r["ops"][0]["count"] = u64::MAX.into(),
+            "count is 18446744073709551615, more than the",
+        ),
+        (
+            "more steps counted than listed",
+            |r| r["summary"]["steps"] = 1_000_000.into(),
+            "summary.steps is 1000000 but",
+        ),
+        (
+            "a busy share of 250 %",
+            |r| r["summary"]["device_busy_pct"] = 250.0.into(),
+            "device_busy_pct is 250, outside 0 to 100",
+        ),
+    ];
+    for (what, edit, said) in cases {
+        let mut report = saved.clone();
+        edit(&mut report);
+        let path = temp_file(&dir, "absurd.json", &serde_json::to_vec(&report).unwrap());
+        let line = fails(
+            &["check", trace, "--baseline", path.to_str().unwrap()],
+            "absurd.json",
+        );
+        assert!(line.contains(said), "{what}: {line}");
+        // diff reads saved reports the same way.
+        let line = fails(&["diff", path.to_str().unwrap(), trace], "absurd.json");
+        assert!(line.contains(said), "{what}: {line}");
+    }
+}
+
+#[test]
+fn a_report_without_its_schema_key_is_called_a_report_not_a_trace() {
+    let dir = TempDir::new().unwrap();
+    let mut saved: serde_json::Value =
+        serde_json::from_str(&stdout(&steplens(&["report", "-f", "json", CLEAN]))).unwrap();
+    let tagged = temp_file(&dir, "tagged.json", &serde_json::to_vec(&saved).unwrap());
+    saved.as_object_mut().unwrap().remove("schema");
+    let untagged = temp_file(&dir, "untagged.json", &serde_json::to_vec(&saved).unwrap());
+    for args in [
+        vec!["report", untagged.to_str().unwrap()],
+        vec!["check", CLEAN, "--baseline", untagged.to_str().unwrap()],
+    ] {
+        let line = fails(&args, "untagged.json");
+        assert!(
+            line.contains("a steplens report without its \"schema\" key"),
+            "{line}"
+        );
+    }
+    // A saved report given where a trace is wanted says what it is.
+    let line = fails(&["report", tagged.to_str().unwrap()], "tagged.json");
+    assert!(
+        line.contains("a steplens.report/1 document written by steplens"),
+        "{line}"
+    );
+}

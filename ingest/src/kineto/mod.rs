@@ -86,6 +86,8 @@ pub(crate) struct KinetoReader<'a, 'b, 'p> {
     by_phase: [u64; 128],
     warnings: Vec<Warning>,
     top_level: Vec<(String, String)>,
+    /// The first keys of the top-level object (to say what a document without events is).
+    top_keys: Vec<String>,
     rank: Option<i64>,
     world_size: Option<i64>,
     progress: Option<Progress<'p>>,
@@ -151,6 +153,7 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
             by_phase: [0; 128],
             warnings: Vec::new(),
             top_level: Vec::new(),
+            top_keys: Vec::new(),
             rank: None,
             world_size: None,
             progress,
@@ -514,9 +517,7 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
             return Ok(());
         }
         if !saw_events {
-            return Err(self.not_a_trace(
-                "a JSON object without a \"traceEvents\" array (expected a Chrome/Kineto trace)",
-            ));
+            return Err(self.not_a_trace(self.what_object_is()));
         }
         Ok(())
     }
@@ -561,7 +562,51 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
         Ok(())
     }
 
+    /// What a top-level object without a `traceEvents` array is, from its keys: a steplens
+    /// document (with or without its `schema` key), else the keys it has.
+    fn what_object_is(&self) -> String {
+        let has = |key: &str| self.top_keys.iter().any(|k| k == key);
+        let schema = self
+            .top_level
+            .iter()
+            .find(|(k, _)| k == "schema")
+            .map(|(_, v)| v.trim().trim_matches('"').to_owned());
+        if let Some(schema) = schema.filter(|s| s.starts_with("steplens.")) {
+            return format!(
+                "a {schema} document written by steplens (give it to check --baseline or diff, \
+                 or give the traces it came from)"
+            );
+        }
+        if has("sources") && has("summary") && has("findings") {
+            return "a steplens report without its \"schema\" key (\"schema\": \
+                    \"steplens.report/1\"): write it again with steplens report -f json, or \
+                    give the traces it came from"
+                .to_owned();
+        }
+        let mut keys: Vec<&str> = self.top_keys.iter().map(String::as_str).take(8).collect();
+        if self.top_keys.len() > 8 {
+            keys.push("…");
+        }
+        if keys.is_empty() {
+            "an empty JSON object, no \"traceEvents\" array (expected a Chrome/Kineto trace)"
+                .to_owned()
+        } else {
+            format!(
+                "a JSON object with the keys {} and no \"traceEvents\" array (expected a \
+                 Chrome/Kineto trace)",
+                keys.join(", ")
+            )
+        }
+    }
+
     fn top_level_value(&mut self, key: &str, range: std::ops::Range<usize>) {
+        if self.top_keys.len() < 32 {
+            // Only to be named in an error: a key of any length is cut to 40 characters.
+            self.top_keys.push(match key.char_indices().nth(40) {
+                Some((at, _)) => format!("{}…", &key[..at]),
+                None => key.to_owned(),
+            });
+        }
         let Some(raw) = self.cur.buf.get(range) else {
             return;
         };
