@@ -81,6 +81,9 @@ pub struct Session {
     /// Table sorting.
     pub tables: TableState,
     details: Option<SliceDetails>,
+    /// The performance model's row of the selected op (or of the op that launched the
+    /// selected kernel).
+    perf: Option<steplens_analysis::op_perf::OpPerf>,
     aggregate: Option<RangeAggregate>,
     flows: Vec<(SliceId, bool)>,
     /// Whether the critical path of the step in view is drawn.
@@ -144,6 +147,7 @@ impl Session {
             search: SearchState::default(),
             tables: TableState::default(),
             details: None,
+            perf: None,
             aggregate: None,
             flows: Vec::new(),
             show_critical_path: false,
@@ -203,6 +207,13 @@ impl Session {
     #[must_use]
     pub fn details(&self) -> Option<&SliceDetails> {
         self.details.as_ref()
+    }
+
+    /// The performance model's row of the selected op, or of the op that launched the selected
+    /// kernel (`op_perf[]`).
+    #[must_use]
+    pub fn perf(&self) -> Option<&steplens_analysis::op_perf::OpPerf> {
+        self.perf.as_ref()
     }
 
     /// The memory curve of the selected memory finding, when the trace has its counters.
@@ -340,6 +351,9 @@ impl Session {
     fn refresh_selection(&mut self) {
         let t = &self.data.timeline;
         self.details = self.view.selected.and_then(|id| query::details(t, id));
+        self.perf = self.view.selected.and_then(|id| {
+            steplens_analysis::op_perf::row_of(&self.data.report.op_perf, t, id).cloned()
+        });
         self.flows = self
             .details
             .as_ref()
@@ -801,6 +815,9 @@ impl Session {
                             ui.end_row();
                         }
                     });
+                if let Some(p) = &self.perf {
+                    perf_ui(ui, p);
+                }
                 if !d.parents.is_empty() {
                     ui.label(RichText::new("parents").strong());
                     for &p in &d.parents {
@@ -1245,4 +1262,52 @@ fn path_of_step(
         Some(i) => report.steps.get(i).and_then(|s| s.critical_path.as_ref()),
         None => report.critical_path.as_ref(),
     }
+}
+
+/// The performance model's figures for the selected op's signature (`op_perf[]`).
+fn perf_ui(ui: &mut egui::Ui, p: &steplens_analysis::op_perf::OpPerf) {
+    let opt = |v: Option<f64>, unit: &str, digits: usize| {
+        v.map_or_else(|| "-".to_owned(), |v| format!("{v:.digits$} {unit}"))
+    };
+    ui.label(
+        RichText::new(format!(
+            "performance ({}, {} calls of this signature)",
+            p.family.as_str(),
+            p.calls
+        ))
+        .strong(),
+    );
+    egui::Grid::new("perf-grid").num_columns(2).show(ui, |ui| {
+        let rows = [
+            (
+                "FLOPs per call",
+                opt(p.flops_per_call.map(|f| f / 1e9), "GFLOP", 3),
+            ),
+            (
+                "bytes per call",
+                opt(p.bytes_per_call.map(|b| b / 1e6), "MB", 2),
+            ),
+            ("intensity", opt(p.flops_per_byte, "FLOP/B", 1)),
+            ("achieved", opt(p.tflops_per_s, "TFLOP/s", 2)),
+            (
+                "bandwidth",
+                opt(
+                    p.bytes_per_call
+                        .filter(|_| p.kernel_ns > 0)
+                        .map(|b| b * p.calls as f64 / p.kernel_ns as f64 / 1000.0),
+                    "TB/s",
+                    3,
+                ),
+            ),
+            ("of peak compute", opt(p.pct_of_peak_compute, "%", 1)),
+            ("of peak bandwidth", opt(p.pct_of_peak_bandwidth, "%", 1)),
+            ("bound", p.bound.clone().unwrap_or_else(|| "-".to_owned())),
+            ("kernel time", human_ns(p.kernel_ns)),
+        ];
+        for (k, v) in rows {
+            ui.label(k);
+            ui.label(v);
+            ui.end_row();
+        }
+    });
 }

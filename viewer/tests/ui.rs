@@ -433,6 +433,33 @@ fn a_launch_shows_its_flow_to_the_device_work() {
     harness.run_steps(2);
 }
 
+/// A selected kernel shows the performance model of the op that launched it: its FLOPs, the
+/// rate its signature achieved and the share of the device's peak.
+#[test]
+fn a_kernel_shows_its_ops_flops_rate_and_share_of_peak() {
+    let mut harness = harness(
+        app("../samples/whatif-cuda/fp32_matmul.problem.json.gz"),
+        1200.0,
+        800.0,
+    );
+    let session = harness.state_mut().session_mut().unwrap();
+    let t = &session.data.timeline;
+    let gemm = t
+        .flows
+        .iter()
+        .map(|f| f.to)
+        .find(|&k| t.slice_name(k).contains("gemm"))
+        .expect("a GEMM kernel with its launch");
+    session.go_to(gemm);
+    let p = session.perf().expect("the launching op's row").clone();
+    assert_eq!(p.family.as_str(), "gemm");
+    assert!(p.flops_per_call.is_some_and(|f| f > 1e9), "{p:?}");
+    let pct = p.pct_of_peak_compute.expect("an H100 has an fp32 peak");
+    harness.run_steps(3);
+    harness.get_by_label(&format!("{:.2} TFLOP/s", p.tflops_per_s.unwrap()));
+    harness.get_by_label(&format!("{pct:.1} %"));
+}
+
 /// Several ranks: groups in rank order whatever the argument order, and a selected collective
 /// links to the same collective on every other rank, with each rank's wait in the details.
 #[test]

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
-use steplens_ingest::model::{CategoryClass, NO_PARENT, OpArg, SliceId};
+use steplens_ingest::model::{CategoryClass, NO_PARENT, OpArg, SliceId, Timeline};
 
 use crate::detect::Context;
 use crate::device_rates::DeviceClass;
@@ -283,6 +283,34 @@ fn row(sig: &Signature, class: Option<&DeviceClass>) -> OpPerf {
         bound,
         gemm: sig.work.gemm,
     }
+}
+
+/// The `op_perf[]` row of the op that slice `slice` of `t` is, or that launched it (device
+/// work: the innermost op around the runtime call its flow comes from), matched by name, raw
+/// `Input Dims` and first `Input type`.
+#[must_use]
+pub fn row_of<'r>(rows: &'r [OpPerf], t: &Timeline, slice: SliceId) -> Option<&'r OpPerf> {
+    let mut op = slice;
+    if t.slice_class(slice).is_device_work() {
+        op = t.flows.iter().find(|f| f.to == slice)?.from;
+    }
+    while t.slice_class(op) != CategoryClass::CpuOp {
+        op = *t.slices.parent.get(op as usize)?;
+        if op == NO_PARENT {
+            return None;
+        }
+    }
+    let name = t.slice_name(op);
+    let dims = t.arg_raw(op, OpArg::InputDims.key());
+    let shape = dims
+        .map(|d| String::from_utf8_lossy(d).into_owned())
+        .unwrap_or_default();
+    let dtype = operands(dims, t.arg_raw(op, OpArg::InputType.key()))
+        .first()
+        .map(|o| o.dtype.clone())
+        .unwrap_or_default();
+    rows.iter()
+        .find(|r| r.name == name && r.input_shape == shape && r.dtype == dtype)
 }
 
 /// One op family's share of the kernels `op_perf[]` counts.
