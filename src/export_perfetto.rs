@@ -28,14 +28,6 @@ pub(crate) fn write(timeline: &Timeline, report: &Report, path: &Path) -> Result
         stats.findings,
         thousands(stats.flows),
     )?;
-    if stats.slices_dropped > 0 {
-        writeln!(
-            io::stderr().lock(),
-            "steplens: warning: {shown}: left out {} slices of tracks that overlap themselves more than {} deep (the report counts them all)",
-            thousands(stats.slices_dropped),
-            steplens_ingest::perfetto::write::MAX_LAYERS,
-        )?;
-    }
     if stats.args_dropped > 0 {
         writeln!(
             io::stderr().lock(),

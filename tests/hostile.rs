@@ -159,9 +159,11 @@ fn one_event_with_a_bad_field_costs_one_event() {
 }
 
 #[test]
-fn export_of_a_self_overlapping_track_is_linear_and_bounded() {
+fn export_of_a_self_overlapping_track_keeps_every_slice() {
     let dir = TempDir::new().unwrap();
-    let events: Vec<String> = (0..20_000)
+    // 200,000 kernels on one stream, each overlapping the next (none nests in another).
+    let n = 200_000;
+    let events: Vec<String> = (0..n)
         .map(|i| {
             format!(
                 r#"{{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":{}.{:03},"dur":100000}}"#,
@@ -184,13 +186,24 @@ fn export_of_a_self_overlapping_track_is_linear_and_bounded() {
         trace.to_str().unwrap(),
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(started.elapsed() < Duration::from_secs(20));
+    assert!(started.elapsed() < Duration::from_secs(60));
     let err = stderr(&out);
-    assert!(err.contains("on 66 tracks"), "{err}");
-    assert!(
-        err.contains("left out 19,936 slices of tracks that overlap themselves more than 64 deep"),
-        "{err}"
-    );
+    assert!(err.contains("200,000 slices"), "{err}");
+    assert!(!err.contains("left out"), "{err}");
+    // The export read back holds what the trace holds: the report of each counts 200,000.
+    let calls = |path: &str| -> u64 {
+        let r: serde_json::Value =
+            serde_json::from_str(&stdout(&steplens(&["report", "-f", "json", path]))).unwrap();
+        r["ops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|op| op["name"] == "k")
+            .map(|op| op["count"].as_u64().unwrap())
+            .sum()
+    };
+    assert_eq!(calls(trace.to_str().unwrap()), n);
+    assert_eq!(calls(out_path.to_str().unwrap()), n);
 }
 
 #[cfg(unix)]

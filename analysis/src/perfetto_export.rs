@@ -28,8 +28,6 @@ pub struct ExportStats {
     pub findings: u64,
     /// Flow arrows (the Timeline's and those from findings to their evidence).
     pub flows: u64,
-    /// Slices left out: their track overlaps itself deeper than the export's layer limit.
-    pub slices_dropped: u64,
     /// Slices written without args that could not be converted.
     pub args_dropped: u64,
 }
@@ -69,7 +67,6 @@ pub fn write_perfetto(
         steps,
         findings: written.overlay_slices - steps,
         flows: written.flows,
-        slices_dropped: written.slices_dropped,
         args_dropped: written.args_dropped,
     })
 }

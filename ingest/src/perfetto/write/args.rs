@@ -333,15 +333,13 @@ pub(super) fn convert(t: &Timeline, mut annotator: Annotator, out: &SyncSender<B
     let mut batch = Batch::default();
     for track in 0..t.tracks.len() {
         let slices = t.tracks[track].slices.start as usize..t.tracks[track].slices.end as usize;
-        let (layer_of, count) = layers(
+        let spread = layers(
             &t.slices.start[slices.clone()],
             &t.slices.dur[slices.clone()],
         );
-        for layer in 0..count {
-            for (k, i) in slices.clone().enumerate() {
-                if layer_of[k] != layer {
-                    continue;
-                }
+        for layer in 0..spread.count() {
+            for &k in spread.members(layer) {
+                let i = slices.start + k as usize;
                 let Some(raw) = t.args_raw(i as SliceId) else {
                     continue;
                 };

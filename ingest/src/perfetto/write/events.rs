@@ -13,20 +13,12 @@ use crate::perfetto::FLOW_CAT_SHIFT;
 use crate::perfetto::proto::{self as pb, trace_packet, track_descriptor, track_event};
 
 impl Writer<'_, '_> {
-    /// BEGIN/END pairs of the slices of one layer.
-    pub(super) fn slices(
-        &mut self,
-        uuid: u64,
-        range: std::ops::Range<usize>,
-        layer_of: &[u32],
-        layer: u32,
-    ) -> io::Result<()> {
+    /// BEGIN/END pairs of the slices of one layer: `members` are offsets from slice `first`.
+    pub(super) fn slices(&mut self, uuid: u64, first: usize, members: &[u32]) -> io::Result<()> {
         let t = self.t;
         let mut stack: Vec<i64> = Vec::new();
-        for (k, i) in range.enumerate() {
-            if layer_of[k] != layer {
-                continue;
-            }
+        for &k in members {
+            let i = first + k as usize;
             let start = t.slices.start[i];
             let end = start + t.slices.dur[i];
             while let Some(&top) = stack.last()
@@ -204,7 +196,7 @@ impl Writer<'_, '_> {
             order.sort_by_key(|&i| (track.slices[i].start, -track.slices[i].dur.max(0), i));
             let starts: Vec<i64> = order.iter().map(|&i| track.slices[i].start).collect();
             let durs: Vec<i64> = order.iter().map(|&i| track.slices[i].dur.max(0)).collect();
-            let (layer_of, layers) = layers(&starts, &durs);
+            let spread = layers(&starts, &durs);
             // Flow ids follow the order `flow_ends` numbered them: slices in their given order.
             let mut flows_before = Vec::with_capacity(track.slices.len());
             let mut running = flow;
@@ -212,7 +204,7 @@ impl Writer<'_, '_> {
                 flows_before.push(running);
                 running += s.flows_to.len() as u64;
             }
-            for layer in 0..layers.max(1) {
+            for layer in 0..spread.count() {
                 let uuid = self.uuid();
                 let rank = self.rank_under(group);
                 let name = if layer == 0 {
@@ -228,10 +220,9 @@ impl Writer<'_, '_> {
                     ..Default::default()
                 })?;
                 let mut stack: Vec<i64> = Vec::new();
-                for (k, &i) in order.iter().enumerate() {
-                    if layer_of[k] != layer {
-                        continue;
-                    }
+                for &k in spread.members(layer) {
+                    let k = k as usize;
+                    let i = order[k];
                     let s = &track.slices[i];
                     while let Some(&top) = stack.last()
                         && top <= starts[k]

@@ -108,10 +108,8 @@ impl Writer<'_, '_> {
         let t = self.t;
         let track = &t.tracks[id];
         let range = track.slices.start as usize..track.slices.end as usize;
-        let (layer_of, layers) =
-            layers(&t.slices.start[range.clone()], &t.slices.dur[range.clone()]);
-        self.stats.slices_dropped +=
-            layer_of.iter().filter(|&&l| l == super::NO_LAYER).count() as u64;
+        let spread = layers(&t.slices.start[range.clone()], &t.slices.dur[range.clone()]);
+        let layers = spread.count();
         let note = self.note(id, &track.name);
         let mut uuids = Vec::with_capacity(layers as usize);
         match &track.kind {
@@ -173,7 +171,7 @@ impl Writer<'_, '_> {
                     (TrackKind::Counter, Some(&(uuid, _))) => uuid,
                     _ => self.group(track.source, group_kind, &track.process_name)?,
                 };
-                for layer in 0..layers.max(1) {
+                for layer in 0..layers {
                     let uuid = self.uuid();
                     let rank = self.rank_under(parent);
                     let name = if layer == 0 {
@@ -195,7 +193,7 @@ impl Writer<'_, '_> {
             }
         }
         for (layer, &uuid) in uuids.iter().enumerate() {
-            self.slices(uuid, range.clone(), &layer_of, layer as u32)?;
+            self.slices(uuid, range.start, spread.members(layer as u32))?;
         }
         let main = uuids.first().copied().unwrap_or(0);
         self.instants(id as u32, main)?;
