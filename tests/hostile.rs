@@ -941,3 +941,46 @@ fn a_report_without_its_schema_key_is_called_a_report_not_a_trace() {
         "{line}"
     );
 }
+
+/// A protobuf varint.
+fn varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+#[test]
+fn a_million_perfetto_track_descriptors_hit_max_tracks() {
+    // 1,000,001 TrackDescriptor packets (uuid, name "t"), no events: about 14 MB.
+    let dir = TempDir::new().unwrap();
+    let mut trace = Vec::with_capacity(14 << 20);
+    for uuid in 1..=1_000_001_u64 {
+        let mut descriptor = vec![0x08];
+        varint(&mut descriptor, uuid);
+        descriptor.extend_from_slice(&[0x12, 1, b't']);
+        let mut packet = vec![0xe2, 0x03]; // field 60, length-delimited
+        varint(&mut packet, descriptor.len() as u64);
+        packet.extend_from_slice(&descriptor);
+        trace.push(0x0a);
+        varint(&mut trace, packet.len() as u64);
+        trace.extend_from_slice(&packet);
+    }
+    let path = temp_file(&dir, "descriptors.pftrace", &trace);
+    let started = Instant::now();
+    let line = fails(&["report", path.to_str().unwrap()], "descriptors.pftrace");
+    assert!(
+        line.contains(
+            "the number of Perfetto track descriptors exceeds the limit of 1000000 (raise it with --max-tracks)"
+        ),
+        "{line}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(30));
+    // Under a lower cap it stops at once.
+    let line = fails(
+        &["report", path.to_str().unwrap(), "--max-tracks", "1000"],
+        "descriptors.pftrace",
+    );
+    assert!(line.contains("exceeds the limit of 1000"), "{line}");
+}

@@ -38,7 +38,11 @@ pub(crate) fn read_metrics(
     source: u16,
 ) -> Result<ReadSummary, IngestError> {
     builder.device_hints(source).saw_hpu = true;
-    let mut cur = Cursor::new(bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes));
+    let max_depth = builder.limits().max_json_depth;
+    let mut cur = Cursor::with_max_depth(
+        bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes),
+        max_depth,
+    );
     let mut warnings = Vec::new();
     let mut events = 0u64;
     let mut skipped = 0u64;
@@ -67,6 +71,14 @@ pub(crate) fn read_metrics(
         }
     })();
     if let Err(e) = damage {
+        if e.depth_limit {
+            return Err(IngestError::LimitExceeded {
+                path: path.to_owned(),
+                what: "JSON nesting depth",
+                limit: format!("{max_depth} levels (at byte {})", e.offset),
+                flag: "--max-json-depth",
+            });
+        }
         if events == 0 {
             return Err(IngestError::Damaged {
                 path: path.to_owned(),

@@ -263,6 +263,22 @@ fn read_json(
     builder: &mut TimelineBuilder,
     source: u16,
 ) -> Result<ReadSummary, IngestError> {
+    // `--max-json-depth` before serde (whose own guard is a fixed 128 levels).
+    let max_depth = builder.limits().max_json_depth;
+    let mut cur = crate::json::Cursor::with_max_depth(
+        bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes),
+        max_depth,
+    );
+    if let Err(e) = cur.skip_value()
+        && e.depth_limit
+    {
+        return Err(IngestError::LimitExceeded {
+            path: path.to_owned(),
+            what: "JSON nesting depth",
+            limit: format!("{max_depth} levels (at byte {})", e.offset),
+            flag: "--max-json-depth",
+        });
+    }
     let doc: Value = serde_json::from_slice(bytes).map_err(|e| IngestError::Damaged {
         path: path.to_owned(),
         offset: byte_offset(bytes, e.line(), e.column()),

@@ -146,3 +146,188 @@ fn the_track_cap_counts_every_input_loaded_in_parallel() {
     let both = steplens_ingest::load_many(&[a.as_path(), b.as_path()], &enough, None).unwrap();
     assert_eq!(both.tracks.len(), one + other);
 }
+
+/// A protobuf varint.
+fn varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// A length-delimited protobuf field.
+fn field_bytes(out: &mut Vec<u8>, field: u64, bytes: &[u8]) {
+    varint(out, field << 3 | 2);
+    varint(out, bytes.len() as u64);
+    out.extend_from_slice(bytes);
+}
+
+/// A Perfetto trace of `count` track descriptors (uuid 1.., each named `name`) and no events.
+fn perfetto_descriptors(count: u64, name: &str) -> Vec<u8> {
+    let mut trace = Vec::new();
+    let mut descriptor = Vec::new();
+    let mut packet = Vec::new();
+    for uuid in 1..=count {
+        descriptor.clear();
+        varint(&mut descriptor, 1 << 3); // uuid
+        varint(&mut descriptor, uuid);
+        field_bytes(&mut descriptor, 2, name.as_bytes()); // name
+        packet.clear();
+        field_bytes(&mut packet, 60, &descriptor); // TracePacket.track_descriptor
+        field_bytes(&mut trace, 1, &packet); // Trace.packet
+    }
+    trace
+}
+
+fn write_temp(dir: &tempfile::TempDir, name: &str, bytes: &[u8]) -> PathBuf {
+    let path = dir.path().join(name);
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+/// Each limit on each reader it bounds: (reader, input, the limits lowered, what the message
+/// says). A row per reader and limit; raising the limit back loads the input.
+#[test]
+fn every_limit_is_applied_by_every_reader() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let low_tracks = Limits {
+        max_tracks: 2,
+        ..Limits::default()
+    };
+    let low_names = Limits {
+        max_name_bytes: 10,
+        ..Limits::default()
+    };
+    let low_depth = Limits {
+        max_json_depth: 16,
+        ..Limits::default()
+    };
+    let deep = format!("{}1{}", "[".repeat(40), "]".repeat(40));
+    let metrics = write_temp(
+        &dir,
+        "deep.metrics.json",
+        format!(
+            r#"[{{"metric_name": "graph_compilation", "triggered_by": "mark_step", "statistics": {{"TotalNumber": 1, "x": {deep}}}}}]"#
+        )
+        .as_bytes(),
+    );
+    let nodes_csv = sample("habana/debug_hw_prof_accel0_001_analyzed_nodes.csv");
+    let header = std::fs::read_to_string(&nodes_csv).unwrap();
+    let columns: Vec<&str> = header.lines().next().unwrap().split(',').collect();
+    let row: serde_json::Map<String, serde_json::Value> = columns
+        .iter()
+        .map(|c| ((*c).to_owned(), serde_json::Value::String(String::new())))
+        .collect();
+    let mut row = serde_json::Value::Object(row);
+    row["Unit"] = "TPC".into();
+    row["Node Name"] = "n".into();
+    row["Start time of node"] = "1.0".into();
+    row["End time of node"] = "2.0".into();
+    row["Input shapes"] = serde_json::from_str(&deep).unwrap_or_default();
+    let nodes_json = write_temp(
+        &dir,
+        "deep_analyzed_nodes.json",
+        &serde_json::to_vec(&serde_json::json!({ "analyzer_metadata": [row] })).unwrap(),
+    );
+    let perfetto_many = write_temp(&dir, "tracks.pftrace", &perfetto_descriptors(3, "t"));
+    let perfetto_long = write_temp(
+        &dir,
+        "long.pftrace",
+        &perfetto_descriptors(1, "a track name far past ten bytes"),
+    );
+    let rows: Vec<(&str, PathBuf, Limits, &str)> = vec![
+        (
+            "kineto-json",
+            sample("hta/cuda_event_sync.json.gz"),
+            low_tracks,
+            "the number of tracks exceeds the limit of 2",
+        ),
+        (
+            "kineto-json",
+            sample("torch-cpu/train_clean.json"),
+            low_names,
+            "a name exceeds the limit of 10 bytes",
+        ),
+        (
+            "perfetto",
+            sample("perfetto/synthetic.pftrace"),
+            low_tracks,
+            "exceeds the limit of 2",
+        ),
+        (
+            "perfetto (descriptors only)",
+            perfetto_many,
+            low_tracks,
+            "the number of Perfetto track descriptors exceeds the limit of 2",
+        ),
+        (
+            "perfetto (a descriptor's name)",
+            perfetto_long,
+            low_names,
+            "a name exceeds the limit of 10 bytes",
+        ),
+        (
+            "perfetto (event names)",
+            sample("perfetto/synthetic.pftrace"),
+            low_names,
+            "a name exceeds the limit of 10 bytes",
+        ),
+        (
+            "habana-hw-csv",
+            sample("gaudi/train_hpu.hw.csv"),
+            low_tracks,
+            "the number of tracks exceeds the limit of 2",
+        ),
+        (
+            "habana-hw-csv",
+            sample("gaudi/train_hpu.hw.csv"),
+            low_names,
+            "a name exceeds the limit of 10 bytes",
+        ),
+        (
+            "habana-nodes (CSV)",
+            nodes_csv.clone(),
+            Limits {
+                max_tracks: 1,
+                ..Limits::default()
+            },
+            "the number of tracks exceeds the limit of 1",
+        ),
+        (
+            "habana-nodes (CSV)",
+            nodes_csv,
+            low_names,
+            "a name exceeds the limit of 10 bytes",
+        ),
+        (
+            "habana-nodes (JSON)",
+            nodes_json,
+            low_depth,
+            "JSON nesting depth exceeds the limit of 16 levels",
+        ),
+        (
+            "habana-metrics",
+            metrics,
+            low_depth,
+            "JSON nesting depth exceeds the limit of 16 levels",
+        ),
+    ];
+    for (reader, path, limits, said) in rows {
+        let message = limit_error(&path, &with_limits(limits));
+        assert!(message.contains(said), "{reader}: {message}");
+        let flag = if limits.max_tracks != Limits::default().max_tracks {
+            "--max-tracks"
+        } else if limits.max_name_bytes != Limits::default().max_name_bytes {
+            "--max-name-bytes"
+        } else {
+            "--max-json-depth"
+        };
+        assert!(message.contains(flag), "{reader}: {message}");
+        assert!(
+            load(&path, &LoadOptions::default(), None).is_ok(),
+            "{reader}: {} loads within the default limits",
+            path.display()
+        );
+    }
+}

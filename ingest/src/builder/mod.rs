@@ -254,14 +254,21 @@ impl TimelineBuilder {
         self.limit_hit.take()
     }
 
-    fn hit_limit(&mut self, what: &'static str, limit: String, flag: &'static str) {
+    /// Whether a limit was run into since the last [`Self::take_limit_hit`]: a reader stops
+    /// reading then, the load fails anyway.
+    pub(crate) fn limit_was_hit(&self) -> bool {
+        self.limit_hit.is_some()
+    }
+
+    /// Records the first limit run into (the load fails on it once the reader returns).
+    pub(crate) fn hit_limit(&mut self, what: &'static str, limit: String, flag: &'static str) {
         if self.limit_hit.is_none() {
             self.limit_hit = Some(crate::limits::LimitHit { what, limit, flag });
         }
     }
 
     /// `s`, or its first `max_name_bytes` (on a char boundary) with the limit recorded.
-    fn within_name_limit<'s>(&mut self, s: &'s str) -> &'s str {
+    pub(crate) fn within_name_limit<'s>(&mut self, s: &'s str) -> &'s str {
         let max = self.limits.max_name_bytes;
         if s.len() <= max {
             return s;

@@ -17,10 +17,20 @@ impl Reader<'_> {
             seq.category_ids.remove(&c.iid());
             seq.categories.insert(c.iid(), c.name.unwrap_or_default());
         }
+        let max = self.builder.limits().max_name_bytes;
         let names = interned
             .debug_annotation_names
             .into_iter()
-            .map(|n| (n.iid(), n.name.unwrap_or_default()))
+            .map(|n| {
+                let iid = n.iid();
+                let name = n.name.unwrap_or_default();
+                let name = if name.len() > max {
+                    self.builder.within_name_limit(&name).to_owned()
+                } else {
+                    name
+                };
+                (iid, name)
+            })
             .collect();
         self.args.names(seq_id, names);
         let strings = interned

@@ -102,7 +102,8 @@ struct Descriptor {
     tid: Option<i64>,
     thread_name: Option<String>,
     counter: bool,
-    note: Option<TrackNote>,
+    /// Boxed: a file may hold a million descriptors, few with a note.
+    note: Option<Box<TrackNote>>,
 }
 
 /// The incremental state of one packet sequence.
@@ -279,6 +280,10 @@ impl<'b> Reader<'b> {
             }
         };
         while buf.has_remaining() {
+            // Past a limit the load fails: reading on would only grow what it holds.
+            if self.builder.limit_was_hit() {
+                return Ok(());
+            }
             let offset = at(buf.remaining());
             let rel = total - buf.remaining();
             let key = prost::encoding::decode_varint(&mut buf).map_err(|_| Damage {

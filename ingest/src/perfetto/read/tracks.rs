@@ -11,6 +11,17 @@ use crate::perfetto::{META_NOTE, META_TRACK, TRACK_NOTE, TraceNote, TrackNote};
 impl Reader<'_> {
     pub(super) fn descriptor(&mut self, d: pb::TrackDescriptor) {
         let uuid = d.uuid();
+        // Every descriptor is a track the file may use: `--max-tracks` bounds them before any
+        // event does (a file of a million descriptors and no events).
+        let max = self.builder.limits().max_tracks.max(1);
+        if self.descriptors.len() >= max && !self.descriptors.contains_key(&uuid) {
+            self.builder.hit_limit(
+                "the number of Perfetto track descriptors",
+                format!("{max}"),
+                "--max-tracks",
+            );
+            return;
+        }
         let name = match d.static_or_dynamic_name {
             Some(
                 track_descriptor::StaticOrDynamicName::Name(n)
@@ -19,6 +30,24 @@ impl Reader<'_> {
             ) => Some(n),
             None => None,
         };
+        let mut bounded = |n: Option<String>| -> Option<String> {
+            n.map(|n| {
+                if n.len() > self.builder.limits().max_name_bytes {
+                    self.builder.within_name_limit(&n).to_owned()
+                } else {
+                    n
+                }
+            })
+        };
+        let name = bounded(name);
+        let process = d.process.map(|mut p| {
+            p.process_name = bounded(p.process_name.take());
+            p
+        });
+        let thread = d.thread.map(|mut t| {
+            t.thread_name = bounded(t.thread_name.take());
+            t
+        });
         let description = d.description.unwrap_or_default();
         if name.as_deref() == Some(META_TRACK)
             && let Some(json) = description.strip_prefix(META_NOTE)
@@ -29,7 +58,8 @@ impl Reader<'_> {
         }
         let note = description
             .strip_prefix(TRACK_NOTE)
-            .and_then(|json| serde_json::from_str::<TrackNote>(json).ok());
+            .and_then(|json| serde_json::from_str::<TrackNote>(json).ok())
+            .map(Box::new);
         let mut desc = Descriptor {
             parent: d.parent_uuid,
             name,
@@ -37,11 +67,11 @@ impl Reader<'_> {
             note,
             ..Descriptor::default()
         };
-        if let Some(p) = d.process {
+        if let Some(p) = process {
             desc.pid = p.pid;
             desc.process_name = p.process_name;
         }
-        if let Some(t) = d.thread {
+        if let Some(t) = thread {
             desc.pid = t.pid.or(desc.pid);
             desc.tid = t.tid;
             desc.thread_name = t.thread_name;
