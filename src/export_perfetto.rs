@@ -28,6 +28,21 @@ pub(crate) fn write(timeline: &Timeline, report: &Report, path: &Path) -> Result
         stats.findings,
         thousands(stats.flows),
     )?;
+    // Args the load could not keep are missing from the export too: said here, per input.
+    for source in &timeline.sources {
+        for w in source
+            .warnings
+            .iter()
+            .filter(|w| w.code == steplens_ingest::model::WarningCode::ArgsTooLong)
+        {
+            writeln!(
+                io::stderr().lock(),
+                "steplens: warning: {}: {}",
+                escape::terminal(&source.path),
+                escape::terminal(&w.message)
+            )?;
+        }
+    }
     if stats.args_dropped > 0 {
         writeln!(
             io::stderr().lock(),

@@ -98,7 +98,8 @@ struct LoadArgs {
     #[arg(long)]
     no_mmap: bool,
     /// Largest decompressed size accepted from a .gz input, a ZIP archive or a stream (stdin, a
-    /// FIFO, a device), bytes.
+    /// FIFO, a device), bytes. A stream, held in memory whole, is capped by default at the
+    /// smaller of 16 GiB and the free memory.
     #[arg(long, value_name = "BYTES", default_value_t = steplens_ingest::DEFAULT_MAX_INFLATED_BYTES)]
     max_inflated_bytes: u64,
     /// Largest decompressed/compressed ratio of a .gz input or an archive member past its first

@@ -984,3 +984,105 @@ fn a_million_perfetto_track_descriptors_hit_max_tracks() {
     );
     assert!(line.contains("exceeds the limit of 1000"), "{line}");
 }
+
+#[test]
+fn a_stream_is_capped_by_free_memory_and_says_so() {
+    // A stream that starts like JSON and goes on, with 2 MB of "free memory" (the test's stand-in
+    // for MemAvailable): it stops there, and the line says why the cap is what it is.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_steplens"))
+        .args(["report", "-"])
+        .current_dir(repo())
+        .env("STEPLENS_TEST_FREE_MEMORY", "2000000")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(br#"{"traceEvents":["#);
+        let block = vec![b' '; 1 << 16];
+        for _ in 0..1000 {
+            if stdin.write_all(&block).is_err() {
+                break;
+            }
+        }
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("exceeds the limit of 2000000 bytes, the free memory (1.9 MiB), less than the default of 16 GiB for a stream"),
+        "{err}"
+    );
+    assert!(err.contains("--max-inflated-bytes"), "{err}");
+}
+
+#[test]
+fn an_arg_over_16_mib_is_dropped_with_a_warning_by_the_perfetto_export() {
+    let dir = TempDir::new().unwrap();
+    let big = "x".repeat(17 << 20);
+    let trace = format!(
+        r#"{{"traceEvents":[{{"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":1,"dur":2,"args":{{"blob":"{big}"}}}},{{"ph":"X","cat":"cpu_op","name":"b","pid":1,"tid":1,"ts":5,"dur":2,"args":{{"n":1}}}}]}}"#
+    );
+    let path = temp_file(&dir, "big_arg.json", trace.as_bytes());
+    let out_path = dir.path().join("big_arg.pftrace");
+    let out = steplens(&[
+        "export",
+        "--perfetto",
+        out_path.to_str().unwrap(),
+        path.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("steplens: warning: ")
+            && err.contains("big_arg.json: dropped the args of 1 events, longer than the 16 MiB"),
+        "{err}"
+    );
+    // The report says it too, as a load warning.
+    let r: serde_json::Value = serde_json::from_str(&stdout(&steplens(&[
+        "report",
+        "-f",
+        "json",
+        path.to_str().unwrap(),
+    ])))
+    .unwrap();
+    assert_eq!(r["sources"][0]["warnings"][0]["code"], "args_too_long");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_fifo_with_no_writer_says_it_is_waiting() {
+    let dir = TempDir::new().unwrap();
+    let fifo = dir.path().join("pipe");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let child = Command::new(env!("CARGO_BIN_EXE_steplens"))
+        .args(["report", "-f", "json"])
+        .arg(&fifo)
+        .current_dir(repo())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // No writer for two seconds, then one writes a trace.
+    std::thread::sleep(Duration::from_secs(2));
+    let trace = std::fs::read(repo().join(CLEAN)).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&fifo)
+        .unwrap()
+        .write_all(&trace)
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("pipe: waiting for a writer (a FIFO no process has opened for writing yet)"),
+        "{err}"
+    );
+    let r: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert!(r["summary"]["steps"].as_u64().unwrap() > 0);
+}

@@ -46,7 +46,7 @@ pub(crate) fn read_stored(
     let raw = if path.as_os_str() == "-" {
         read_stream(io::stdin().lock(), &display, options, known_format)?
     } else {
-        let mut file = File::open(path).map_err(io_err)?;
+        let mut file = open_input(path, &display).map_err(io_err)?;
         let meta = file.metadata().map_err(io_err)?;
         if meta.is_dir() {
             return Err(IngestError::NotATrace {
@@ -71,6 +71,49 @@ pub(crate) fn read_stored(
         }
     };
     Ok(raw)
+}
+
+/// Opens an input. Opening a FIFO waits for a process to open it for writing: that wait runs
+/// on a helper thread, and after a second steplens says on stderr that it is waiting for a
+/// writer instead of hanging silently.
+fn open_input(path: &Path, display: &str) -> io::Result<File> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let fifo = std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo());
+        if fifo {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let owned = path.to_owned();
+            std::thread::spawn(move || {
+                // The receiver may be gone (the load ended): nothing to tell then.
+                let _ = tx.send(File::open(owned));
+            });
+            let gone = || io::Error::other("the FIFO could not be opened");
+            return match rx.recv_timeout(std::time::Duration::from_secs(1)) {
+                Ok(opened) => opened,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    let shown: String = display
+                        .chars()
+                        .flat_map(|c| {
+                            let visible: Vec<char> = if c.is_control() {
+                                c.escape_default().collect()
+                            } else {
+                                vec![c]
+                            };
+                            visible
+                        })
+                        .collect();
+                    eprintln!(
+                        "steplens: {shown}: waiting for a writer (a FIFO no process has opened for writing yet)"
+                    );
+                    rx.recv().map_err(|_| gone())?
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err(gone()),
+            };
+        }
+    }
+    let _ = display;
+    File::open(path)
 }
 
 /// Bytes of a stream looked at before the rest is read: enough for every format's sniff.
@@ -103,7 +146,7 @@ fn read_stream(
             ),
         });
     }
-    let limit = options.max_inflated_bytes;
+    let (limit, why) = stream_limit(options.max_inflated_bytes, free_memory());
     stream
         .take(limit.saturating_add(1).saturating_sub(buf.len() as u64))
         .read_to_end(&mut buf)
@@ -112,11 +155,59 @@ fn read_stream(
         return Err(IngestError::LimitExceeded {
             path: display.to_owned(),
             what: "the size of a stream input",
-            limit: format!("{limit} bytes"),
+            limit: format!("{limit} bytes{why}"),
             flag: "--max-inflated-bytes",
         });
     }
     Ok(SourceData::Owned(buf))
+}
+
+/// The most a stream may hold by default: 16 GiB, or the free memory when that is less.
+pub const DEFAULT_MAX_STREAM_BYTES: u64 = 16 << 30;
+
+/// The cap on a stream's size and what it is, in words: `--max-inflated-bytes` where given
+/// (anything but its default), else the smaller of [`DEFAULT_MAX_STREAM_BYTES`] and `free`
+/// (the memory available), since a stream is held in memory whole.
+pub(crate) fn stream_limit(flag: u64, free: Option<u64>) -> (u64, String) {
+    if flag != crate::options::DEFAULT_MAX_INFLATED_BYTES {
+        return (flag, String::new());
+    }
+    match free {
+        Some(free) if free < DEFAULT_MAX_STREAM_BYTES => (
+            free,
+            format!(
+                ", the free memory ({}), less than the default of 16 GiB for a stream",
+                gib(free)
+            ),
+        ),
+        _ => (
+            DEFAULT_MAX_STREAM_BYTES,
+            ", the default for a stream: 16 GiB, or the free memory when less".to_owned(),
+        ),
+    }
+}
+
+fn gib(bytes: u64) -> String {
+    if bytes < 1 << 30 {
+        format!("{:.1} MiB", bytes as f64 / f64::from(1u32 << 20))
+    } else {
+        format!("{:.1} GiB", bytes as f64 / f64::from(1u32 << 30))
+    }
+}
+
+/// The memory available to this process (`MemAvailable` of `/proc/meminfo`), when known.
+/// `STEPLENS_TEST_FREE_MEMORY` (bytes) stands in for it in tests.
+fn free_memory() -> Option<u64> {
+    if let Some(bytes) = std::env::var("STEPLENS_TEST_FREE_MEMORY")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        return Some(bytes);
+    }
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
 }
 
 /// Whether `bytes` are gzip.
@@ -273,4 +364,22 @@ fn inflate(
         return Err(inflated_too_large(path, compressed.len(), limit, options));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{DEFAULT_MAX_STREAM_BYTES, stream_limit};
+    use crate::options::DEFAULT_MAX_INFLATED_BYTES;
+
+    #[test]
+    fn a_stream_is_capped_by_free_memory_and_16_gib_unless_the_flag_says() {
+        let (limit, why) = stream_limit(DEFAULT_MAX_INFLATED_BYTES, Some(3 << 30));
+        assert_eq!(limit, 3 << 30);
+        assert!(why.contains("the free memory (3.0 GiB)"), "{why}");
+        let (limit, why) = stream_limit(DEFAULT_MAX_INFLATED_BYTES, Some(200 << 30));
+        assert_eq!(limit, DEFAULT_MAX_STREAM_BYTES);
+        assert!(why.contains("16 GiB"), "{why}");
+        assert_eq!(stream_limit(DEFAULT_MAX_INFLATED_BYTES, None).0, 16 << 30);
+        assert_eq!(stream_limit(1000, Some(3 << 30)), (1000, String::new()));
+    }
 }

@@ -57,6 +57,8 @@ pub enum WarningCode {
     ClockAligned,
     /// a device-only input kept its own clock
     ClockNotAligned,
+    /// events whose args are longer than 16 MiB, kept without them
+    ArgsTooLong,
 }
 
 impl WarningCode {
@@ -86,6 +88,7 @@ impl WarningCode {
         Self::SpmuWrapped,
         Self::ClockAligned,
         Self::ClockNotAligned,
+        Self::ArgsTooLong,
     ];
 
     /// The stable machine-readable name (the serde name).
@@ -116,6 +119,7 @@ impl WarningCode {
             Self::SpmuWrapped => "spmu_wrapped",
             Self::ClockAligned => "clock_aligned",
             Self::ClockNotAligned => "clock_not_aligned",
+            Self::ArgsTooLong => "args_too_long",
         }
     }
 }

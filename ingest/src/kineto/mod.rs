@@ -103,6 +103,8 @@ pub(crate) struct KinetoReader<'a, 'b, 'p> {
     memory: Vec<(LaneId, i64, MemorySample)>,
     /// Events seen with each of [`IGNORED_KEYS`].
     ignored_keys: [u64; IGNORED_KEYS.len()],
+    /// Events whose args are too long to keep (over 16 MiB), and the longest, bytes.
+    args_too_long: (u64, usize),
     /// Events skipped for a field of the wrong type, per [`TYPED_FIELDS`] entry.
     wrong_types: [u64; TYPED_FIELDS.len()],
     /// Event arrays at least this long are parsed by two threads ([`SPLIT_MIN_BYTES`]).
@@ -162,6 +164,7 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
             flow_v2: Vec::new(),
             memory: Vec::new(),
             ignored_keys: [0; IGNORED_KEYS.len()],
+            args_too_long: (0, 0),
             wrong_types: [0; TYPED_FIELDS.len()],
             split_min_bytes: SPLIT_MIN_BYTES,
             split_fraction: SPLIT_FRACTION,
@@ -309,6 +312,18 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
         self.push_memory();
         self.warn_ignored_keys();
         self.warn_wrong_types();
+        if self.args_too_long.0 > 0 {
+            self.warnings.push(Warning {
+                code: WarningCode::ArgsTooLong,
+                offset: None,
+                message: format!(
+                    "dropped the args of {} events, longer than the 16 MiB a slice's args may \
+                     take (the longest {} bytes; or past the first TiB of the input): the events are kept without them, and \
+                     export --perfetto writes them without args",
+                    self.args_too_long.0, self.args_too_long.1
+                ),
+            });
+        }
         let by_phase = self
             .by_phase
             .iter()
@@ -871,11 +886,17 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
         let pid = ev.pid.as_ref().map_or(LaneId::Int(0), |p| self.lane(p));
         // Perfetto puts an event without a tid on the thread whose id is its pid.
         let tid = ev.tid.as_ref().map_or(pid, |t| self.lane(t));
-        let args = ev
-            .args
-            .clone()
-            .and_then(ArgsRef::new)
-            .unwrap_or(ArgsRef::NONE);
+        let args = match ev.args.clone() {
+            Some(range) => ArgsRef::new(range.clone()).unwrap_or_else(|| {
+                // Too long for a slice's args reference: kept out, and said.
+                if !range.is_empty() {
+                    self.args_too_long.0 += 1;
+                    self.args_too_long.1 = self.args_too_long.1.max(range.len());
+                }
+                ArgsRef::NONE
+            }),
+            None => ArgsRef::NONE,
+        };
         match ev.ph {
             b'X' | b'B' | b'i' | b'I' | b'R' | b's' | b't' | b'f' => {
                 let Some(ts) = ev.ts else {
