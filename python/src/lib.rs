@@ -4,6 +4,11 @@
 //!
 //! Everything a user sees is computed by the same crates as the CLI, so a figure in a
 //! DataFrame equals the one in `steplens report`.
+//!
+//! `summarize` and `reduce` are the map and the reduce of a job too large for one machine, as
+//! `steplens summarize` and `steplens report --summaries` are: a summary crosses to Python as
+//! the bytes of its `steplens.rank-summary/1` JSON (small, picklable, ready for Dask or Ray),
+//! and `reduce` runs the same rank analysis on any number of them.
 
 // pyo3 hands `#[pyfunction]` arguments over by value (it extracts them from Python objects).
 #![allow(clippy::needless_pass_by_value)]
@@ -14,13 +19,14 @@ use std::path::PathBuf;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyString;
+use pyo3::types::{PyBytes, PyString};
 use steplens::run_input::{
     expand_inputs, is_baseline_set, load_run, one_line, read_baseline_set, read_budget,
 };
 use steplens_analysis::Report;
 use steplens_analysis::columns::{self, ColumnTable, SliceColumns};
 use steplens_analysis::compare::RunFigures;
+use steplens_analysis::ranks::{RankSummary, SUMMARY_SCHEMA, rank_summary, ranks_of};
 use steplens_ingest::{LoadOptions, Timeline};
 
 pyo3::create_exception!(
@@ -70,6 +76,9 @@ struct Run {
     files: Vec<String>,
     /// The files directories held besides traces, in one line.
     skipped: Option<String>,
+    /// Made by `reduce` from rank summaries: the report holds the rank analysis alone (no
+    /// Timeline, no steps), so only its rank tables can be asked for.
+    from_summaries: bool,
 }
 
 /// Loads traces (files or directories of them) and analyses them, without the GIL.
@@ -97,9 +106,197 @@ fn load(
             report,
             files: expanded.iter().map(|p| p.display().to_string()).collect(),
             skipped: inputs.skipped_line(),
+            from_summaries: false,
         })
     });
     loaded.map_err(|e| trace_error(py, &e))
+}
+
+/// One rank's summary, as `steplens summarize` writes it: (the `steplens.rank-summary/1` JSON
+/// bytes, the rank, the trace's path). Loads and summarizes without the GIL.
+#[pyfunction]
+#[pyo3(signature = (path, rank_regex = None, no_mmap = false, step_marker = None))]
+fn summarize(
+    py: Python<'_>,
+    path: PathBuf,
+    rank_regex: Option<String>,
+    no_mmap: bool,
+    step_marker: Option<String>,
+) -> PyResult<(Py<PyBytes>, Option<i64>, String)> {
+    let made = py.detach(|| -> anyhow::Result<(Vec<u8>, Option<i64>, String)> {
+        let options = load_options(rank_regex.as_deref(), step_marker.as_deref(), no_mmap)?;
+        let timeline = steplens_ingest::load_many(&[path.as_path()], &options, None)?;
+        if timeline.sources.len() != 1 {
+            anyhow::bail!(
+                "{}: a summary is of one rank's trace; this holds {} inputs",
+                path.display(),
+                timeline.sources.len()
+            );
+        }
+        let children = steplens_analysis::ops::child_time(&timeline);
+        let summary = rank_summary(&timeline, 0, &children);
+        let rank = steplens_analysis::ranks::input_ranks(&timeline)
+            .first()
+            .and_then(|&(rank, how)| {
+                (how != steplens_analysis::ranks::INPUT_ORDER).then_some(rank)
+            });
+        let json = serde_json::to_vec(&summary)?;
+        Ok((json, rank, summary.path))
+    });
+    let (json, rank, path) = made.map_err(|e| trace_error(py, &e))?;
+    Ok((PyBytes::new(py, &json).unbind(), rank, path))
+}
+
+/// The rank a summary is of as the rank analysis reads it alone: the one the trace (or
+/// `rank_regex`) states, else the one in its file name.
+fn summary_rank(summary: &RankSummary) -> Option<i64> {
+    let row = ranks_of(std::slice::from_ref(summary))
+        .and_then(|(ranks, _)| ranks.ranks.into_iter().next());
+    match row {
+        Some(row) if row.rank_from != steplens_analysis::ranks::INPUT_ORDER => Some(row.rank),
+        _ => summary.rank,
+    }
+}
+
+/// The schema tag of a summary, read before the rest so that another version is named as such.
+#[derive(serde::Deserialize)]
+struct SchemaTag {
+    schema: Option<String>,
+}
+
+/// Reads one summary (`index` and `label` name it in errors): one line on a damaged document
+/// or another schema version.
+fn parse_summary(index: usize, label: &str, bytes: &[u8]) -> anyhow::Result<RankSummary> {
+    let what = if label.is_empty() {
+        format!("summary {index}")
+    } else {
+        format!("summary {index} ({label})")
+    };
+    let not_a_summary = |e: &serde_json::Error| {
+        anyhow::anyhow!(
+            "{what}: line {} column {}: not a {SUMMARY_SCHEMA} document: {e}",
+            e.line(),
+            e.column()
+        )
+    };
+    let tag: SchemaTag = serde_json::from_slice(bytes).map_err(|e| not_a_summary(&e))?;
+    match tag.schema.as_deref() {
+        Some(SUMMARY_SCHEMA) => {}
+        Some(other) => anyhow::bail!(
+            "{what}: schema {other} is not supported: this steplens reads {SUMMARY_SCHEMA} \
+             (summarize the trace again with this version)"
+        ),
+        None => anyhow::bail!("{what}: no \"schema\" field: not a {SUMMARY_SCHEMA} document"),
+    }
+    serde_json::from_slice(bytes).map_err(|e| not_a_summary(&e))
+}
+
+/// Reads summaries on every core (a thousand ranks' worth is most of the reduce's time).
+fn parse_summaries(docs: &[Vec<u8>], labels: &[String]) -> anyhow::Result<Vec<RankSummary>> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZero::get)
+        .min(docs.len().max(1));
+    let chunk = docs.len().div_ceil(threads).max(1);
+    let label = |i: usize| labels.get(i).map_or("", String::as_str);
+    let parts: Vec<anyhow::Result<Vec<RankSummary>>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = docs
+            .chunks(chunk)
+            .enumerate()
+            .map(|(c, part)| {
+                scope.spawn(move || {
+                    part.iter()
+                        .enumerate()
+                        .map(|(k, bytes)| {
+                            let i = c * chunk + k;
+                            parse_summary(i, label(i), bytes)
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("reading the summaries failed")))
+            })
+            .collect()
+    });
+    let mut out = Vec::with_capacity(docs.len());
+    for part in parts {
+        out.extend(part?);
+    }
+    Ok(out)
+}
+
+/// The rank analysis of many ranks from their summaries (in input order), as `steplens report
+/// --summaries` makes it: a Run whose report holds the ranks, the collectives and the
+/// `straggler` findings, computed by the same code as a load of the traces. `labels` name the
+/// summaries in errors (their traces' paths).
+#[pyfunction]
+fn reduce(py: Python<'_>, docs: Vec<Vec<u8>>, labels: Vec<String>) -> PyResult<Run> {
+    let reduced = py.detach(|| -> anyhow::Result<Run> {
+        if docs.is_empty() {
+            anyhow::bail!("reduce() needs at least one summary");
+        }
+        let summaries = parse_summaries(&docs, &labels)?;
+        drop(docs);
+        let Some((ranks, mut findings)) = ranks_of(&summaries) else {
+            anyhow::bail!(
+                "{} summaries: the rank analysis needs every rank to have collectives",
+                summaries.len()
+            );
+        };
+        // As the report of the traces names them: the input, and its rank where a trace or its
+        // file name says it (never from the input order alone).
+        let known: Vec<Option<i64>> = if summaries.len() > 1 {
+            let mut by_source = vec![None; summaries.len()];
+            for row in &ranks.ranks {
+                if let Some(slot) = by_source.get_mut(usize::from(row.source)) {
+                    *slot = (row.rank_from != steplens_analysis::ranks::INPUT_ORDER)
+                        .then_some(row.rank);
+                }
+            }
+            by_source
+        } else {
+            summaries.iter().map(|s| s.rank).collect()
+        };
+        for f in &mut findings {
+            f.source = f.cost.source;
+            f.rank = f
+                .cost
+                .source
+                .and_then(|s| known.get(usize::from(s)).copied().flatten());
+        }
+        // An empty Timeline's report, with the rank analysis in it: every rank field and
+        // finding as the traces' report writes them, nothing that needs the events.
+        let mut report = steplens_analysis::build_report(&Timeline::default());
+        report.finding_groups = steplens_analysis::finding::group_findings(&findings);
+        for f in &findings {
+            *report.summary.findings_by_kind.entry(f.kind).or_insert(0) += 1;
+            *report.summary.lost_ns_by_kind.entry(f.kind).or_insert(0) += f.lost_ns;
+            *report.summary.saving_ns_by_kind.entry(f.kind).or_insert(0) += f.saving_ns;
+        }
+        report.findings = findings;
+        report.ranks = Some(ranks);
+        Ok(Run {
+            timeline: Timeline::default(),
+            report,
+            files: summaries.into_iter().map(|s| s.path).collect(),
+            skipped: None,
+            from_summaries: true,
+        })
+    });
+    reduced.map_err(|e| trace_error(py, &e))
+}
+
+/// Reads a summary's rank (as `summary_rank`) and path from its bytes, for a Summary made from
+/// bytes alone.
+#[pyfunction]
+fn summary_info(py: Python<'_>, doc: Vec<u8>) -> PyResult<(Option<i64>, String)> {
+    let parsed = py.detach(|| parse_summary(0, "", &doc));
+    let summary = parsed.map_err(|e| trace_error(py, &e))?;
+    Ok((summary_rank(&summary), summary.path))
 }
 
 /// Critical-path slices of every step (or of the whole trace when it has no steps).
@@ -167,6 +364,11 @@ impl Run {
         py.detach(|| steplens_output::html::report_page(&self.report, &self.timeline))
     }
 
+    /// Whether `reduce` made this Run from rank summaries (it holds the rank analysis alone).
+    fn made_from_summaries(&self) -> bool {
+        self.from_summaries
+    }
+
     /// The input files, after directories were expanded.
     fn files(&self) -> Vec<String> {
         self.files.clone()
@@ -189,7 +391,8 @@ impl Run {
     /// One table as an Arrow stream: `slices` (with `args`, one column per arg key), `steps`,
     /// `ops`, `findings`, `engines`, `idle`, `memory`, `ranks`, `collectives`,
     /// `critical_path`, and the TensorBoard plugin's `overview`, `gpu_summary`, `operators`,
-    /// `operators_by_shape`, `kernels`, `kernels_by_op`, `distributed`; Gaudi `device_nodes`.
+    /// `operators_by_shape`, `kernels`, `kernels_by_op`, `distributed`; Gaudi `device_nodes`;
+    /// the performance model per op signature, `op_perf`.
     #[pyo3(signature = (name, args = None))]
     fn table(
         &self,
@@ -217,7 +420,7 @@ impl Run {
 }
 
 /// Every table `Run.table` builds.
-const TABLES: [&str; 18] = [
+const TABLES: [&str; 19] = [
     "slices",
     "steps",
     "ops",
@@ -236,7 +439,11 @@ const TABLES: [&str; 18] = [
     "kernels_by_op",
     "distributed",
     "device_nodes",
+    "op_perf",
 ];
+
+/// The tables a Run from `reduce` holds: the rank analysis.
+const RANK_TABLES: [&str; 3] = ["ranks", "collectives", "findings"];
 
 impl Run {
     fn build_table(&self, name: &str, args: &[String]) -> Result<Option<ColumnTable<'_>>, PyErr> {
@@ -245,6 +452,13 @@ impl Run {
             result.map(Some).map_err(|e| serde_error(&e))
         };
         let ranks = r.ranks.as_ref();
+        if self.from_summaries && TABLES.contains(&name) && !RANK_TABLES.contains(&name) {
+            return Err(PyValueError::new_err(format!(
+                "{name}: a Run from reduce() holds the rank analysis of the summaries ({}); \
+                 load the traces for the rest",
+                RANK_TABLES.join(", ")
+            )));
+        }
         match name {
             "slices" => Ok(Some(columns::slices_table(
                 &self.timeline,
@@ -285,6 +499,7 @@ impl Run {
             "kernels" => rows(columns::rows_table("kernels", &r.kernels)),
             "kernels_by_op" => rows(columns::rows_table("kernels_by_op", &r.kernels_by_op)),
             "device_nodes" => rows(columns::rows_table("device_nodes", &r.device_nodes)),
+            "op_perf" => rows(columns::rows_table("op_perf", &r.op_perf)),
             _ => Ok(None),
         }
     }
@@ -391,5 +606,9 @@ fn _steplens(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<arrow::ArrowTable>()?;
     m.add_function(wrap_pyfunction!(load, m)?)?;
     m.add_function(wrap_pyfunction!(check, m)?)?;
+    m.add_function(wrap_pyfunction!(summarize, m)?)?;
+    m.add_function(wrap_pyfunction!(reduce, m)?)?;
+    m.add_function(wrap_pyfunction!(summary_info, m)?)?;
+    m.add("SUMMARY_SCHEMA", SUMMARY_SCHEMA)?;
     Ok(())
 }

@@ -7,6 +7,10 @@
     run.report()                            # the steplens.report/1 JSON, as a dict
     run                                     # in Jupyter: the HTML report
 
+    # Many ranks, mapped where they live (Dask, Ray, a Slurm array) and reduced in one place:
+    summaries = client.map(steplens.summarize, paths)   # one small, picklable Summary per rank
+    steplens.reduce(client.gather(summaries)).ranks()   # the rank table of steplens.load(*paths)
+
 Every figure comes from the same Rust code as the `steplens` command line, so a number in a
 DataFrame is the number `steplens report` prints. Tables cross from Rust to Python as Arrow
 (the PyCapsule stream interface): no JSON, no copy into Python objects until a backend asks.
@@ -21,8 +25,10 @@ from typing import Any, Iterable, Optional, Sequence, Union
 from . import _steplens
 from ._steplens import TraceError
 
-__all__ = ["load", "check", "Run", "Table", "Verdict", "TraceError", "__version__"]
+__all__ = ["load", "check", "summarize", "reduce", "Run", "Summary", "Table", "Verdict",
+           "TraceError", "SUMMARY_SCHEMA", "__version__"]
 __version__ = _steplens.__version__
+SUMMARY_SCHEMA = _steplens.SUMMARY_SCHEMA
 
 PathLike = Union[str, "os.PathLike[str]"]
 _BACKENDS = ("arrow", "pandas", "polars")
@@ -142,7 +148,14 @@ class Run:
         """The self-contained HTML report page."""
         return self._run.html()
 
-    def _repr_html_(self) -> str:
+    def from_summaries(self) -> bool:
+        """Whether ``reduce()`` made this Run from rank summaries: it then holds the rank
+        analysis alone (``ranks()``, ``collectives()``, ``findings()``, ``report()``)."""
+        return self._run.made_from_summaries()
+
+    def _repr_html_(self) -> Optional[str]:
+        if self.from_summaries():
+            return None
         # Inline in a notebook: the report page in an iframe, so its styles stay its own.
         import html
 
@@ -156,6 +169,9 @@ class Run:
         report = self.report()
         steps = len(report.get("steps", []))
         findings = len(report.get("findings", []))
+        if self.from_summaries():
+            ranks = len((report.get("ranks") or {}).get("ranks", []))
+            return f"<steplens.Run from {len(self.files())} summaries: {ranks} ranks, {findings} findings>"
         return f"<steplens.Run {', '.join(self.files())}: {steps} steps, {findings} findings>"
 
     def table(self, name: str, backend: Optional[str] = None, args: Optional[Sequence[str]] = None):
@@ -190,6 +206,12 @@ class Run:
     def collectives(self, backend: Optional[str] = None):
         """One row per collective matched across ranks: latency, wait, skew."""
         return self.table("collectives", backend)
+
+    def op_perf(self, backend: Optional[str] = None):
+        """The performance model per op signature (name, shapes, dtypes) whose calls launched
+        device work: FLOPs and bytes per call, achieved TFLOP/s and TB/s, share of the device's
+        peak, what bounds it (the report's ``op_perf[]``; ``gemm.*`` columns for GEMMs)."""
+        return self.table("op_perf", backend)
 
     def critical_path(self, backend: Optional[str] = None):
         """The critical path of every step: its slices, each with what bounds it."""
@@ -289,6 +311,108 @@ def load(*paths: PathLike, rank_regex: Optional[str] = None, no_mmap: bool = Fal
     """
     return Run(_steplens.load(_paths(paths), rank_regex=rank_regex, no_mmap=no_mmap,
                               step_marker=step_marker))
+
+
+class Summary:
+    """One rank's summary: the ``steplens.rank-summary/1`` JSON that ``steplens summarize``
+    writes (its collectives, per-step medians, op self time), a few kilobytes to a few hundred.
+
+    Small and picklable, so a distributed engine ships it from the worker that read the trace
+    to the one that calls ``reduce()``. ``bytes(summary)`` is the JSON; ``rank`` is the rank
+    the trace (or ``rank_regex``, or its file name) states, ``None`` when nothing does;
+    ``path`` is the trace's path.
+    """
+
+    __slots__ = ("_json", "rank", "path")
+
+    def __init__(self, data: bytes, rank: Optional[int] = None, path: Optional[str] = None):
+        data = bytes(data)
+        if path is None:
+            rank, path = _steplens.summary_info(data)
+        self._json = data
+        self.rank = rank
+        self.path = path
+
+    @classmethod
+    def from_file(cls, path: PathLike) -> "Summary":
+        """A summary ``steplens summarize -o FILE`` wrote."""
+        with open(os.fspath(path), "rb") as f:
+            return cls(f.read().rstrip(b"\r\n"))
+
+    def save(self, path: PathLike) -> None:
+        """Writes the summary as ``steplens summarize -o`` does (name it ``*.summary.json`` for
+        ``steplens report --summaries DIR``)."""
+        with open(os.fspath(path), "wb") as f:
+            f.write(self._json + b"\n")
+
+    def to_dict(self) -> dict:
+        """The summary's JSON as a dict."""
+        return json.loads(self._json)
+
+    def __bytes__(self) -> bytes:
+        return self._json
+
+    def __len__(self) -> int:
+        return len(self._json)
+
+    def __getstate__(self):
+        return (self._json, self.rank, self.path)
+
+    def __setstate__(self, state) -> None:
+        self._json, self.rank, self.path = state
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Summary) and other._json == self._json
+
+    def __hash__(self) -> int:
+        return hash(self._json)
+
+    def __repr__(self) -> str:
+        return f"<steplens.Summary rank {self.rank} of {self.path}: {len(self._json):,} bytes>"
+
+
+def summarize(path: PathLike, rank_regex: Optional[str] = None, no_mmap: bool = False,
+              step_marker: Optional[str] = None) -> Summary:
+    """Summarize one rank's trace, as ``steplens summarize`` does: the map side of a job too
+    large for one machine. Releases the GIL while it reads, so threads run in parallel.
+
+    Map it where the traces are (``client.map(steplens.summarize, paths)`` on Dask,
+    ``ray.remote``, one task of a Slurm array) and give the summaries to ``reduce()``.
+    ``rank_regex`` and ``step_marker`` are ``load()``'s. Raises ``steplens.TraceError``.
+    """
+    data, rank, trace = _steplens.summarize(os.fspath(path), rank_regex=rank_regex,
+                                            no_mmap=no_mmap, step_marker=step_marker)
+    return Summary(data, rank, trace)
+
+
+def reduce(summaries: Iterable[Union[Summary, bytes, PathLike]]) -> Run:
+    """The rank analysis of many ranks from their summaries, as ``steplens report --summaries``
+    does: a ``Run`` whose ``ranks()``, ``collectives()``, ``findings()`` (``straggler``) and
+    ``report()["ranks"]`` equal those of ``steplens.load(*traces)`` for the same traces, given
+    in the same order. The per-event parts of a report (steps, ops, the other detectors, the
+    ``distributed`` view and the straggler's evidence slices) need the traces themselves.
+
+    Each item is a ``Summary``, its bytes, or the path of a ``*.summary.json`` file. A summary
+    of another schema version raises ``steplens.TraceError`` naming both versions.
+    """
+    docs = []
+    labels = []
+    for item in summaries:
+        if isinstance(item, Summary):
+            docs.append(item._json)
+            labels.append(item.path or "")
+        elif isinstance(item, (bytes, bytearray, memoryview)):
+            docs.append(bytes(item))
+            labels.append("")
+        elif isinstance(item, (str, os.PathLike)):
+            with open(os.fspath(item), "rb") as f:
+                docs.append(f.read())
+            labels.append(os.fspath(item))
+        else:
+            raise TypeError(
+                f"reduce() takes Summaries from steplens.summarize(), their bytes or paths, "
+                f"not {type(item).__name__}")
+    return Run(_steplens.reduce(docs, labels))
 
 
 class Verdict(dict):

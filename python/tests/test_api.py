@@ -181,6 +181,23 @@ def test_tables_hold_the_report_figures(ranks):
     assert list(ops["total_ns"]) == [o["total_ns"] for o in report["ops"]]
 
 
+def test_op_perf_is_the_report_op_perf():
+    run = steplens.load(SAMPLES / "ranks" / "nccl_straggler" / "nccl_straggler_rank0.json.gz")
+    rows = run.report()["op_perf"]
+    table = run.op_perf()
+    assert table.name == "op_perf" and len(table) == len(rows) > 0
+    flat = []
+    for row in rows:
+        gemm = row.get("gemm") or {}
+        out = {k: v for k, v in row.items() if k != "gemm"}
+        out.update({f"gemm.{k}": gemm.get(k) for k in ("m", "n", "k", "b", "bias")})
+        flat.append(out)
+    got = table.to_arrow().to_pylist()
+    assert [{k: r.get(k) for k in f} for r, f in zip(got, flat)] == flat
+    assert any(r["gemm.m"] for r in got)
+    assert run.op_perf(backend="pandas")["calls"].sum() == sum(r["calls"] for r in rows)
+
+
 def test_slices_are_every_slice_with_provenance(ranks):
     slices = ranks.slices().to_pandas()
     info = json.loads(cli_json("info", str(RANKS[0]), "--json")[1])

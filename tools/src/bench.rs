@@ -29,12 +29,20 @@ use steplens_output::text::{human_bytes, thousands};
 )]
 pub struct BenchArgs {
     /// Trace to measure (generated first with --generate); `whatif` compares the estimated
-    /// savings with the realized ones on the fix pairs of `--pairs`.
+    /// savings with the realized ones on the fix pairs of `--pairs`; `ranks` times the reduce of
+    /// `--ranks` rank summaries (`steplens.reduce`, `report --summaries`).
     trace: Option<PathBuf>,
     /// `whatif`: the folder of fix pairs (`<pair>.problem.json.gz`, `<pair>.fixed.json.gz`,
     /// `<pair>.truth.json`).
     #[arg(long, default_value = "samples/whatif")]
     pairs: PathBuf,
+    /// `ranks`: how many simulated ranks.
+    #[arg(long, default_value_t = 1024)]
+    ranks: usize,
+    /// `ranks`: the folder of rank traces from `bench/make_rank_traces.py` (made there when it
+    /// holds none for `--ranks`; default: a folder in the temporary directory).
+    #[arg(long, value_name = "DIR")]
+    rank_traces: Option<PathBuf>,
     /// Write a generated Kineto trace to this path, then measure it.
     #[arg(long, value_name = "OUT")]
     generate: Option<PathBuf>,
@@ -87,6 +95,10 @@ struct Figures {
     critical_path_s: f64,
     /// … as a share of the full report's time (load + analysis), percent.
     critical_path_pct_of_report: f64,
+    /// The per-op performance model (`op_perf[]`) alone, best of the runs.
+    op_perf_s: f64,
+    /// … as a share of the full report.
+    op_perf_pct_of_report: f64,
     detectors_pct_of_ingest: f64,
     report_s: f64,
     report_median_s: f64,
@@ -110,6 +122,14 @@ struct Figures {
 pub fn run(args: &BenchArgs) -> Result<()> {
     if args.generate.is_none() && args.trace.as_deref() == Some(Path::new("whatif")) {
         return crate::whatif::run(&args.pairs, args.format == "json");
+    }
+    if args.generate.is_none() && args.trace.as_deref() == Some(Path::new("ranks")) {
+        return crate::ranks_bench::run(
+            args.rank_traces.as_deref(),
+            args.ranks,
+            args.runs,
+            args.format == "json",
+        );
     }
     let trace = match (&args.generate, &args.trace) {
         (Some(out), _) => {
@@ -156,7 +176,7 @@ fn cpu_seconds() -> Option<f64> {
     Some((user + system) as f64 / 100.0)
 }
 
-fn status_field(field: &str) -> Option<u64> {
+pub(crate) fn status_field(field: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with(field))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
@@ -164,14 +184,14 @@ fn status_field(field: &str) -> Option<u64> {
 }
 
 /// Samples `RssAnon` in the background and keeps the peak.
-struct PrivatePeak {
+pub(crate) struct PrivatePeak {
     stop: Arc<AtomicBool>,
     peak: Arc<AtomicU64>,
     handle: Option<std::thread::JoinHandle<()>>,
 }
 
 impl PrivatePeak {
-    fn start() -> Self {
+    pub(crate) fn start() -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let peak = Arc::new(AtomicU64::new(0));
         let (s, p) = (Arc::clone(&stop), Arc::clone(&peak));
@@ -189,7 +209,7 @@ impl PrivatePeak {
         Self { stop, peak, handle }
     }
 
-    fn finish(mut self) -> u64 {
+    pub(crate) fn finish(mut self) -> u64 {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(h) = self.handle.take() {
             let _ = h.join();
@@ -199,7 +219,7 @@ impl PrivatePeak {
 }
 
 /// The one median of the workspace (`steplens_analysis::stats`), 0 for no samples.
-fn median(values: &mut [f64]) -> f64 {
+pub(crate) fn median(values: &mut [f64]) -> f64 {
     steplens_analysis::stats::median_f64(values.to_vec()).unwrap_or(0.0)
 }
 
@@ -227,6 +247,7 @@ fn measure(trace: &Path, runs: usize) -> Result<Figures> {
     let mut analysis = Vec::new();
     let mut detectors = Vec::new();
     let mut critical = Vec::new();
+    let mut op_perf = Vec::new();
     let mut cpu = Vec::new();
     let mut last = None;
     let mut private_after_load = 0;
@@ -256,6 +277,15 @@ fn measure(trace: &Path, runs: usize) -> Result<Figures> {
         let paths = steplens_analysis::critical_path::critical_paths(&timeline);
         critical.push(t4.elapsed().as_secs_f64());
         drop(paths);
+        // The performance model alone: its launch links and signatures, then the rows.
+        let t5 = Instant::now();
+        let rows = steplens_analysis::op_perf::op_perf(&steplens_analysis::detect::Context::new(
+            &timeline,
+            &thresholds,
+            &channels,
+        ));
+        op_perf.push(t5.elapsed().as_secs_f64());
+        drop(rows);
         ingest.push((t1 - t0).as_secs_f64());
         analysis.push((t2 - t1).as_secs_f64());
         total.push((t2 - t0).as_secs_f64());
@@ -272,6 +302,7 @@ fn measure(trace: &Path, runs: usize) -> Result<Figures> {
     let best_analysis = analysis.iter().copied().fold(f64::INFINITY, f64::min);
     let best_detectors = detectors.iter().copied().fold(f64::INFINITY, f64::min);
     let best_critical = critical.iter().copied().fold(f64::INFINITY, f64::min);
+    let best_op_perf = op_perf.iter().copied().fold(f64::INFINITY, f64::min);
     Ok(Figures {
         trace: trace.display().to_string(),
         file_bytes,
@@ -288,6 +319,8 @@ fn measure(trace: &Path, runs: usize) -> Result<Figures> {
         detectors_pct_of_ingest: best_detectors * 100.0 / best_ingest,
         critical_path_s: best_critical,
         critical_path_pct_of_report: best_critical * 100.0 / best_total,
+        op_perf_s: best_op_perf,
+        op_perf_pct_of_report: best_op_perf * 100.0 / best_total,
         report_s: best_total,
         report_median_s: median(&mut total),
         report_cpu_median_s: (!cpu.is_empty()).then(|| median(&mut cpu)),
@@ -389,6 +422,11 @@ fn print_figures(out: &mut dyn Write, f: &Figures) -> io::Result<()> {
         out,
         "critical path    {:.3} s ({:.1}% of the full report; budget 10%)",
         f.critical_path_s, f.critical_path_pct_of_report
+    )?;
+    writeln!(
+        out,
+        "op perf model    {:.3} s ({:.1}% of the full report; budget 5%)",
+        f.op_perf_s, f.op_perf_pct_of_report
     )?;
     writeln!(
         out,
