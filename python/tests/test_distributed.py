@@ -253,3 +253,31 @@ def test_the_docs_one_liner(tmp_path):
     assert "[4 rows x" in out.stdout
     docs = (REPO / "docs" / "ranks.md").read_text()
     assert line.replace("import steplens; ", "") in docs
+
+
+# --- Parquet for the big engines: one rank of a 64-rank export, by a hive partition filter. ---
+
+
+def test_polars_scans_one_rank_of_a_64_rank_export(generated, tmp_path):
+    """``export --tables`` of 64 ranks read back with polars' lazy ``scan_parquet`` under a hive
+    partition filter (``rank = 7``) gives that rank's rows (beside the DuckDB check of
+    ``.ci/run``, ``tests/duckdb/rank_table.py``)."""
+    pl = pytest.importorskip("polars")
+    paths, _ = generated
+    tables = tmp_path / "tables"
+    out = subprocess.run([cli(), "export", *map(str, paths), "--tables", str(tables)],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert (tables / "slices" / "rank=7").is_dir()
+    run = steplens.load(*paths)
+    key = ["name", "start_ns", "dur_ns"]
+    for table, want in (
+        ("slices", run.slices(backend="polars")),
+        ("steps", run.steps(backend="polars")),
+    ):
+        lazy = pl.scan_parquet(tables / table / "**" / "*.parquet", hive_partitioning=True)
+        got = lazy.filter(pl.col("rank") == 7).collect()
+        rank7 = want.filter(pl.col("rank") == 7)
+        assert got.height == rank7.height > 0, table
+        assert set(got["rank"].unique().to_list()) == {7}
+        assert got.select(key).sort(key).equals(rank7.select(key).sort(key)), table
