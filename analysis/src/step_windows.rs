@@ -18,44 +18,48 @@
 use rustc_hash::FxHashMap;
 use steplens_ingest::model::{CategoryClass, NO_PARENT, SliceId, Timeline, TrackKind};
 
-/// Which runtime call launched which device work, from the trace's launch flows (a runtime
-/// call → a kernel, copy or memset). A device slice with several incoming links keeps the first
-/// in flow order; one runtime call may launch many (a graph launch).
+/// Which host call launched which device work, from the trace's launch flows (a runtime or
+/// driver call → a kernel, copy or memset), built once per analysis ([`crate::detect::Context`]).
+/// A device slice with several incoming runtime links keeps the first in flow order; one runtime
+/// call may launch many (a graph launch). Runtime links are the TensorBoard plugin's rule and
+/// what steps and views read; driver-API links (cuBLASLt and Triton launch through
+/// `cuLaunchKernel`) count only for readers that ask for them, and only where a device slice has
+/// no runtime link.
 pub(crate) struct Launches {
     /// Device slice → the runtime call that launched it (`NO_PARENT`: none).
     launch_of: Vec<SliceId>,
-    /// Runtime call → its device slices.
-    launched: FxHashMap<SliceId, Vec<SliceId>>,
+    /// Device slices with no runtime link → the driver call that launched them.
+    driver_of: FxHashMap<SliceId, SliceId>,
+    /// (runtime call, device slice) for every runtime link, sorted.
+    launched: Vec<(SliceId, SliceId)>,
 }
 
 impl Launches {
-    /// The launch links of `t` from runtime calls (the TensorBoard plugin's rule).
+    /// The launch links of `t`.
     pub(crate) fn new(t: &Timeline) -> Self {
-        Self::from_calls(t, |c| c == CategoryClass::Runtime)
-    }
-
-    /// The launch links of `t` from runtime and driver calls: cuBLASLt and Triton launch
-    /// kernels through the driver API (`cuLaunchKernel`, `cuLaunchKernelEx`).
-    pub(crate) fn with_driver(t: &Timeline) -> Self {
-        Self::from_calls(t, |c| {
-            matches!(c, CategoryClass::Runtime | CategoryClass::Driver)
-        })
-    }
-
-    fn from_calls(t: &Timeline, launcher: impl Fn(CategoryClass) -> bool) -> Self {
         let mut launch_of = vec![NO_PARENT; t.slices.len()];
-        let mut launched: FxHashMap<SliceId, Vec<SliceId>> = FxHashMap::default();
+        let mut driver_of: FxHashMap<SliceId, SliceId> = FxHashMap::default();
+        let mut launched: Vec<(SliceId, SliceId)> = Vec::new();
         for flow in &t.flows {
-            if launcher(t.slice_class(flow.from))
-                && t.slice_class(flow.to).is_device_work()
-                && launch_of.get(flow.to as usize) == Some(&NO_PARENT)
-            {
-                launch_of[flow.to as usize] = flow.from;
-                launched.entry(flow.from).or_default().push(flow.to);
+            if !t.slice_class(flow.to).is_device_work() {
+                continue;
+            }
+            match t.slice_class(flow.from) {
+                CategoryClass::Runtime if launch_of.get(flow.to as usize) == Some(&NO_PARENT) => {
+                    launch_of[flow.to as usize] = flow.from;
+                    launched.push((flow.from, flow.to));
+                }
+                CategoryClass::Driver => {
+                    driver_of.entry(flow.to).or_insert(flow.from);
+                }
+                _ => {}
             }
         }
+        driver_of.retain(|&d, _| launch_of.get(d as usize) == Some(&NO_PARENT));
+        launched.sort_unstable();
         Self {
             launch_of,
+            driver_of,
             launched,
         }
     }
@@ -68,9 +72,23 @@ impl Launches {
             .filter(|&r| r != NO_PARENT)
     }
 
+    /// The runtime call that launched device slice `d`, else the driver call that did.
+    pub(crate) fn launcher_or_driver(&self, d: SliceId) -> Option<SliceId> {
+        self.launcher(d).or_else(|| self.driver_of.get(&d).copied())
+    }
+
     /// The device work runtime call `r` launched (empty when it launched none).
-    pub(crate) fn launched_by(&self, r: SliceId) -> &[SliceId] {
-        self.launched.get(&r).map_or(&[][..], Vec::as_slice)
+    pub(crate) fn launched_by(&self, r: SliceId) -> impl Iterator<Item = SliceId> + '_ {
+        let from = self.launched.partition_point(|&(c, _)| c < r);
+        self.launched[from..]
+            .iter()
+            .take_while(move |&&(c, _)| c == r)
+            .map(|&(_, d)| d)
+    }
+
+    /// Whether the trace has any runtime launch link.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.launched.is_empty()
     }
 }
 
@@ -138,7 +156,7 @@ pub(crate) fn stretch(
             })
             .collect()
     };
-    if host.is_empty() || launches.launched.is_empty() {
+    if host.is_empty() || launches.is_empty() {
         return host_only();
     }
     // The device work each step's runtime calls (those wholly inside it) launched.
@@ -150,8 +168,8 @@ pub(crate) fn stretch(
             continue;
         }
         for r in track.slices.clone() {
-            let work = launches.launched_by(r);
-            if work.is_empty() {
+            let mut work = launches.launched_by(r).peekable();
+            if work.peek().is_none() {
                 continue;
             }
             let (rs, re) = (t.slices.start[r as usize], t.slices.end(r));
@@ -161,7 +179,7 @@ pub(crate) fn stretch(
             if re > host[step].1 {
                 continue;
             }
-            for &d in work {
+            for d in work {
                 let slot = &mut device[step];
                 slot.0 = slot.0.min(t.slices.start[d as usize]);
                 slot.1 = slot.1.max(t.slices.end(d));

@@ -811,7 +811,7 @@ fn operators<'t>(
         let mut f = Figures::default();
         let mut own_tc_kernel = false;
         for &r in &node.runtimes {
-            for &d in links.launched_by(r) {
+            for d in links.launched_by(r) {
                 let dur = t.slices.dur[d as usize];
                 f.device_self += dur;
                 if t.slice_class(d) == CategoryClass::Kernel {

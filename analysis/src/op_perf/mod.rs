@@ -45,14 +45,15 @@ impl Signatures {
     /// The signatures of the trace `ctx` reads.
     pub(crate) fn new(ctx: &Context<'_>) -> Self {
         let t = ctx.timeline;
-        let launches = crate::step_windows::Launches::with_driver(t);
+        // cuBLASLt launches its GEMMs through the driver API: those links count here.
+        let launches = ctx.launches();
         let mut launched: Vec<(SliceId, SliceId)> = Vec::new();
         for track in t.tracks.iter().filter(|tr| tr.kind.is_device()) {
             for d in track.slices.clone() {
                 if !t.slice_class(d).is_device_work() {
                     continue;
                 }
-                let Some(runtime) = launches.launcher(d) else {
+                let Some(runtime) = launches.launcher_or_driver(d) else {
                     continue;
                 };
                 let mut at = t.slices.parent[runtime as usize];
