@@ -236,6 +236,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     #[cfg(unix)]
     steplens::run_input::before_mapping(sigbus::install);
+    // What a load says while it waits (a FIFO with no writer), as the progress bar would.
+    steplens_ingest::source::on_notice(|line| {
+        let shown = steplens_output::escape::terminal(line).into_owned();
+        let _ = writeln!(io::stderr().lock(), "steplens: {shown}");
+    });
     let json_errors = match &cli.command {
         Command::Report(args) => args.format == ReportFormat::Json,
         Command::Info(args) => args.json,

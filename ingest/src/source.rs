@@ -73,9 +73,19 @@ pub(crate) fn read_stored(
     Ok(raw)
 }
 
+/// What a caller does with a notice given while a load waits (a FIFO with no writer).
+static NOTICE: std::sync::OnceLock<fn(&str)> = std::sync::OnceLock::new();
+
+/// Sets what is done with a notice given while a load waits on something outside it (a FIFO
+/// no process writes to): the binary prints it on stderr. Unset, nothing is said. The first
+/// call wins.
+pub fn on_notice(hook: fn(&str)) {
+    let _ = NOTICE.set(hook);
+}
+
 /// Opens an input. Opening a FIFO waits for a process to open it for writing: that wait runs
 /// on a helper thread, and after a second steplens says on stderr that it is waiting for a
-/// writer instead of hanging silently.
+/// writer ([`on_notice`]) instead of hanging silently.
 fn open_input(path: &Path, display: &str) -> io::Result<File> {
     #[cfg(unix)]
     {
@@ -92,20 +102,11 @@ fn open_input(path: &Path, display: &str) -> io::Result<File> {
             return match rx.recv_timeout(std::time::Duration::from_secs(1)) {
                 Ok(opened) => opened,
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                    let shown: String = display
-                        .chars()
-                        .flat_map(|c| {
-                            let visible: Vec<char> = if c.is_control() {
-                                c.escape_default().collect()
-                            } else {
-                                vec![c]
-                            };
-                            visible
-                        })
-                        .collect();
-                    eprintln!(
-                        "steplens: {shown}: waiting for a writer (a FIFO no process has opened for writing yet)"
-                    );
+                    if let Some(notice) = NOTICE.get() {
+                        notice(&format!(
+                            "{display}: waiting for a writer (a FIFO no process has opened for writing yet)"
+                        ));
+                    }
                     rx.recv().map_err(|_| gone())?
                 }
                 Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err(gone()),
