@@ -20,6 +20,7 @@ pub mod finding;
 /// Interval sets live with the Timeline (ingest aligns clocks with them); re-exported here.
 pub use steplens_ingest::intervals;
 pub mod idle;
+pub mod ledger;
 pub mod memory;
 pub mod nodes;
 pub mod op_names;

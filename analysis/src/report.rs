@@ -185,15 +185,33 @@ pub fn build_report(timeline: &Timeline) -> Report {
 /// Builds the report for a Timeline with the given detector thresholds.
 #[must_use]
 pub fn build_report_with(timeline: &Timeline, thresholds: &Thresholds) -> Report {
-    let channels = channels(timeline);
-    let ctx = Context::new(timeline, thresholds, &channels);
+    build_report_ledgered(timeline, thresholds, None)
+}
+
+/// Builds the report, recording each pass's time in `ledger` when one is given
+/// (`steplens-bench`'s phase ledger).
+#[must_use]
+pub fn build_report_ledgered(
+    timeline: &Timeline,
+    thresholds: &Thresholds,
+    ledger: Option<&crate::ledger::Ledger>,
+) -> Report {
+    let channels = crate::ledger::timed(ledger, "steps: busy channels", || channels(timeline));
+    let mut ctx = Context::new(timeline, thresholds, &channels);
+    if let Some(l) = ledger {
+        ctx = ctx.with_ledger(l);
+    }
+    let ctx = ctx;
     // The detectors are half the analysis and need nothing the tables below compute: they run
     // on a second core meanwhile. The findings keep their order (detectors, memory, ranks).
     // The TensorBoard-style views need neither: a third thread, which takes whichever core
     // the other two leave idle first.
     let ((tables, mut findings), views) = crate::detect::side_by_side(
         || crate::detect::side_by_side(|| tables(&ctx), || run_all(&ctx)),
-        || crate::tensorboard::views_with(timeline, ctx.launches(), &|op, arg| ctx.arg(op, arg)),
+        || {
+            let launches = ctx.launches();
+            crate::tensorboard::views_with(timeline, launches, &|op, arg| ctx.arg(op, arg), ledger)
+        },
     );
     let Tables {
         mut steps,
@@ -233,8 +251,12 @@ pub fn build_report_with(timeline: &Timeline, thresholds: &Thresholds) -> Report
         f.source = f.cost.source;
         f.rank = rank_of(f.cost.source);
     }
-    let finding_groups = crate::finding::group_findings(&findings);
-    let mut summary = summarize(timeline, &channels, &steps, &findings);
+    let finding_groups = ctx.timed("finding groups", || {
+        crate::finding::group_findings(&findings)
+    });
+    let mut summary = ctx.timed("summary", || {
+        summarize(timeline, &channels, &steps, &findings)
+    });
     summary.mme_tpc_overlap_ns = mme_tpc_overlap_ns;
     let mut sources: Vec<SourceReport> = timeline
         .sources
@@ -292,7 +314,9 @@ pub fn build_report_with(timeline: &Timeline, thresholds: &Thresholds) -> Report
         engines,
         memory,
         critical_path,
-        profiler_overhead: crate::profiler_overhead::profiler_overhead(timeline),
+        profiler_overhead: ctx.timed("profiler overhead", || {
+            crate::profiler_overhead::profiler_overhead(timeline)
+        }),
         ranks,
         overview: (!views.overview.steps.is_empty()).then_some(views.overview),
         gpu_summary: views.gpu_summary,
@@ -324,10 +348,14 @@ struct Tables {
 
 fn tables(ctx: &Context<'_>) -> Tables {
     let timeline = ctx.timeline;
-    let mut steps = step_breakdown_with(timeline, ctx.channels, ctx.step_windows());
-    let nodes = crate::nodes::node_index(timeline);
-    let (ops, op_steps) =
-        crate::ops::op_summary_per_step(timeline, &nodes, crate::ops::OPS_PER_STEP);
+    let windows = ctx.step_windows();
+    let mut steps = ctx.timed("steps", || {
+        step_breakdown_with(timeline, ctx.channels, windows)
+    });
+    let nodes = ctx.timed("device nodes", || crate::nodes::node_index(timeline));
+    let (ops, op_steps) = ctx.timed("ops", || {
+        crate::ops::op_summary_per_step(timeline, &nodes, crate::ops::OPS_PER_STEP)
+    });
     let device_nodes = nodes
         .nodes
         .iter()
@@ -346,8 +374,8 @@ fn tables(ctx: &Context<'_>) -> Tables {
         .iter()
         .max_by_key(|(_, p)| p.total_ns)
         .map(|(_, p)| p.clone());
-    let memory = crate::memory::memory_by_device(ctx);
-    let memory_findings = crate::memory::findings(ctx, &memory);
+    let memory = ctx.timed("memory", || crate::memory::memory_by_device(ctx));
+    let memory_findings = ctx.timed("memory findings", || crate::memory::findings(ctx, &memory));
     let (ranks, straggler) = match ctx.ranks() {
         Some(a) => (Some(a.report.clone()), a.straggler.clone()),
         None => (None, Vec::new()),
@@ -359,7 +387,11 @@ fn tables(ctx: &Context<'_>) -> Tables {
             }
         }
     }
-    let (engines, mme_tpc_overlap_ns) = engine_utilization(timeline);
+    let (engines, mme_tpc_overlap_ns) = ctx.timed("engines", || engine_utilization(timeline));
+    let idle = ctx.timed("idle", || {
+        idle_breakdown(timeline, ctx.thresholds.kernel_wait_max_ns)
+    });
+    let op_perf = ctx.timed("op perf: rows", || crate::op_perf::op_perf(ctx));
     Tables {
         steps,
         ops,
@@ -367,12 +399,12 @@ fn tables(ctx: &Context<'_>) -> Tables {
         memory_findings,
         ranks,
         straggler,
-        idle: idle_breakdown(timeline, ctx.thresholds.kernel_wait_max_ns),
+        idle,
         engines,
         mme_tpc_overlap_ns,
         critical_path,
         device_nodes,
-        op_perf: crate::op_perf::op_perf(ctx),
+        op_perf,
     }
 }
 

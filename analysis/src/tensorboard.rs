@@ -1114,7 +1114,7 @@ fn kernels(
 #[must_use]
 pub fn views(t: &Timeline) -> Views {
     let memo = steplens_ingest::model::ArgKeys::default();
-    views_with(t, &Links::new(t), &|op, arg| memo.get(t, op, arg))
+    views_with(t, &Links::new(t), &|op, arg| memo.get(t, op, arg), None)
 }
 
 /// Computes every view from the launch links (the report's, which the step windows read too),
@@ -1123,20 +1123,29 @@ pub(crate) fn views_with<'t>(
     t: &'t Timeline,
     links: &Links,
     op_arg: &dyn Fn(SliceId, OpArg) -> Option<&'t [u8]>,
+    ledger: Option<&crate::ledger::Ledger>,
 ) -> Views {
-    let facts = kernel_facts(t);
-    let (mut overview, steps) = overview(t, links);
-    let gpu_summary = gpu_summary(t, links, &steps, &facts);
-    let (operators, operators_by_shape, tc_eligible_share) = operators(t, links, op_arg);
+    use crate::ledger::timed;
+    let facts = timed(ledger, "view: kernel facts", || kernel_facts(t));
+    let (mut overview, steps) = timed(ledger, "view: overview", || overview(t, links));
+    let gpu_summary = timed(ledger, "view: GPU summary", || {
+        gpu_summary(t, links, &steps, &facts)
+    });
+    let (operators, operators_by_shape, tc_eligible_share) =
+        timed(ledger, "view: operators", || operators(t, links, op_arg));
     let eligible: FxHashSet<String> = operators
         .iter()
         .filter(|r| r.tc_eligible)
         .map(|r| r.name.clone())
         .collect();
-    let (kernels, kernels_by_op, tc_used_pct) = kernels(t, links, &eligible, &facts);
+    let (kernels, kernels_by_op, tc_used_pct) = timed(ledger, "view: kernels", || {
+        kernels(t, links, &eligible, &facts)
+    });
     overview.tc_used_pct = tc_used_pct;
     overview.tc_eligible_kernel_pct = tc_eligible_share * 100.0;
-    let distributed = distributed(t, links, &steps);
+    let distributed = timed(ledger, "view: distributed", || {
+        distributed(t, links, &steps)
+    });
     Views {
         overview,
         gpu_summary,

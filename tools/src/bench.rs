@@ -113,6 +113,21 @@ struct Figures {
     bytes_per_slice: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     perfetto: Option<PerfettoFigures>,
+    /// One line per phase of the fastest full report: ingest, each analysis pass, each render.
+    ledger: Vec<LedgerLine>,
+}
+
+/// One phase of the phase ledger.
+#[derive(Debug, Serialize)]
+struct LedgerLine {
+    phase: String,
+    /// Wall time, s.
+    wall_s: f64,
+    /// … as a share of the full report (load + analysis); passes that ran side by side on two
+    /// cores each count their own wall time.
+    pct_of_report: f64,
+    /// CPU time of the thread that ran it (ingest and renders: the whole process), s.
+    cpu_s: Option<f64>,
 }
 
 /// Generates the trace when asked, measures it and prints the figures.
@@ -248,6 +263,7 @@ fn measure(trace: &Path, runs: usize) -> Result<Figures> {
     let mut detectors = Vec::new();
     let mut critical = Vec::new();
     let mut op_perf = Vec::new();
+    let mut best_ledger: Option<(f64, Vec<steplens_analysis::ledger::Phase>)> = None;
     let mut cpu = Vec::new();
     let mut last = None;
     let mut private_after_load = 0;
@@ -258,16 +274,40 @@ fn measure(trace: &Path, runs: usize) -> Result<Figures> {
         let timeline = steplens_ingest::load(trace, &options, None)?;
         let t1 = Instant::now();
         private_after_load = status_field("RssAnon:").unwrap_or(0);
-        let report = steplens_analysis::build_report(&timeline);
-        serde_json::to_writer(io::sink(), &report)?;
+        let ingest_cpu = cpu0.zip(cpu_seconds()).map(|(a, b)| b - a);
+        let ledger = steplens_analysis::ledger::Ledger::new();
+        ledger.record(steplens_analysis::ledger::Phase {
+            name: "ingest (read, parse, build)".into(),
+            wall_s: (t1 - t0).as_secs_f64(),
+            cpu_s: ingest_cpu,
+        });
+        let thresholds = steplens_analysis::Thresholds::default();
+        let report =
+            steplens_analysis::report::build_report_ledgered(&timeline, &thresholds, Some(&ledger));
+        timed_render(&ledger, "render json", || {
+            serde_json::to_writer(io::sink(), &report).map_err(io::Error::other)
+        })?;
         let t2 = Instant::now();
         if let (Some(before), Some(after)) = (cpu0, cpu_seconds()) {
             cpu.push(after - before);
         }
+        // The other formats, outside the full report's time.
+        timed_render(&ledger, "render text", || {
+            steplens_output::text::text(&mut io::sink(), &report, 20, false)
+        })?;
+        timed_render(&ledger, "render markdown", || {
+            steplens_output::text::markdown(&mut io::sink(), &report, 20)
+        })?;
+        timed_render(&ledger, "render html", || {
+            io::sink().write_all(steplens_output::html::report_page(&report, &timeline).as_bytes())
+        })?;
+        let total_s = (t2 - t0).as_secs_f64();
+        if best_ledger.as_ref().is_none_or(|(best, _)| total_s < *best) {
+            best_ledger = Some((total_s, ledger.phases()));
+        }
         // The detectors alone (they also ran inside the report), against the 10% budget.
         let t3 = Instant::now();
         let channels = steplens_analysis::steps::channels(&timeline);
-        let thresholds = steplens_analysis::Thresholds::default();
         let findings = steplens_analysis::detect::run_all(
             &steplens_analysis::detect::Context::new(&timeline, &thresholds, &channels),
         );
@@ -303,7 +343,21 @@ fn measure(trace: &Path, runs: usize) -> Result<Figures> {
     let best_detectors = detectors.iter().copied().fold(f64::INFINITY, f64::min);
     let best_critical = critical.iter().copied().fold(f64::INFINITY, f64::min);
     let best_op_perf = op_perf.iter().copied().fold(f64::INFINITY, f64::min);
+    let ledger = best_ledger
+        .map(|(total, phases)| {
+            phases
+                .into_iter()
+                .map(|p| LedgerLine {
+                    pct_of_report: p.wall_s * 100.0 / total.max(1e-9),
+                    phase: p.name,
+                    wall_s: p.wall_s,
+                    cpu_s: p.cpu_s,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     Ok(Figures {
+        ledger,
         trace: trace.display().to_string(),
         file_bytes,
         json_bytes,
@@ -386,6 +440,23 @@ fn measure_perfetto(trace: &Path, runs: usize) -> Result<PerfettoFigures> {
     })
 }
 
+/// Runs one render under `name` in `ledger`, with the process's CPU time.
+fn timed_render(
+    ledger: &steplens_analysis::ledger::Ledger,
+    name: &str,
+    render: impl FnOnce() -> io::Result<()>,
+) -> io::Result<()> {
+    let cpu0 = cpu_seconds();
+    let t0 = Instant::now();
+    render()?;
+    ledger.record(steplens_analysis::ledger::Phase {
+        name: name.to_owned(),
+        wall_s: t0.elapsed().as_secs_f64(),
+        cpu_s: cpu0.zip(cpu_seconds()).map(|(a, b)| b - a),
+    });
+    Ok(())
+}
+
 fn print_figures(out: &mut dyn Write, f: &Figures) -> io::Result<()> {
     writeln!(
         out,
@@ -458,6 +529,24 @@ fn print_figures(out: &mut dyn Write, f: &Figures) -> io::Result<()> {
         human_bytes(f.model_heap_bytes as u64),
         f.bytes_per_slice
     )?;
+    if !f.ledger.is_empty() {
+        writeln!(
+            out,
+            "phase ledger     the fastest full report: wall s, % of it (side-by-side passes each \
+             count their own), CPU s; renders after the report"
+        )?;
+        for line in &f.ledger {
+            writeln!(
+                out,
+                "  {:<34} {:>7.3} s {:>6.1} % {:>9}",
+                line.phase,
+                line.wall_s,
+                line.pct_of_report,
+                line.cpu_s
+                    .map_or_else(|| "-".to_owned(), |c| format!("{c:.3} cpu"))
+            )?;
+        }
+    }
     if let Some(p) = &f.perfetto {
         writeln!(
             out,

@@ -186,6 +186,8 @@ pub struct Context<'a> {
     /// The op signatures of the performance model, made on first use (`op_perf[]` and
     /// `slow_gemm` read them).
     op_signatures: std::sync::OnceLock<crate::op_perf::Signatures>,
+    /// Where each pass's time is recorded (`steplens-bench`), if anywhere.
+    ledger: Option<&'a crate::ledger::Ledger>,
 }
 
 /// Each input's collectives ([`crate::ranks::collect`]) and the name classes they were read with.
@@ -245,38 +247,63 @@ impl<'a> Context<'a> {
             windows: std::sync::OnceLock::new(),
             collectives: std::sync::OnceLock::new(),
             op_signatures: std::sync::OnceLock::new(),
+            ledger: None,
         }
+    }
+
+    /// The same context, recording each pass's time in `ledger`.
+    #[must_use]
+    pub fn with_ledger(mut self, ledger: &'a crate::ledger::Ledger) -> Self {
+        self.ledger = Some(ledger);
+        self
+    }
+
+    /// Runs `pass`, recording it under `name` when a ledger is kept.
+    pub(crate) fn timed<T>(&self, name: &str, pass: impl FnOnce() -> T) -> T {
+        crate::ledger::timed(self.ledger, name, pass)
     }
 
     /// Each input's collectives.
     pub(crate) fn collectives(&self) -> &Collectives {
         self.collectives.get_or_init(|| {
-            let t = self.timeline;
-            let names = crate::ranks::CollectiveNames::of_timeline(t);
-            let per_input = (0..t.sources.len())
-                .map(|source| crate::ranks::collect(t, source as u16, &names))
-                .collect();
-            Collectives { names, per_input }
+            self.timed("collectives", || {
+                let t = self.timeline;
+                let names = crate::ranks::CollectiveNames::of_timeline(t);
+                let per_input = (0..t.sources.len())
+                    .map(|source| crate::ranks::collect(t, source as u16, &names))
+                    .collect();
+                Collectives { names, per_input }
+            })
         })
     }
 
     /// The op signatures of the performance model ([`crate::op_perf`]).
     pub(crate) fn op_signatures(&self) -> &crate::op_perf::Signatures {
-        self.op_signatures
-            .get_or_init(|| crate::op_perf::Signatures::new(self))
+        self.op_signatures.get_or_init(|| {
+            self.timed("op perf: signatures", || {
+                crate::op_perf::Signatures::new(self)
+            })
+        })
     }
 
     /// The launch links (runtime call ↔ device work).
     pub(crate) fn launches(&self) -> &crate::step_windows::Launches {
-        self.launches
-            .get_or_init(|| crate::step_windows::Launches::new(self.timeline))
+        self.launches.get_or_init(|| {
+            self.timed("launch index", || {
+                crate::step_windows::Launches::new(self.timeline)
+            })
+        })
     }
 
     /// Every step's device-inclusive window ([`crate::step_windows`]), in `timeline.steps`
     /// order.
     pub fn step_windows(&self) -> &[StepWindow] {
-        self.windows
-            .get_or_init(|| crate::step_windows::step_windows_with(self.timeline, self.launches()))
+        self.windows.get_or_init(|| {
+            let launches = self.launches();
+            self.timed("step windows", || {
+                crate::step_windows::step_windows_with(self.timeline, launches)
+            })
+        })
     }
 
     /// Step `index`'s device-inclusive window.
@@ -303,7 +330,10 @@ impl<'a> Context<'a> {
     pub fn critical_paths(&self) -> &crate::critical_path::CriticalPaths {
         self.critical_paths.get_or_init(|| {
             let waits = self.ranks().map_or(&[][..], |r| r.waits.as_slice());
-            crate::critical_path::critical_paths_with(self.timeline, waits, self.step_windows())
+            let windows = self.step_windows();
+            self.timed("critical path", || {
+                crate::critical_path::critical_paths_with(self.timeline, waits, windows)
+            })
         })
     }
 
@@ -311,11 +341,10 @@ impl<'a> Context<'a> {
     pub fn ranks(&self) -> Option<&crate::ranks::RankAnalysis> {
         self.ranks
             .get_or_init(|| {
-                crate::ranks::rank_analysis_with(
-                    self.timeline,
-                    self.thresholds,
-                    self.step_windows(),
-                )
+                let windows = self.step_windows();
+                self.timed("ranks", || {
+                    crate::ranks::rank_analysis_with(self.timeline, self.thresholds, windows)
+                })
             })
             .as_ref()
     }
@@ -570,43 +599,53 @@ pub fn run_all(ctx: &Context<'_>) -> Vec<Finding> {
     let (mut findings, second) = side_by_side(
         || {
             let mut findings = Vec::new();
-            findings.extend(dataloader_stall::detect(ctx));
-            findings.extend(recompile::detect(ctx));
-            findings.extend(mme_idle::detect(ctx));
-            findings.extend(gaudi::detect(ctx));
+            findings.extend(ctx.timed("detector dataloader_stall", || {
+                dataloader_stall::detect(ctx)
+            }));
+            findings.extend(ctx.timed("detector recompile", || recompile::detect(ctx)));
+            findings.extend(ctx.timed("detector mme_idle", || mme_idle::detect(ctx)));
+            findings.extend(ctx.timed("detector gaudi", || gaudi::detect(ctx)));
             // The costliest detector on torch traces (it reads the shapes of every transpose
             // and copy): the other half takes the rest.
-            findings.extend(non_logical_transpose::detect(ctx));
+            findings.extend(ctx.timed("detector non_logical_transpose", || {
+                non_logical_transpose::detect(ctx)
+            }));
             findings
         },
         || {
             let mut findings = Vec::new();
             // Host-to-device copies from pageable or freshly made host tensors are their own
             // findings', not syncs.
-            let copies = host_copies::host_copies(ctx);
-            findings.extend(sync_point::detect(
-                ctx,
-                &host_copies::claimed_copy_ops(&copies),
-            ));
-            findings.extend(host_copies::detect(ctx, &copies));
-            findings.extend(python_data_tensor::detect(ctx));
-            findings.extend(host_bound_gap::detect(ctx));
-            findings.extend(slow_zero_grad::detect(ctx));
-            findings.extend(debug_api::detect(ctx));
-            findings.extend(layer_patterns::detect(ctx));
-            findings.extend(precision::detect(ctx));
-            findings.extend(slow_gemm::detect(ctx));
-            findings.extend(data_parallel::detect(ctx));
-            findings.extend(pointwise::detect(ctx));
-            findings.extend(optimizer::detect(ctx));
-            findings.extend(collectives::detect(ctx));
-            findings.extend(exposed_comm::detect(ctx));
+            let copies = ctx.timed("detector host copies (index)", || {
+                host_copies::host_copies(ctx)
+            });
+            findings.extend(ctx.timed("detector sync_point", || {
+                sync_point::detect(ctx, &host_copies::claimed_copy_ops(&copies))
+            }));
+            findings
+                .extend(ctx.timed("detector host_copies", || host_copies::detect(ctx, &copies)));
+            findings.extend(ctx.timed("detector python_data_tensor", || {
+                python_data_tensor::detect(ctx)
+            }));
+            findings.extend(ctx.timed("detector host_bound_gap", || host_bound_gap::detect(ctx)));
+            findings.extend(ctx.timed("detector slow_zero_grad", || slow_zero_grad::detect(ctx)));
+            findings.extend(ctx.timed("detector debug_api", || debug_api::detect(ctx)));
+            findings.extend(ctx.timed("detector layer_patterns", || layer_patterns::detect(ctx)));
+            findings.extend(ctx.timed("detector precision", || precision::detect(ctx)));
+            findings.extend(ctx.timed("detector slow_gemm", || slow_gemm::detect(ctx)));
+            findings.extend(ctx.timed("detector data_parallel", || data_parallel::detect(ctx)));
+            findings.extend(ctx.timed("detector pointwise", || pointwise::detect(ctx)));
+            findings.extend(ctx.timed("detector optimizer", || optimizer::detect(ctx)));
+            findings.extend(ctx.timed("detector collectives", || collectives::detect(ctx)));
+            findings.extend(ctx.timed("detector exposed_comm", || exposed_comm::detect(ctx)));
             findings
         },
     );
     findings.extend(second);
     let claimed: Vec<i64> = findings.iter().map(|f| f.lost_ns).collect();
-    settle_lost_time(ctx, &mut findings);
+    ctx.timed("findings: one owner per ns", || {
+        settle_lost_time(ctx, &mut findings);
+    });
     let compiling = compile_time_per_step(ctx, &findings);
     let material: Vec<bool> = findings
         .iter()
@@ -619,7 +658,9 @@ pub fn run_all(ctx: &Context<'_>) -> Vec<Finding> {
         .filter(|(_, keep)| *keep)
         .map(|(pair, _)| pair)
         .unzip();
-    savings::settle_savings(ctx, &mut findings, &claimed);
+    ctx.timed("findings: savings", || {
+        savings::settle_savings(ctx, &mut findings, &claimed);
+    });
     rank_by_saving(&mut findings);
     findings
 }

@@ -371,7 +371,7 @@ fn finding(ctx: &Context<'_>, source: u16, step: usize, cause: Cause, group: Gro
         end_ns: t.slices.end(first),
         track: ctx.track_name(first),
         // The signatures, so that findings of one cause group apart from another's.
-        ops: names.clone(),
+        ops: names,
         call_site: None,
         count: ranked.len() as u64,
         source: None,

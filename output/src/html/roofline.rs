@@ -279,7 +279,7 @@ fn chart(h: &mut String, rows: &[OpPerf], class: Option<&DeviceClass>) {
         .max(1) as f64;
     // Largest first, so small points stay visible on top.
     let mut order: Vec<&(f64, f64, &OpPerf)> = points.iter().collect();
-    order.sort_by(|a, b| b.2.kernel_ns.cmp(&a.2.kernel_ns));
+    order.sort_by_key(|p| std::cmp::Reverse(p.2.kernel_ns));
     for &&(ai, rate, r) in &order {
         let radius = 3.0 + 12.0 * (r.kernel_ns as f64 / max_ns).sqrt();
         let peak = r
