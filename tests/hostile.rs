@@ -786,6 +786,25 @@ fn two_files_claiming_one_rank_are_named_and_get_no_rank_analysis() {
         None,
     );
     assert_eq!(stdout(&text).matches("both claim rank 0").count(), 1);
+    // Merged from rank summaries: refused in one line naming both traces.
+    let mut summaries = Vec::new();
+    for (name, _) in &files {
+        let summary = dir.path().join(format!("{name}.summary.json"));
+        let trace = dir.path().join(name);
+        let out = steplens(&[
+            "summarize",
+            trace.to_str().unwrap(),
+            "-o",
+            summary.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        summaries.push(summary.to_str().unwrap().to_owned());
+    }
+    let line = fails(
+        &["report", "--summaries", &summaries[0], &summaries[1]],
+        "both claim rank 0",
+    );
+    assert!(line.contains("host-a-w0.json and "), "{line}");
     // --rank-regex tells them apart: ranks from the paths, no warning.
     let r = report_of(&dir, &files, &[r"--rank-regex=-w(\d+)\.json"]);
     let rows = r["ranks"]["ranks"].as_array().unwrap();
