@@ -417,7 +417,15 @@ fn report(args: &ReportArgs) -> Result<()> {
     let budget = read_optional_budget(args.budget.as_deref())?;
     let options = with_budget_marker(args.load.options(), &budget);
     let timeline = load(&args.traces, &options)?;
-    let report = steplens_analysis::build_report_with(&timeline, &budget.thresholds);
+    // The text and Markdown reports show the TensorBoard views only under `--view`.
+    let parts = match args.format {
+        ReportFormat::Text | ReportFormat::Md if args.view.is_empty() => {
+            steplens_analysis::report::Parts::WITHOUT_VIEWS
+        }
+        _ => steplens_analysis::report::Parts::ALL,
+    };
+    let report =
+        steplens_analysis::report::build_report_parts(&timeline, &budget.thresholds, parts, None);
     match args.format {
         ReportFormat::Json => {
             serde_json::to_writer_pretty(&mut out, &report)?;

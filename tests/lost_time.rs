@@ -84,3 +84,46 @@ fn corpus_traces_lose_at_most_their_steps() {
         assert_lost_within_steps(&path);
     }
 }
+
+/// The text report's lazy path (no TensorBoard views) gives the full report less the views, on
+/// every sample: skipping them changes nothing else.
+#[test]
+fn a_report_without_views_is_the_full_report_less_them() {
+    use steplens_analysis::Thresholds;
+    use steplens_analysis::report::{Parts, build_report_parts};
+    const VIEW_FIELDS: [&str; 6] = [
+        "overview",
+        "gpu_summary",
+        "operators",
+        "operators_by_shape",
+        "kernels",
+        "kernels_by_op",
+    ];
+    fn without_views(mut v: serde_json::Value) -> serde_json::Value {
+        for field in VIEW_FIELDS {
+            v.as_object_mut().unwrap().remove(field);
+        }
+        for step in v["steps"].as_array_mut().unwrap() {
+            step.as_object_mut().unwrap().remove("breakdown");
+        }
+        if let Some(ranks) = v.get_mut("ranks").and_then(|r| r.as_object_mut()) {
+            ranks.remove("distributed");
+        }
+        v
+    }
+    let thresholds = Thresholds::default();
+    for path in sample_traces() {
+        let t = steplens_ingest::load(&path, &steplens_ingest::LoadOptions::default(), None)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let full = build_report_parts(&t, &thresholds, Parts::ALL, None);
+        let lazy = build_report_parts(&t, &thresholds, Parts::WITHOUT_VIEWS, None);
+        assert!(lazy.overview.is_none() && lazy.operators.is_empty() && lazy.kernels.is_empty());
+        assert!(lazy.steps.iter().all(|s| s.breakdown.is_none()));
+        assert_eq!(
+            without_views(serde_json::to_value(&lazy).unwrap()),
+            without_views(serde_json::to_value(&full).unwrap()),
+            "{}",
+            path.display()
+        );
+    }
+}

@@ -196,6 +196,34 @@ pub fn build_report_ledgered(
     thresholds: &Thresholds,
     ledger: Option<&crate::ledger::Ledger>,
 ) -> Report {
+    build_report_parts(timeline, thresholds, Parts::ALL, ledger)
+}
+
+/// What a report is built with: the text and Markdown reports without `--view` show no
+/// TensorBoard view, so they need not compute them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Parts {
+    /// The TensorBoard plugin's views (`overview`, `gpu_summary`, `operators`,
+    /// `operators_by_shape`, `kernels`, `kernels_by_op`, each step's `breakdown`, the rank
+    /// table's `distributed`). Without them those fields stay empty.
+    pub views: bool,
+}
+
+impl Parts {
+    /// Everything: what JSON, HTML, the viewer and Python get.
+    pub const ALL: Self = Self { views: true };
+    /// Without the TensorBoard views.
+    pub const WITHOUT_VIEWS: Self = Self { views: false };
+}
+
+/// Builds the report with `parts`, recording each pass in `ledger` when one is given.
+#[must_use]
+pub fn build_report_parts(
+    timeline: &Timeline,
+    thresholds: &Thresholds,
+    parts: Parts,
+    ledger: Option<&crate::ledger::Ledger>,
+) -> Report {
     let channels = crate::ledger::timed(ledger, "steps: busy channels", || channels(timeline));
     let mut ctx = Context::new(timeline, thresholds, &channels);
     if let Some(l) = ledger {
@@ -209,6 +237,9 @@ pub fn build_report_ledgered(
     let ((tables, mut findings), views) = crate::detect::side_by_side(
         || crate::detect::side_by_side(|| tables(&ctx), || run_all(&ctx)),
         || {
+            if !parts.views {
+                return crate::tensorboard::Views::default();
+            }
             let launches = ctx.launches();
             crate::tensorboard::views_with(timeline, launches, &|op, arg| ctx.arg(op, arg), ledger)
         },
