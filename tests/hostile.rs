@@ -876,7 +876,12 @@ fn saved_reports_with_absurd_figures_are_refused() {
     // Each edit makes one figure absurd; the check names the field (and exit 2), never
     // "pass, -100 %".
     type Edit = fn(&mut serde_json::Value);
-    let cases: [(&str, Edit, &str); 7] = [
+    let cases: [(&str, Edit, &str); 8] = [
+        (
+            "a finding counted 2^64-1 times",
+            |r| r["findings"][0]["count"] = u64::MAX.into(),
+            "count is 18446744073709551615, past the int64",
+        ),
         (
             "steps of 2^63-1 ns",
             |r| {
