@@ -191,8 +191,8 @@ fn compare(truth_path: &Path) -> Vec<String> {
 fn every_case_has_a_trace_and_a_truth() {
     let truths = support::truth_files(&cases_dir());
     // 5 torch scenarios × (bridge, plugin), 2 of them also with the plugin's own Synapse lane,
-    // + the Synapse-only one × (TEF, HW CSV).
-    assert_eq!(truths.len(), 14, "{truths:?}");
+    // + the Synapse-only one × (TEF, HW CSV), + the TEF with two recompiling iterations.
+    assert_eq!(truths.len(), 15, "{truths:?}");
     for t in &truths {
         let truth = support::read_json(t);
         let trace = cases_dir().join(truth["trace"].as_str().expect("trace"));

@@ -5,11 +5,13 @@
 //! The units are the host's graph launches (`synLaunch*` calls) where the input has host lanes,
 //! else bursts of device work separated by at least [`BURST_GAP_NS`] with every engine idle.
 //! Each unit is keyed by the recipe it ran (the first device slice at or after it: its
-//! `recipe id` / `recipeId` / `graph name` / `recipeName` arg, else its name). The most frequent
-//! key marks the loop; the most common distance (in units) between its launches is the period,
-//! so an iteration that ran a recompiled recipe in the same slot keeps its place. Iteration `j`
-//! runs from the start of unit `anchor + j·period` to the start of the next one; the last runs to
-//! the end of the input's device work. Such steps are named `Iteration#j` and marked derived.
+//! `recipe id` / `recipeId` / `graph name` / `recipeName` arg, else its name). The launch
+//! sequence's period is the lag at which keys most often repeat; the launches are then aligned to
+//! the loop's template repeated (an edit distance that wraps around), so a recompiled slot, a
+//! new recipe added to one iteration (launched once or more) or a slot left out moves no
+//! iteration boundary. Iteration `j` runs from the start of its first unit to the start of the
+//! next iteration's; the last iteration the capture starts is not whole, and is no step. Such
+//! steps are named `Iteration#j` and marked derived.
 
 use rustc_hash::FxHashMap;
 
@@ -210,40 +212,179 @@ fn bursts(t: &Timeline, device: &[(i64, i64, SliceId, TrackId)]) -> Vec<Unit> {
     units
 }
 
-/// The unit indexes where iterations start, and where the last one ends: the launches of the
-/// loop's first recipe. The period `p` is [`period_of`] the launch sequence; the loop's first
-/// recipe is the earliest one that recurs `p`
-/// units later. Where its launches are `2p` or more apart, a recompile replaced it in that slot
-/// (a renamed graph), and the slot's start is filled in every `p` units; a launch added in an
-/// iteration (a new graph run beside the usual ones) only makes that iteration longer. `None`
-/// when no recipe repeats.
+/// The unit indexes where iterations start, and where the last one ends. The period `p` is
+/// [`period_of`] the launch sequence; the loop's template is the most common run of `p` keys
+/// that starts at the earliest launch of a loop recipe (a key launched at least half as often as
+/// the most launched one). The launch sequence is then aligned to the template repeated
+/// ([`align_to_loop`]): a recompiled slot (a recipe seen in no other slot) stands in for the
+/// template's recipe there, a graph added in an iteration (fewer new launches in a row than the
+/// template has slots) only makes that iteration longer, and a slot left out is a deletion, so
+/// a recompile shifts no later iteration and merges none. `None` when no recipe repeats.
 fn loop_boundaries(units: &[Unit]) -> Option<Vec<usize>> {
-    let mut positions: FxHashMap<&str, Vec<usize>> = FxHashMap::default();
-    for (i, u) in units.iter().enumerate() {
-        positions.entry(u.key.as_str()).or_default().push(i);
+    let mut ids: FxHashMap<&str, usize> = FxHashMap::default();
+    let keys: Vec<usize> = units
+        .iter()
+        .map(|u| {
+            let next = ids.len();
+            *ids.entry(u.key.as_str()).or_insert(next)
+        })
+        .collect();
+    let mut counts = vec![0usize; ids.len()];
+    for &k in &keys {
+        counts[k] += 1;
     }
-    let period = period_of(units, &positions)?;
-    // A recipe renamed by a recompile in some slot recurs at multiples of the period.
-    let first = positions
-        .values()
-        .filter(|p| p.len() >= 2 && p.windows(2).all(|w| (w[1] - w[0]) % period == 0))
-        .min_by_key(|p| p[0])
-        .or_else(|| {
-            positions
-                .values()
-                .filter(|p| p.windows(2).any(|w| w[1] - w[0] == period))
-                .min_by_key(|p| p[0])
-        })?;
-    let mut boundaries = vec![first[0]];
-    for w in first.windows(2) {
-        let mut at = w[0] + period;
-        while at + period <= w[1] {
-            boundaries.push(at);
-            at += period;
+    let most = counts.iter().copied().max()?;
+    // A key launched less than half as often as the most launched one is no slot of the loop:
+    // a recompile's new recipe, or a graph added now and then.
+    let sporadic: Vec<bool> = counts.iter().map(|&c| c == 1 || 2 * c < most).collect();
+    let period = period_of(&keys, &sporadic)?;
+    let anchor = keys.iter().position(|&k| counts[k] >= 2 && !sporadic[k])?;
+    let template = template_of(&keys, keys[anchor], period)?;
+    let boundaries = align_to_loop(&keys, &template);
+    (boundaries.len() >= 2).then_some(boundaries)
+}
+
+/// The most common run of `period` keys starting at a launch of `first` (on a tie the earliest).
+fn template_of(keys: &[usize], first: usize, period: usize) -> Option<Vec<usize>> {
+    let mut seen: FxHashMap<&[usize], (usize, usize)> = FxHashMap::default();
+    for (i, &k) in keys.iter().enumerate() {
+        if k == first && i + period <= keys.len() {
+            let e = seen.entry(&keys[i..i + period]).or_insert((0, i));
+            e.0 += 1;
         }
-        boundaries.push(w[1]);
     }
-    Some(boundaries)
+    seen.into_iter()
+        .max_by_key(|&(_, (n, at))| (n, std::cmp::Reverse(at)))
+        .map(|(w, _)| w.to_vec())
+}
+
+/// Most states (launches × (period + 1)) the alignment keeps a back pointer for; past it the
+/// iterations start at the launches of the template's first recipe.
+const MAX_ALIGN_STATES: usize = 1 << 24;
+
+/// Costs of the alignment (in arbitrary units): a recipe launched where the template has
+/// another that is no recipe of the template (a recompile in that slot), one that is, a launch
+/// added to an iteration (a new recipe; a template recipe once more), a template slot with no
+/// launch. Each iteration earns [`ITERATION_CREDIT_PER_SLOT`] × p + 3, so `p` new recipes in a
+/// row (every slot recompiled) make an iteration of their own, and fewer are added launches.
+const SUB_NEW: i64 = 15;
+const SUB_OTHER: i64 = 30;
+const ADD_NEW: i64 = 8;
+const ADD_LOOP: i64 = 20;
+const SKIP_SLOT: i64 = 20;
+const ITERATION_CREDIT_PER_SLOT: i64 = SUB_NEW - ADD_NEW;
+
+/// Back pointers of [`align_to_loop`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Move {
+    None,
+    Start,
+    Wrap,
+    Skip,
+    Add,
+    Take,
+}
+
+/// Aligns the key sequence to the template repeated (a wrap-around edit distance): state `(i, j)`
+/// is "`i` launches read, `j` slots of the current iteration done"; a launch fills the next slot
+/// (free when it is the slot's recipe) or is added to the iteration, a slot may be skipped, and
+/// after the last slot the next iteration starts (at the next launch). The capture may start and
+/// end inside an iteration. Returns the launches where iterations start; an iteration ends where
+/// the next starts, so the last start bounds the last whole iteration.
+fn align_to_loop(keys: &[usize], template: &[usize]) -> Vec<usize> {
+    let n = keys.len();
+    let p = template.len();
+    if p == 0 || n.saturating_mul(p + 1) > MAX_ALIGN_STATES {
+        return keys
+            .iter()
+            .enumerate()
+            .filter(|&(_, &k)| Some(&k) == template.first())
+            .map(|(i, _)| i)
+            .collect();
+    }
+    let in_template = |k: usize| template.contains(&k);
+    let credit = ITERATION_CREDIT_PER_SLOT * p as i64 + 3;
+    let width = p + 1;
+    let mut back = vec![Move::None; (n + 1) * width];
+    let inf = i64::MAX / 4;
+    let mut cur = vec![inf; width];
+    for j in 1..=p {
+        cur[j] = 0;
+        back[j] = Move::Start;
+    }
+    let mut next = vec![inf; width];
+    for i in 0..=n {
+        let row = i * width;
+        // Skips (j → j + 1) and the wrap (p → 0) within one column: the cycle costs p skips
+        // less one credit, always positive, so two passes settle it.
+        for _ in 0..2 {
+            for j in 0..p {
+                if cur[j] + SKIP_SLOT < cur[j + 1] {
+                    cur[j + 1] = cur[j] + SKIP_SLOT;
+                    back[row + j + 1] = Move::Skip;
+                }
+            }
+            // On a tie the added launch stays in the iteration it follows.
+            if i < n && cur[p] < inf && cur[p] - credit <= cur[0] && back[row] != Move::Wrap {
+                cur[0] = cur[p] - credit;
+                back[row] = Move::Wrap;
+            }
+        }
+        if i == n {
+            break;
+        }
+        let k = keys[i];
+        let repeat = p >= 2 && i > 0 && keys[i - 1] == k;
+        next.fill(inf);
+        let nrow = row + width;
+        for j in 0..=p {
+            if cur[j] >= inf {
+                continue;
+            }
+            let add = cur[j] + if in_template(k) { ADD_LOOP } else { ADD_NEW };
+            if add < next[j] {
+                next[j] = add;
+                back[nrow + j] = Move::Add;
+            }
+            if j < p {
+                let take = if k == template[j] {
+                    0
+                } else if in_template(k) || repeat {
+                    SUB_OTHER
+                } else {
+                    SUB_NEW
+                };
+                if cur[j] + take < next[j + 1] {
+                    next[j + 1] = cur[j] + take;
+                    back[nrow + j + 1] = Move::Take;
+                }
+            }
+        }
+        std::mem::swap(&mut cur, &mut next);
+    }
+    let Some(mut j) = (0..=p).min_by_key(|&j| cur[j]) else {
+        return Vec::new();
+    };
+    let mut i = n;
+    let mut starts = Vec::new();
+    loop {
+        match back[i * width + j] {
+            Move::Start | Move::None => break,
+            Move::Wrap => {
+                starts.push(i);
+                j = p;
+            }
+            Move::Skip => j -= 1,
+            Move::Add => i -= 1,
+            Move::Take => {
+                i -= 1;
+                j -= 1;
+            }
+        }
+    }
+    starts.reverse();
+    starts.dedup();
+    starts
 }
 
 /// Most launches a period is looked for in (an iteration of more graph launches than this is
@@ -251,28 +392,26 @@ fn loop_boundaries(units: &[Unit]) -> Option<Vec<usize>> {
 const MAX_PERIOD: usize = 256;
 
 /// The period (in units) of the launch sequence: the lag at which launches most often repeat
-/// the launch one period earlier, counting a recipe launched only once (compiled anew, in a slot
-/// another recipe held) as the same as any other, so a renamed slot keeps its place; on a tie
-/// the shortest. One launch per period is a period. `None` when no recipe repeats at any lag.
-fn period_of(units: &[Unit], positions: &FxHashMap<&str, Vec<usize>>) -> Option<usize> {
-    let once: Vec<bool> = units
-        .iter()
-        .map(|u| positions.get(u.key.as_str()).is_some_and(|p| p.len() == 1))
-        .collect();
-    let repeating = positions.values().filter(|p| p.len() >= 2).count();
-    let longest = (units.len() / 2).min(MAX_PERIOD).min(repeating.max(1) * 2);
+/// the launch one period earlier, counting a sporadic recipe (compiled anew, in a slot another
+/// recipe held, or added now and then) as the same as any other, so a renamed slot keeps its
+/// place; on a tie the shortest. One launch per period is a period. `None` when no recipe
+/// repeats at any lag.
+fn period_of(keys: &[usize], sporadic: &[bool]) -> Option<usize> {
+    let wild: Vec<bool> = keys.iter().map(|&k| sporadic[k]).collect();
+    let repeating = sporadic.iter().filter(|&&s| !s).count();
+    let longest = (keys.len() / 2).min(MAX_PERIOD).min(repeating.max(1) * 2);
     let mut best: Option<(usize, usize, usize)> = None; // (period, matches, pairs)
     for lag in 1..=longest.max(1) {
-        let pairs = units.len().saturating_sub(lag);
+        let pairs = keys.len().saturating_sub(lag);
         if pairs == 0 {
             break;
         }
         let mut matches = 0;
         let mut real = false;
         for i in 0..pairs {
-            if once[i] || once[i + lag] {
+            if wild[i] || wild[i + lag] {
                 matches += 1;
-            } else if units[i].key == units[i + lag].key {
+            } else if keys[i] == keys[i + lag] {
                 matches += 1;
                 real = true;
             }
@@ -363,6 +502,38 @@ mod tests {
             "A", "B", "C", "A", "B2", "C", "A", "B", "C", "A3", "B", "C3", "A", "B", "C",
         ]);
         assert_eq!(loop_boundaries(&u), Some(vec![0, 3, 6, 9, 12]));
+    }
+
+    #[test]
+    fn a_new_recipe_launched_twice_after_its_compile_merges_nothing() {
+        // Iterations 3 and 5 compile a new recipe after A and launch it twice (issue 47, item 4:
+        // the period was 5, and no iteration was found).
+        let u = units(&[
+            "A", "B", "A", "B", "A", "C", "C", "B", "A", "B", "A", "D", "D", "B", "A", "B", "A",
+        ]);
+        assert_eq!(loop_boundaries(&u), Some(vec![0, 2, 4, 8, 10, 14, 16]));
+        // The same new recipe compiled again later (an evicted recipe) is still an addition.
+        let u = units(&[
+            "A", "B", "A", "B", "A", "C", "B", "A", "B", "A", "C", "B", "A", "B", "A",
+        ]);
+        assert_eq!(loop_boundaries(&u), Some(vec![0, 2, 4, 7, 9, 12, 14]));
+    }
+
+    #[test]
+    fn recompiles_in_the_first_slot_keep_the_iteration_before_them() {
+        // A replaced by a new recipe in one iteration and by another launched twice in a later one:
+        // each recompiling iteration was merged into the one before it.
+        let u = units(&[
+            "A", "B", "A", "B", "A", "B", "C", "B", "A", "B", "D", "D", "B", "A",
+        ]);
+        assert_eq!(loop_boundaries(&u), Some(vec![0, 2, 4, 6, 8, 10, 13]));
+    }
+
+    #[test]
+    fn a_shape_that_stays_recompiled_keeps_every_iteration() {
+        // The new input shape persists: its recipe runs in the slot from then on.
+        let u = units(&["A", "A", "A", "C", "C", "C", "D", "D", "D"]);
+        assert_eq!(loop_boundaries(&u), Some(vec![0, 1, 2, 3, 4, 5, 6, 7, 8]));
     }
 
     #[test]

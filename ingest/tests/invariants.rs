@@ -92,6 +92,7 @@ fn samples_are_all_found() {
             "profiler_flush.plugin.json.gz",
             "synapse_only_recompile.hw.csv",
             "synapse_only_recompile.tef.json.gz",
+            "synapse_recompiles.tef.json.gz",
             "transposes.bridge.json.gz",
             "transposes.plugin.json.gz",
             "debug_hw_prof_accel0_001.csv",

@@ -676,10 +676,16 @@ def write_plugin(m, path, synapse_lane=False):
 
 
 # ------------------------------------------------------------------------------------ synapse-only
-def synapse_run(seed):
+def synapse_run(seed, recompiles=None, late_b=2):
     """A Synapse application (no torch): per iteration launch recipe A then recipe B; graphs compiled
     up front; in iteration 4 a new recipe C is compiled and launched; in iteration 2 the host launches
-    B ~2 ms after the device ran out of work."""
+    B ~2 ms after the device ran out of work.
+
+    `recompiles` ({iteration: (graph, launches)}) plants other recompiles instead: in that iteration,
+    after A, a never-seen recipe is compiled and then launched `launches` times (a new input shape run
+    for that many micro-batches) before B. `late_b` is the iteration whose B comes late (None: none)."""
+    if recompiles is None:
+        recompiles = {4: ("g_2", 1)}
     m = Model(seed)
     rng = m.rng
     A = Recipe(1, "g_0", fwd_bwd_units(rng, 5, (820, 980), 8))
@@ -701,16 +707,20 @@ def synapse_run(seed):
         m.execute(A, I + 25 * US)
         m.launches.append({"start": I, "recipe": A, "ctx": m.ctx})
         t = I + 40 * US
-        if k == 4:
+        if k in recompiles:
+            graph, times = recompiles[k]
+            if graph != C.graph:
+                C = Recipe(2 + k, graph, C.units)
             m.h("rt", "synGraphCompile", t, t + 2_600 * US, recipe=C)
             m.compiles.append({"start": t, "end": t + 2_600 * US, "recipe": C.name, "warmup": False})
             t += 2_640 * US
-            m.h("rt", "synLaunchWithExternalEvents", t, t + 25 * US, recipe=C)
-            m.execute(C, t + 25 * US)
-            m.launches.append({"start": t, "recipe": C, "ctx": m.ctx})
-            t += 40 * US
+            for _ in range(times):
+                m.h("rt", "synLaunchWithExternalEvents", t, t + 25 * US, recipe=C)
+                m.execute(C, t + 25 * US)
+                m.launches.append({"start": t, "recipe": C, "ctx": m.ctx})
+                t += 40 * US
         tb = I + 3_100 * US
-        if k == 2:
+        if k == late_b:
             tb = m.dev_free + 2_000 * US
         tb = max(tb, t)
         m.h("rt", "synLaunchWithExternalEvents", tb, tb + 25 * US, recipe=B)
@@ -723,13 +733,13 @@ def synapse_run(seed):
         m.syncs.append({"start": tb + 40 * US, "end": tb + 45 * US, "name": "synEventSynchronize",
                         "user": "synEventSynchronize"})
         t = max(I + period, tb + 30 * US + 6 * US + 24 * US)
-        if k == 2:
+        if k == late_b:
             t = tb + 60 * US
     m.capture = (0, m.dev_free)
     return m
 
 
-def synapse_truth(m, shape, path, fmt):
+def synapse_truth(m, shape, path, fmt, scenario="synapse_only_recompile"):
     if shape == "tef":
         bounds = m.iter_launch
         rule = "start of the host synLaunchWithExternalEvents of recipe g_0 (first of the repeating set {g_0, g_1}) to the next"
@@ -747,14 +757,14 @@ def synapse_truth(m, shape, path, fmt):
         # signal, counted in the iteration where its first node runs.
         for st in steps:
             st["findings"].pop("recompile", None)
-            new = [n["recipe"].name for n in m.nodes if n["recipe"].graph == "g_2"
+            new = [n["recipe"].name for n in m.nodes if n["recipe"].graph not in ("g_0", "g_1")
                    and st["start_ns"] <= SYN_BASE_NS + n["start"] < st["start_ns"] + st["dur_ns"]]
             if new:
                 st["findings"]["recompile"] = {"count": 1, "lost_ns": None, "call_site": None,
                                                "recipes": sorted(set(new))}
     return {
         "generator": "samples/gaudi-cases/generate.py",
-        "scenario": "synapse_only_recompile", "shape": shape, "trace": os.path.basename(path), "file_shape": fmt,
+        "scenario": scenario, "shape": shape, "trace": os.path.basename(path), "file_shape": fmt,
         "clock": "ns on the trace's own clock (µs in the file × 1000)",
         "steps_kind": "derived",
         "iteration_rule": rule,
@@ -879,6 +889,15 @@ def main():
         with open(os.path.join(HERE, f"synapse_only_recompile.{shape}.truth.json"), "w") as f:
             json.dump(synapse_truth(m, shape, path, fmt), f, indent=1, sort_keys=True)
             f.write("\n")
+    # Two recompiling iterations (issue 47, item 4): in iterations 3 and 5, after g_0, a new recipe
+    # (g_2, then g_3) is compiled and launched twice before g_1. Host lane and engines, TEF only.
+    m = synapse_run(1401, recompiles={3: ("g_2", 2), 5: ("g_3", 2)}, late_b=None)
+    path = os.path.join(HERE, "synapse_recompiles.tef.json.gz")
+    write_tef(m, path)
+    with open(os.path.join(HERE, "synapse_recompiles.tef.truth.json"), "w") as f:
+        json.dump(synapse_truth(m, "tef", path, "Synapse TEF, array left open (habana-formats.md §2.4)",
+                                scenario="synapse_recompiles"), f, indent=1, sort_keys=True)
+        f.write("\n")
 
 
 if __name__ == "__main__":
