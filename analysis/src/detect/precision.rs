@@ -25,7 +25,7 @@
 use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
-use steplens_ingest::model::{CategoryClass, DeviceKind, NO_PARENT, OpArg, SliceId, TrackKind};
+use steplens_ingest::model::{CategoryClass, DeviceKind, OpArg, SliceId, TrackKind};
 
 use super::{Context, MAX_EVIDENCE, human_ns, ranked_names};
 use crate::finding::{Cost, Finding, FindingKind, Severity};
@@ -179,19 +179,6 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
         .iter()
         .filter_map(|n| t.strings.lookup(n))
         .collect();
-    // Kernel → the innermost op around its launch (by slice id; NO_PARENT: none).
-    let mut launched_by: Vec<SliceId> = vec![NO_PARENT; t.slices.len()];
-    for f in &t.flows {
-        if t.slice_class(f.to) != CategoryClass::Kernel {
-            continue;
-        }
-        let op = std::iter::once(f.from)
-            .chain(ctx.ancestors(f.from))
-            .find(|&a| t.slice_class(a) == CategoryClass::CpuOp);
-        if let (Some(op), Some(slot)) = (op, launched_by.get_mut(f.to as usize)) {
-            *slot = op;
-        }
-    }
     let mut per_step: BTreeMap<(u16, usize), Vec<MatrixKernel>> = BTreeMap::new();
     // Kernel names repeat and one op launches several kernels: classify each once.
     let mut by_kernel_name: FxHashMap<u32, (bool, Precision)> = FxHashMap::default();
@@ -204,10 +191,13 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
             if t.slice_class(k) != CategoryClass::Kernel {
                 continue;
             }
-            let op = launched_by
-                .get(k as usize)
-                .copied()
-                .filter(|&o| o != NO_PARENT);
+            // The innermost op around the call that launched it (the launch index's link;
+            // a driver-API launch where there is no runtime one).
+            let op = ctx.launches().launcher_or_driver(k).and_then(|r| {
+                std::iter::once(r)
+                    .chain(ctx.ancestors(r))
+                    .find(|&a| t.slice_class(a) == CategoryClass::CpuOp)
+            });
             let (matrix_name, name_precision) = *by_kernel_name
                 .entry(t.slices.name[k as usize])
                 .or_insert_with(|| {
