@@ -154,6 +154,15 @@ def test_another_schema_version_is_one_line_naming_both(tmp_path):
     assert err.value.code == "io"
 
 
+def test_two_summaries_of_one_rank_are_refused_in_one_line():
+    # The same trace twice: both claim its rank, as `report --summaries` refuses.
+    one = steplens.summarize(STRAGGLER[0])
+    with pytest.raises(steplens.TraceError) as err:
+        steplens.reduce([one, one, steplens.summarize(STRAGGLER[1])])
+    message = str(err.value)
+    assert "\n" not in message and "rank" in message
+
+
 def test_a_reduced_run_holds_the_rank_tables_only():
     reduced = steplens.reduce([steplens.summarize(p) for p in STRAGGLER])
     assert len(reduced.ranks()) == 4
