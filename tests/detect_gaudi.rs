@@ -222,14 +222,17 @@ fn bridge_trace_memory_is_the_hpus_with_gaudi_advice() {
             .collect::<Vec<_>>()
     };
     assert!(of("memory_growth").is_empty(), "{:#?}", of("memory_growth"));
-    // 1 GiB reserved around at most 20 MiB allocated: the HPU pool's slack, with Gaudi advice.
+    // 1 GiB reserved around at most 20 MiB allocated: the HPU's reserved memory is the bridge's
+    // pool, taken whole when the device opens, so its slack is no finding (issue 47, item 8).
     let slack = of("reserved_slack");
-    assert_eq!(slack.len(), 1, "{slack:#?}");
-    let title = slack[0]["title"].as_str().unwrap();
-    assert!(title.starts_with("hpu:0: "), "{title}");
-    let advice = slack[0]["recommendation"].as_str().unwrap();
-    assert!(advice.contains("htcore.mark_step()"), "{advice}");
-    assert!(advice.contains("PT_HPU_METRICS_FILE"), "{advice}");
+    assert!(slack.is_empty(), "{slack:#?}");
+    let hpu = &r["memory"][1];
+    assert_eq!(hpu["device"], "hpu:0");
+    assert!(
+        hpu["peak_reserved_bytes"].as_i64().unwrap()
+            >= 50 * hpu["peak_allocated_bytes"].as_i64().unwrap(),
+        "{hpu}"
+    );
     assert!(text.contains("memory peak 20.0 MiB on hpu:0"), "{text}");
 }
 

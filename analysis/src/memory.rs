@@ -323,19 +323,6 @@ const SLACK_ADVICE: &str = "The caching allocator holds far more memory than is 
     release the cache deliberately (torch.cuda.empty_cache()) only between phases, never \
     inside the step.";
 
-/// `reserved_slack` on a Gaudi (`hpu:N`): its memory pool is the bridge's, which neither
-/// `PYTORCH_CUDA_ALLOC_CONF` nor `torch.cuda.empty_cache()` reach. Static shapes and mark_step
-/// placement are Intel Gaudi's advice (docs.habana.ai: Handling Dynamic Shapes, Optimization
-/// in PyTorch Models); `PT_HPU_METRICS_FILE` and `PT_HPU_ENABLE_REFINE_DYNAMIC_SHAPES` are
-/// documented bridge flags.
-const HPU_SLACK_ADVICE: &str = "The HPU memory pool holds far more memory than is allocated \
-    (fragmentation from changing tensor sizes). Keep shapes static: pad or bucket variable \
-    inputs (PT_HPU_ENABLE_REFINE_DYNAMIC_SHAPES=1 lets the bridge bucket truly dynamic ones); \
-    in lazy mode place htcore.mark_step() after loss.backward() and after optimizer.step(), \
-    and add one inside a graph too large for the device; drop references to tensors you no \
-    longer need. PT_HPU_METRICS_FILE records graph_compilation and memory_defragmentation \
-    counts to confirm the cause.";
-
 /// Whether `device` (as [`DeviceMemory::device`] names it) is a Gaudi.
 fn is_hpu(device: &str) -> bool {
     device.starts_with("hpu:")
@@ -352,7 +339,15 @@ pub fn findings(ctx: &Context<'_>, memory: &[DeviceMemory]) -> Vec<Finding> {
             out.push(f);
         }
         let slack = m.peak_reserved_bytes - m.peak_allocated_bytes;
-        if m.peak_reserved_bytes > 0
+        // A Gaudi's `Total Reserved` is the bridge's memory pool, taken whole when the device
+        // opens, not memory a caching allocator grew into: its slack is by design, not
+        // fragmentation. (gaudi-pytorch-bridge: `device_memory` creates the pool in its
+        // constructor; `CoalescedStringentPooling::pool_create` takes
+        // `PT_HPU_POOL_MEM_ACQUIRE_PERC`, default 100, % of the free HBM with one
+        // `synDeviceMalloc`; `device_memory::record` writes the pool's `memory_limit` as every
+        // `[memory]` event's `Total Reserved`.)
+        if !is_hpu(&m.device)
+            && m.peak_reserved_bytes > 0
             && slack >= th.reserved_slack_min_bytes
             && slack as f64 >= m.peak_reserved_bytes as f64 * th.reserved_slack_min_pct / 100.0
         {
@@ -379,12 +374,7 @@ pub fn findings(ctx: &Context<'_>, memory: &[DeviceMemory]) -> Vec<Finding> {
                 saving_ns: 0,
                 evidence: Vec::new(),
                 cost: Cost::pattern(source, Vec::new()),
-                recommendation: if is_hpu(&m.device) {
-                    HPU_SLACK_ADVICE
-                } else {
-                    SLACK_ADVICE
-                }
-                .into(),
+                recommendation: SLACK_ADVICE.into(),
             });
         }
     }

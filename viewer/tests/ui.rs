@@ -686,12 +686,23 @@ fn the_details_panel_is_a_third_of_the_window_scrolls_and_keeps_its_size() {
 #[test]
 fn a_finding_without_a_time_range_keeps_the_view_and_shows_itself_in_details() {
     let mut data = load_now(&[PathBuf::from(GAUDI)], None).unwrap();
-    let slack = data
+    // The HPU's reserved memory is the bridge's pool, so the sample raises no reserved_slack:
+    // one is planted at the HPU's allocated peak, as the analysis would write it.
+    let hpu = data
         .report
-        .findings
+        .memory
         .iter()
-        .position(|f| f.kind == steplens_analysis::FindingKind::ReservedSlack)
-        .expect("a reserved_slack finding");
+        .find(|m| m.device == "hpu:0")
+        .expect("hpu:0 memory");
+    let mut planted = data.report.findings[0].clone();
+    planted.kind = steplens_analysis::FindingKind::ReservedSlack;
+    planted.title = format!("{}: reserved far above allocated", hpu.device);
+    (planted.start_ns, planted.end_ns) = (hpu.peak_allocated_ns, hpu.peak_allocated_ns);
+    (planted.step, planted.track, planted.call_site) = (None, None, None);
+    planted.evidence.clear();
+    planted.ops.clear();
+    data.report.findings.push(planted);
+    let slack = data.report.findings.len() - 1;
     let peak = data.report.findings[slack].start_ns;
     assert!(peak != 0 && peak == data.report.findings[slack].end_ns);
     // The same finding once more with no time at all.
