@@ -418,3 +418,303 @@ fn the_views_hold_together_on_every_sample_and_corpus_gpu_trace() {
     }
     assert!(checked_steps > 100, "{checked_steps}");
 }
+
+/// The events of one worker of the plugin's own distributed tests (kineto
+/// `tb_plugin/test/test_profiler.py`, `TestDistributed`), copied field for field: host ops with
+/// `External id`, kernels naming their op only by `external id` (no runtime events), no
+/// `ProfilerStep` (one step over the host ops' span).
+fn plugin_case(events: &str) -> String {
+    format!(r#"{{"schemaVersion":1,"traceEvents":[{events}]}}"#)
+}
+
+fn plugin_op(name: &str, tid: &str, ts: u32, dur: u32, args: &str) -> String {
+    format!(
+        r#"{{"ph":"X","cat":"cpu_op","name":"{name}","pid":23803,"tid":"{tid}","ts":{ts},"dur":{dur},"args":{{{args}}}}}"#
+    )
+}
+
+fn plugin_kernel(name: &str, stream: u32, ts: u32, dur: u32, corr: u32, ext: u32) -> String {
+    format!(
+        r#"{{"ph":"X","cat":"Kernel","name":"{name}","pid":0,"tid":"stream {stream}","ts":{ts},"dur":{dur},"args":{{"device":0,"correlation":{corr},"external id":{ext}}}}}"#
+    )
+}
+
+const BCAST: &str = r#""Input Dims":[[53120]],"Input type":["float"]"#;
+const ALLRED: &str = r#""Input Dims":[[2049000]],"Input type":["float"]"#;
+const ADD: &str =
+    r#""External id":24504,"Input Dims":[[1000],[1000],[]],"Input type":["float","float","Int"]"#;
+
+/// The distributed view of two plugin-case workers: per worker (in µs) the overlap chart
+/// `[computation, overlap, communication, other]`, the wait chart `[transfer, sync]`, and per
+/// collective `(name, calls, bytes, latency, transfer)` — the plugin test's own assertions.
+type Expected<'a> = ([i64; 4], [i64; 2], Vec<(&'a str, u64, u64, i64, i64)>);
+
+fn assert_plugin_distributed(label: &str, w0: &str, w1: &str, want: [Expected<'_>; 2]) {
+    let dir = TempDir::new().unwrap();
+    let a = temp_file(&dir, "worker0.json", plugin_case(w0).as_bytes());
+    let b = temp_file(&dir, "worker1.json", plugin_case(w1).as_bytes());
+    let r = json(&[
+        "report",
+        "-f",
+        "json",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+    ]);
+    let rows = r["ranks"]["distributed"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{label}: {:#}", r["ranks"]);
+    for (row, (overlap, wait, ops)) in rows.iter().zip(want) {
+        let us = |key: &str| row[key].as_i64().unwrap() / 1000;
+        let got_overlap = [
+            us("computation_ns"),
+            us("overlap_ns"),
+            us("communication_ns"),
+            us("other_ns"),
+        ];
+        assert_eq!(
+            got_overlap, overlap,
+            "{label} rank {}: overlap",
+            row["rank"]
+        );
+        assert_eq!(
+            [us("transfer_ns"), us("sync_ns")],
+            wait,
+            "{label} rank {}: wait",
+            row["rank"]
+        );
+        let got_ops = row["comm_ops"].as_array().unwrap();
+        assert_eq!(got_ops.len(), ops.len(), "{label}: {got_ops:#?}");
+        for (name, calls, bytes, latency, transfer) in ops {
+            let op = got_ops
+                .iter()
+                .find(|o| o["name"] == name)
+                .unwrap_or_else(|| panic!("{label}: no {name}"));
+            assert_eq!(op["calls"], calls, "{label} {name}");
+            assert_eq!(op["bytes"], bytes, "{label} {name}");
+            assert_eq!(op["latency_ns"], latency * 1000, "{label} {name}");
+            assert_eq!(op["transfer_ns"], transfer * 1000, "{label} {name}");
+        }
+    }
+}
+
+/// `test_distributed_nccl`: the NCCL kernels are measured whole, past the step's end (the
+/// all-reduce kernel runs 1556 µs in a 235 µs step), and count as communication, not
+/// computation, in the overlap chart. Worker 0's step breakdown is the plugin's `steps_costs`.
+#[test]
+fn plugin_distributed_nccl() {
+    let worker =
+        |bcast: (u32, u32), bk: (u32, u32), add: (u32, u32), ak: (u32, u32), ark: (u32, u32)| {
+            [
+                plugin_op(
+                    "nccl:broadcast",
+                    "23803",
+                    bcast.0,
+                    bcast.1,
+                    &format!(r#""External id":146,{BCAST}"#),
+                ),
+                plugin_kernel(
+                    "ncclKernel_Broadcast_RING_LL_Sum_int8_t(ncclWorkElem)",
+                    16,
+                    bk.0,
+                    bk.1,
+                    28506,
+                    146,
+                ),
+                plugin_op("aten::add_", "23803", add.0, add.1, ADD),
+                plugin_kernel(
+                    "void at::native::vectorized_elementwise_kernel",
+                    7,
+                    ak.0,
+                    ak.1,
+                    99765,
+                    24504,
+                ),
+                plugin_op(
+                    "nccl:all_reduce",
+                    "25166",
+                    160,
+                    75,
+                    &format!(r#""External id":2513,{ALLRED}"#),
+                ),
+                plugin_kernel(
+                    "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)",
+                    16,
+                    ark.0,
+                    ark.1,
+                    33218,
+                    2513,
+                ),
+            ]
+            .join(",")
+        };
+    let w0 = worker((0, 75), (16, 16), (100, 20), (130, 161), (162, 1556));
+    let w1 = worker((0, 20), (8, 31), (25, 20), (30, 161), (562, 1058));
+    assert_plugin_distributed(
+        "nccl",
+        &w0,
+        &w1,
+        [
+            (
+                [30, 75, 75, 55],
+                [1169, 464],
+                vec![
+                    ("nccl:broadcast", 1, 212_480, 75, 36),
+                    ("nccl:all_reduce", 1, 8_196_000, 1558, 1133),
+                ],
+            ),
+            (
+                [121, 40, 74, 0],
+                [1169, 3],
+                vec![
+                    ("nccl:broadcast", 1, 212_480, 39, 36),
+                    ("nccl:all_reduce", 1, 8_196_000, 1133, 1133),
+                ],
+            ),
+        ],
+    );
+    // steps_costs of worker 0: [105, 0, 0, 75, 0, 0, 20, 35] µs over its one 235 µs step.
+    let dir = TempDir::new().unwrap();
+    let a = temp_file(&dir, "worker0.json", plugin_case(&w0).as_bytes());
+    let r = json(&["report", "-f", "json", a.to_str().unwrap()]);
+    let step = &r["overview"]["steps"][0];
+    assert_eq!(step["dur_ns"], 235_000);
+    let b = &step["breakdown"];
+    let parts: Vec<i64> = [
+        "kernel_ns",
+        "memcpy_ns",
+        "memset_ns",
+        "communication_ns",
+        "runtime_ns",
+        "dataloader_ns",
+        "cpu_exec_ns",
+        "other_ns",
+    ]
+    .iter()
+    .map(|k| b[k].as_i64().unwrap() / 1000)
+    .collect();
+    assert_eq!(parts, [105, 0, 0, 75, 0, 0, 20, 35]);
+}
+
+/// The Gloo workers of `test_distributed_gloo_gpu` (`gpu`: the add's kernel) and
+/// `test_distributed_gloo_cpu` (an `aten::mul` on the host instead).
+fn gloo_worker(rank: u32, gpu: bool) -> String {
+    let b = |ext: u32, tid: &str, ts: u32, dur: u32| {
+        plugin_op(
+            "gloo:broadcast",
+            tid,
+            ts,
+            dur,
+            &format!(r#""External id":{ext},{BCAST}"#),
+        )
+    };
+    let a = |ext: u32, tid: &str, ts: u32, dur: u32| {
+        plugin_op(
+            "gloo:all_reduce",
+            tid,
+            ts,
+            dur,
+            &format!(r#""External id":{ext},{ALLRED}"#),
+        )
+    };
+    let ((b0, b1, b2), add, work, (a0, a1)) = if rank == 0 {
+        (
+            ((16, 38), (25, 36), (66, 18)),
+            20,
+            (30, 101),
+            ((110, 18), (120, 36)),
+        )
+    } else {
+        (
+            ((20, 28), (28, 30), (77, 6)),
+            30,
+            (70, 70),
+            ((88, 38), (130, 16)),
+        )
+    };
+    let ext = if rank == 0 { 165 } else { 256 };
+    let add_op = format!(
+        r#"{{"ph":"X","cat":"cpu_op","name":"aten::add_","pid":23803,"tid":"23800","ts":0,"dur":{add},"args":{{{ADD}}}}}"#
+    );
+    let work = if gpu {
+        plugin_kernel(
+            "void at::native::vectorized_elementwise_kernel",
+            7,
+            work.0,
+            work.1,
+            99765,
+            24504,
+        )
+    } else {
+        plugin_op(
+            "aten::mul",
+            "23800",
+            work.0,
+            work.1,
+            r#""External id":24505"#,
+        )
+    };
+    [
+        b(ext, "23803", b0.0, b0.1),
+        b(ext + 1, "23805", b1.0, b1.1),
+        b(ext + 2, "23803", b2.0, b2.1),
+        add_op,
+        work,
+        a(2513, "23805", a0.0, a0.1),
+        a(2516, "23803", a1.0, a1.1),
+    ]
+    .join(",")
+}
+
+#[test]
+fn plugin_distributed_gloo_gpu_and_cpu() {
+    let ops = |w: u32| {
+        if w == 0 {
+            vec![
+                ("gloo:broadcast", 3, 637_440, 63, 41),
+                ("gloo:all_reduce", 2, 16_392_000, 46, 34),
+            ]
+        } else {
+            vec![
+                ("gloo:broadcast", 3, 637_440, 44, 44),
+                ("gloo:all_reduce", 2, 16_392_000, 54, 34),
+            ]
+        }
+    };
+    assert_plugin_distributed(
+        "gloo gpu",
+        &gloo_worker(0, true),
+        &gloo_worker(1, true),
+        [
+            ([31, 70, 39, 16], [75, 34], ops(0)),
+            ([16, 54, 44, 32], [78, 20], ops(1)),
+        ],
+    );
+    assert_plugin_distributed(
+        "gloo cpu",
+        &gloo_worker(0, false),
+        &gloo_worker(1, false),
+        [
+            ([47, 74, 35, 0], [75, 34], ops(0)),
+            ([36, 64, 34, 12], [78, 20], ops(1)),
+        ],
+    );
+}
+
+/// `test_distributed_nccl_user_annotation_has_communication` (kineto issue 640): an
+/// `nccl:all_reduce` written as a `user_annotation` is a collective.
+#[test]
+fn plugin_nccl_user_annotation_is_communication() {
+    let dir = TempDir::new().unwrap();
+    let a = temp_file(
+        &dir,
+        "worker0.json",
+        plugin_case(
+            r#"{"ph":"X","cat":"user_annotation","name":"nccl:all_reduce","pid":128,"tid":999,"ts":1686070155939447,"dur":71,"args":{"Trace name":"PyTorch Profiler","Trace iteration":0,"External id":647,"Profiler Event Index":134}}"#,
+        )
+        .as_bytes(),
+    );
+    let r = json(&["report", "-f", "json", a.to_str().unwrap()]);
+    let c = &r["ranks"]["collectives"];
+    assert_eq!(c[0]["name"], "all_reduce", "{:#}", r["ranks"]);
+    assert_eq!(c[0]["count"], 1);
+    assert_eq!(c[0]["latency_p50_ns"], 71_000);
+}

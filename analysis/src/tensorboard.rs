@@ -395,6 +395,39 @@ fn is_comm_kernel(t: &Timeline, links: &Links, k: SliceId) -> bool {
     false
 }
 
+/// The collectives of one input by their `External id`: a trace without runtime events (the
+/// plugin's own test traces) links a kernel to the op it serves only by the kernel's
+/// `external id`, and the plugin matches NCCL kernels to their op that way.
+fn comm_ops_by_external_id(t: &Timeline, source: u16) -> FxHashMap<i64, SliceId> {
+    let mut out = FxHashMap::default();
+    for track in t.tracks.iter().filter(|tr| tr.source == source) {
+        if track.kind != TrackKind::HostThread {
+            continue;
+        }
+        for i in track.slices.clone() {
+            if matches!(
+                t.slice_class(i),
+                CategoryClass::CpuOp | CategoryClass::UserAnnotation
+            ) && is_comm_op(t.slice_name(i))
+                && let Some(id) = t.arg_i64(i, "External id")
+            {
+                out.insert(id, i);
+            }
+        }
+    }
+    out
+}
+
+/// The collective a kernel that no launch links serves, by its `external id`.
+fn comm_op_by_id(t: &Timeline, by_id: &FxHashMap<i64, SliceId>, k: SliceId) -> Option<SliceId> {
+    if by_id.is_empty() {
+        return None;
+    }
+    t.arg_i64(k, "external id")
+        .or_else(|| t.arg_i64(k, "External id"))
+        .and_then(|id| by_id.get(&id).copied())
+}
+
 /// The plugin's steps of one input: `(name, start, end)`.
 fn plugin_steps(t: &Timeline, links: &Links, source: u16) -> Vec<PluginStep> {
     let mut host: Vec<(i64, i64, String)> = Vec::new();
@@ -449,12 +482,18 @@ fn plugin_steps(t: &Timeline, links: &Links, source: u16) -> Vec<PluginStep> {
 /// The role ranges of one input, in priority order (Kernel … CPU Exec).
 fn role_ranges(t: &Timeline, links: &Links, source: u16) -> [IntervalSet; 7] {
     let mut roles: [Vec<(i64, i64)>; 7] = Default::default();
+    let by_id = comm_ops_by_external_id(t, source);
     for track in t.tracks.iter().filter(|tr| tr.source == source) {
         for i in track.slices.clone() {
             let range = (t.slices.start[i as usize], t.slices.end(i));
             let name = t.slice_name(i);
             let role = match t.slice_class(i) {
                 CategoryClass::Kernel if is_comm_kernel(t, links, i) => 3,
+                CategoryClass::Kernel
+                    if links.launcher(i).is_none() && comm_op_by_id(t, &by_id, i).is_some() =>
+                {
+                    3
+                }
                 CategoryClass::Kernel => 0,
                 CategoryClass::Memcpy => 1,
                 CategoryClass::Memset => 2,
@@ -1233,6 +1272,12 @@ fn distributed(t: &Timeline, links: &Links, steps: &PluginSteps) -> Vec<Distribu
         if nccl && gloo {
             nodes.clear();
         }
+        // The plugin adds kernels to NCCL collectives only (Gloo runs on the host).
+        let by_id = if nccl && !gloo {
+            comm_ops_by_external_id(t, *source)
+        } else {
+            FxHashMap::default()
+        };
         for track in t.tracks.iter().filter(|tr| tr.source == *source) {
             if !track.kind.is_device() {
                 continue;
@@ -1242,6 +1287,11 @@ fn distributed(t: &Timeline, links: &Links, steps: &PluginSteps) -> Vec<Distribu
                     continue;
                 }
                 let Some(runtime) = links.launcher(k) else {
+                    if let Some(&n) = comm_op_by_id(t, &by_id, k).and_then(|op| index.get(&op)) {
+                        nodes[n]
+                            .ranges
+                            .push((t.slices.start[k as usize], t.slices.end(k)));
+                    }
                     continue;
                 };
                 let mut at = t.slices.parent[runtime as usize];
