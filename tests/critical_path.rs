@@ -288,3 +288,51 @@ fn ranks_that_wait_for_a_straggler_are_bound_by_the_wait() {
         assert_covers(cp, step.start_ns, step.dur_ns, &step.name);
     }
 }
+
+/// A CUDA graph replay as the profiler writes it (issue 47, item 6): one `cudaGraphLaunch`
+/// (correlation 9) and an `ac2g` flow finish on each of the graph's three kernels, all with that
+/// correlation id; the host launches an unrelated kernel (`cudaLaunchKernel`, 10) at 42 µs,
+/// before the graph's third kernel starts at 45 µs. The graph's kernels are queued at the graph
+/// launch: the first is a launch delay from it, the others follow the previous kernel of the
+/// graph (gaps), and none is taken for a launch of the later, unrelated call — which the latest
+/// launch before a kernel with no link of its own would be.
+#[test]
+fn a_graphs_kernels_are_queued_at_the_graph_launch() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let trace = r#"{"traceEvents":[
+{"ph":"X","cat":"cpu_op","name":"ProfilerStep#1","pid":1,"tid":1,"ts":0,"dur":50},
+{"ph":"X","cat":"cuda_runtime","name":"cudaGraphLaunch","pid":1,"tid":1,"ts":1,"dur":2,"args":{"correlation":9}},
+{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":42,"dur":2,"args":{"correlation":10}},
+{"ph":"X","cat":"kernel","name":"graph_k1","pid":0,"tid":7,"ts":5,"dur":15,"args":{"device":0,"stream":7,"correlation":9}},
+{"ph":"X","cat":"kernel","name":"graph_k2","pid":0,"tid":7,"ts":21,"dur":19,"args":{"device":0,"stream":7,"correlation":9}},
+{"ph":"X","cat":"kernel","name":"graph_k3","pid":0,"tid":7,"ts":45,"dur":45,"args":{"device":0,"stream":7,"correlation":9}},
+{"ph":"X","cat":"kernel","name":"other_kernel","pid":0,"tid":8,"ts":50,"dur":2,"args":{"device":0,"stream":8,"correlation":10}},
+{"ph":"s","cat":"ac2g","name":"ac2g","id":9,"pid":1,"tid":1,"ts":1},
+{"ph":"f","cat":"ac2g","name":"ac2g","id":9,"pid":0,"tid":7,"ts":5,"bp":"e"},
+{"ph":"f","cat":"ac2g","name":"ac2g","id":9,"pid":0,"tid":7,"ts":21,"bp":"e"},
+{"ph":"f","cat":"ac2g","name":"ac2g","id":9,"pid":0,"tid":7,"ts":45,"bp":"e"},
+{"ph":"s","cat":"ac2g","name":"ac2g","id":10,"pid":1,"tid":1,"ts":42},
+{"ph":"f","cat":"ac2g","name":"ac2g","id":10,"pid":0,"tid":8,"ts":50,"bp":"e"}
+],"deviceProperties":[{"id":0,"name":"Test GPU","computeMajor":9,"computeMinor":0}]}"#;
+    let path = support::temp_file(&dir, "graph.json", trace.as_bytes());
+    let r = report(&path);
+    let step = &r.steps[0];
+    let cp = step.critical_path.as_ref().expect("a path");
+    assert_covers(cp, step.start_ns, step.dur_ns, "ProfilerStep#1");
+    assert_chain(
+        cp,
+        &[
+            ("launch → graph_k1", Bound::LaunchOverhead, 1, 4),
+            ("graph_k1", Bound::DeviceCompute, 5, 15),
+            ("gap before graph_k2", Bound::KernelGap, 20, 1),
+            ("graph_k2", Bound::DeviceCompute, 21, 19),
+            ("gap before graph_k3", Bound::KernelGap, 40, 5),
+            ("graph_k3", Bound::DeviceCompute, 45, 45),
+        ],
+    );
+    assert!(
+        !cp.slices.iter().any(|s| s.name == "launch → graph_k3"),
+        "{:#?}",
+        cp.slices
+    );
+}
