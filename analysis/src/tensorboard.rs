@@ -751,7 +751,7 @@ fn listed(name: &str) -> bool {
 }
 
 #[derive(Default)]
-struct OpAcc {
+struct OpAcc<'t> {
     calls: u64,
     device_self: i64,
     device_total: i64,
@@ -762,7 +762,8 @@ struct OpAcc {
     kernel_self: i64,
     kernel_total: i64,
     tc_eligible: Option<bool>,
-    stacks: Vec<String>,
+    /// Up to five distinct `Call stack` values, raw (decoded when the row is made).
+    stacks: Vec<&'t [u8]>,
     first: (i64, SliceId),
 }
 
@@ -772,8 +773,15 @@ fn operators<'t>(
     op_arg: &dyn Fn(SliceId, OpArg) -> Option<&'t [u8]>,
 ) -> (Vec<OperatorRow>, Vec<OperatorRow>, f64) {
     // The op tree: each op's nearest op ancestor is its parent; each runtime call belongs to
-    // its nearest op.
-    let mut index: FxHashMap<SliceId, usize> = FxHashMap::default();
+    // its nearest op. Slice → node by a dense array (`u32::MAX`: not an op).
+    let mut index: Vec<u32> = vec![u32::MAX; t.slices.len()];
+    let node_of = |index: &[u32], slice: SliceId| {
+        index
+            .get(slice as usize)
+            .copied()
+            .filter(|&n| n != u32::MAX)
+            .map(|n| n as usize)
+    };
     let mut nodes: Vec<OpNode> = Vec::new();
     for track in &t.tracks {
         if track.kind != TrackKind::HostThread {
@@ -781,7 +789,7 @@ fn operators<'t>(
         }
         for i in track.slices.clone() {
             if t.slice_class(i) == CategoryClass::CpuOp {
-                index.insert(i, nodes.len());
+                index[i as usize] = nodes.len() as u32;
                 nodes.push(OpNode {
                     slice: i,
                     children: Vec::new(),
@@ -793,7 +801,7 @@ fn operators<'t>(
     }
     let mut roots = Vec::new();
     for n in 0..nodes.len() {
-        match enclosing_op(t, nodes[n].slice).and_then(|p| index.get(&p).copied()) {
+        match enclosing_op(t, nodes[n].slice).and_then(|p| node_of(&index, p)) {
             Some(p) => nodes[p].children.push(n),
             None => roots.push(n),
         }
@@ -804,7 +812,7 @@ fn operators<'t>(
         }
         for i in track.slices.clone() {
             if t.slice_class(i) == CategoryClass::Runtime
-                && let Some(&n) = enclosing_op(t, i).and_then(|p| index.get(&p))
+                && let Some(n) = enclosing_op(t, i).and_then(|p| node_of(&index, p))
             {
                 nodes[n].runtimes.push(i);
             }
@@ -829,10 +837,21 @@ fn operators<'t>(
     // Bottom-up figures (children before parents: by depth, deepest first).
     let mut order: Vec<usize> = (0..nodes.len()).filter(|&n| !nodes[n].folded).collect();
     order.sort_by_key(|&n| std::cmp::Reverse(t.slices.depth[nodes[n].slice as usize]));
-    let tc_kernel = |k: SliceId| {
-        t.slice_class(k) == CategoryClass::Kernel
-            && tensor_cores::kernel_uses_tensor_cores(t.slice_name(k))
+    // Name tests, once per interned name: a trace has far fewer names than slices.
+    let per_name = |test: &dyn Fn(&str) -> bool| -> Vec<bool> {
+        t.strings.iter().map(|(_, name)| test(name)).collect()
     };
+    let tc_names = per_name(&tensor_cores::kernel_uses_tensor_cores);
+    let eligible_names = per_name(&tensor_cores::op_is_eligible);
+    let listed_names = per_name(&listed);
+    let name_has = |names: &[bool], slice: SliceId| {
+        names
+            .get(t.slices.name[slice as usize] as usize)
+            .copied()
+            .unwrap_or(false)
+    };
+    let tc_kernel =
+        |k: SliceId| t.slice_class(k) == CategoryClass::Kernel && name_has(&tc_names, k);
     #[derive(Clone, Copy, Default)]
     struct Figures {
         device_self: i64,
@@ -874,9 +893,7 @@ fn operators<'t>(
             child_eligible |= cf.eligible;
             f.has_eligible_below |= cf.eligible || cf.has_eligible_below;
         }
-        f.eligible = tensor_cores::op_is_eligible(t.slice_name(node.slice))
-            || child_eligible
-            || own_tc_kernel;
+        f.eligible = name_has(&eligible_names, node.slice) || child_eligible || own_tc_kernel;
         figures[n] = f;
     }
     // Keyed by name id and shape index while counting: strings are made once per row.
@@ -894,8 +911,7 @@ fn operators<'t>(
     let (mut eligible_bottom_kernel, mut all_kernel_self) = (0i64, 0i64);
     for &n in &order {
         let node = &nodes[n];
-        let name = t.slice_name(node.slice);
-        if !listed(name) {
+        if !name_has(&listed_names, node.slice) {
             continue;
         }
         let f = figures[n];
@@ -923,8 +939,9 @@ fn operators<'t>(
             None => 0,
         };
         let name_id = t.slices.name[node.slice as usize];
+        // Raw bytes, compared as they are: decoded only for the five a row keeps.
         let stack = if has_stacks {
-            t.arg_str(node.slice, "Call stack")
+            t.arg_raw(node.slice, "Call stack")
         } else {
             None
         };
@@ -946,11 +963,11 @@ fn operators<'t>(
             acc.tc_total += f.tc_total;
             acc.kernel_self += f.kernel_self;
             acc.kernel_total += f.kernel_total;
-            if let Some(s) = &stack
+            if let Some(s) = stack
                 && acc.stacks.len() < 5
-                && !acc.stacks.contains(s)
+                && !acc.stacks.contains(&s)
             {
-                acc.stacks.push(s.clone());
+                acc.stacks.push(s);
             }
         }
     }
@@ -966,7 +983,7 @@ fn operators<'t>(
         tc_eligible: a.tc_eligible.unwrap_or(false),
         tc_self_pct: pct(a.tc_self, a.device_self),
         tc_total_pct: pct(a.tc_total, a.device_total),
-        call_stacks: a.stacks,
+        call_stacks: a.stacks.iter().map(|raw| json_text(raw)).collect(),
     };
     let sort = |rows: &mut Vec<OperatorRow>| {
         if has_device {
@@ -1007,6 +1024,16 @@ fn operators<'t>(
         0.0
     };
     (names, shapes, share)
+}
+
+/// A raw JSON value as text: a string decoded, anything else as written.
+fn json_text(raw: &[u8]) -> String {
+    if raw.first() == Some(&b'"') {
+        serde_json::from_slice::<String>(raw)
+            .unwrap_or_else(|_| String::from_utf8_lossy(raw).into_owned())
+    } else {
+        String::from_utf8_lossy(raw).into_owned()
+    }
 }
 
 fn pct(part: i64, whole: i64) -> f64 {
