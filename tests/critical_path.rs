@@ -289,17 +289,7 @@ fn ranks_that_wait_for_a_straggler_are_bound_by_the_wait() {
     }
 }
 
-/// A CUDA graph replay as the profiler writes it (issue 47, item 6): one `cudaGraphLaunch`
-/// (correlation 9) and an `ac2g` flow finish on each of the graph's three kernels, all with that
-/// correlation id; the host launches an unrelated kernel (`cudaLaunchKernel`, 10) at 42 µs,
-/// before the graph's third kernel starts at 45 µs. The graph's kernels are queued at the graph
-/// launch: the first is a launch delay from it, the others follow the previous kernel of the
-/// graph (gaps), and none is taken for a launch of the later, unrelated call — which the latest
-/// launch before a kernel with no link of its own would be.
-#[test]
-fn a_graphs_kernels_are_queued_at_the_graph_launch() {
-    let dir = tempfile::TempDir::new().unwrap();
-    let trace = r#"{"traceEvents":[
+const GRAPH_TRACE: &str = r#"{"traceEvents":[
 {"ph":"X","cat":"cpu_op","name":"ProfilerStep#1","pid":1,"tid":1,"ts":0,"dur":50},
 {"ph":"X","cat":"cuda_runtime","name":"cudaGraphLaunch","pid":1,"tid":1,"ts":1,"dur":2,"args":{"correlation":9}},
 {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":42,"dur":2,"args":{"correlation":10}},
@@ -314,6 +304,18 @@ fn a_graphs_kernels_are_queued_at_the_graph_launch() {
 {"ph":"s","cat":"ac2g","name":"ac2g","id":10,"pid":1,"tid":1,"ts":42},
 {"ph":"f","cat":"ac2g","name":"ac2g","id":10,"pid":0,"tid":8,"ts":50,"bp":"e"}
 ],"deviceProperties":[{"id":0,"name":"Test GPU","computeMajor":9,"computeMinor":0}]}"#;
+
+/// A CUDA graph replay as the profiler writes it (issue 47, item 6): one `cudaGraphLaunch`
+/// (correlation 9) and an `ac2g` flow finish on each of the graph's three kernels, all with that
+/// correlation id; the host launches an unrelated kernel (`cudaLaunchKernel`, 10) at 42 µs,
+/// before the graph's third kernel starts at 45 µs. The graph's kernels are queued at the graph
+/// launch: the first is a launch delay from it, the others follow the previous kernel of the
+/// graph (gaps), and none is taken for a launch of the later, unrelated call — which the latest
+/// launch before a kernel with no link of its own would be.
+#[test]
+fn a_graphs_kernels_are_queued_at_the_graph_launch() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let trace = GRAPH_TRACE;
     let path = support::temp_file(&dir, "graph.json", trace.as_bytes());
     let r = report(&path);
     let step = &r.steps[0];
@@ -335,4 +337,28 @@ fn a_graphs_kernels_are_queued_at_the_graph_launch() {
         "{:#?}",
         cp.slices
     );
+}
+
+/// The op table shows a graph launch as one unit: the `cudaGraphLaunch` row counts its call
+/// once and carries the kernels its graph ran (3) and their device time (the union of
+/// graph_k1 [5,20], graph_k2 [21,40], graph_k3 [45,90]: 15 + 19 + 45 = 79 µs); the lone
+/// `cudaLaunchKernel` has no graph figures.
+#[test]
+fn a_graph_launch_is_one_op_row_with_its_kernels_and_device_time() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let path = support::temp_file(&dir, "graph.json", GRAPH_TRACE.as_bytes());
+    let r = report(&path);
+    let row = |name: &str| {
+        r.ops
+            .iter()
+            .find(|o| o.name == name)
+            .unwrap_or_else(|| panic!("no {name} row"))
+    };
+    let graph = row("cudaGraphLaunch");
+    assert_eq!(graph.count, 1);
+    assert_eq!(graph.graph_kernels, Some(3));
+    assert_eq!(graph.graph_device_ns, Some(79_000));
+    let single = row("cudaLaunchKernel");
+    assert_eq!(single.graph_kernels, None);
+    assert_eq!(single.graph_device_ns, None);
 }

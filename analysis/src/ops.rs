@@ -42,6 +42,61 @@ pub struct OpStats {
     /// Gaudi device nodes: the most engines one occurrence ran on. Absent for other ops.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_engines: Option<u32>,
+    /// CUDA/HIP graph launches (`cudaGraphLaunch`, `hipGraphLaunch`, …): the device work its
+    /// calls ran, each graph one unit: the kernels (and copies) linked to the calls. Absent for
+    /// other ops.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graph_kernels: Option<u64>,
+    /// CUDA/HIP graph launches: the device time of their graphs, ns (per call, the union of its
+    /// linked device work, summed over calls). Absent for other ops.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graph_device_ns: Option<i64>,
+}
+
+/// Whether a runtime call launches a CUDA/HIP graph (`cudaGraphLaunch`, `hipGraphLaunch`,
+/// `cuGraphLaunch`, their `_ptsz` variants): one call, one correlation id, many kernels.
+#[must_use]
+pub fn is_graph_launch(name: &str) -> bool {
+    name.contains("GraphLaunch")
+}
+
+/// Per graph-launch call: (device slices it launched, their union's length, ns).
+fn graph_launches(timeline: &Timeline) -> FxHashMap<u32, (u64, i64)> {
+    let graph_name: Vec<bool> = timeline
+        .strings
+        .iter()
+        .map(|(_, name)| is_graph_launch(name))
+        .collect();
+    let is_graph = |slice: u32| {
+        timeline
+            .slices
+            .name
+            .get(slice as usize)
+            .and_then(|&n| graph_name.get(n as usize))
+            .copied()
+            .unwrap_or(false)
+            && timeline.slice_class(slice) == CategoryClass::Runtime
+    };
+    let mut ranges: FxHashMap<u32, Vec<(i64, i64)>> = FxHashMap::default();
+    for f in &timeline.flows {
+        if is_graph(f.from) {
+            let to = f.to as usize;
+            ranges
+                .entry(f.from)
+                .or_default()
+                .push((timeline.slices.start[to], timeline.slices.end(f.to)));
+        }
+    }
+    ranges
+        .into_iter()
+        .map(|(call, r)| {
+            let n = r.len() as u64;
+            (
+                call,
+                (n, crate::intervals::IntervalSet::from_ranges(r).total()),
+            )
+        })
+        .collect()
 }
 
 /// Whether slices of this class belong in the op summary.
@@ -158,6 +213,9 @@ pub fn op_summary_per_step(
     let mut selfs = vec![0i64; groups];
     // Per group: engine time and widest occurrence, for node groups only.
     let mut node_figures: Vec<Option<(i64, u32)>> = vec![None; groups];
+    // Per group: graph kernels and their device time, for graph-launch groups only.
+    let launches = graph_launches(timeline);
+    let mut graph_figures: Vec<Option<(u64, i64)>> = vec![None; groups];
     let node_of = |i: u32| {
         has_nodes
             .then(|| nodes.node_of.get(&i).map(|&k| &nodes.nodes[k as usize]))
@@ -174,6 +232,11 @@ pub fn op_summary_per_step(
             let f = node_figures[g as usize].get_or_insert((0, 0));
             f.0 += n.engine_ns;
             f.1 = f.1.max(n.engines);
+        }
+        if let Some(&(kernels, device_ns)) = launches.get(&(i as u32)) {
+            let f = graph_figures[g as usize].get_or_insert((0, 0));
+            f.0 += kernels;
+            f.1 += device_ns;
         }
     }
     let per_step = self_time_per_step(
@@ -208,6 +271,8 @@ pub fn op_summary_per_step(
                 p99_ns: crate::stats::percentile(part, 0.99).unwrap_or(0),
                 engine_ns: node_figures[g].map(|f| f.0),
                 max_engines: node_figures[g].map(|f| f.1),
+                graph_kernels: graph_figures[g].map(|f| f.0),
+                graph_device_ns: graph_figures[g].map(|f| f.1),
             }
         })
         .collect();
