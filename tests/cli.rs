@@ -309,7 +309,7 @@ fn report_several_files() {
     );
     assert_eq!(report["summary"]["steps"], 6);
     let text = ok(&["report", CLEAN, STALL]);
-    assert!(text.contains("Steps (6)"), "{text}");
+    assert!(text.contains("Steps (3 steps × 2 inputs)"), "{text}");
     assert!(text.contains("  source  step "), "a source column: {text}");
 }
 

@@ -177,7 +177,7 @@ impl fmt::Display for Severity {
 
 /// Declares [`FindingKind`] with its report names, in one list.
 macro_rules! finding_kinds {
-    ($($(#[$doc:meta])* $variant:ident => $name:literal,)+) => {
+    ($($(#[$doc:meta])* $variant:ident => $name:literal, $title:literal,)+) => {
         /// Every kind of finding a detector raises. Serialized as its name (`sync_point`); ordered
         /// by name, as reports list kinds.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -196,57 +196,66 @@ macro_rules! finding_kinds {
                     $(Self::$variant => $name,)+
                 }
             }
+
+            /// The human title prose uses (`MME idle behind TPC`); the kind id
+            /// ([`Self::as_str`]) stays in JSON and budget files.
+            #[must_use]
+            pub fn title(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $title,)+
+                }
+            }
         }
     };
 }
 
 finding_kinds! {
     /// A host-device synchronization (`.item()`, printing, `.cpu()`).
-    SyncPoint => "sync_point",
+    SyncPoint => "sync_point", "sync point",
     /// The step waits for the data loader.
-    DataloaderStall => "dataloader_stall",
+    DataloaderStall => "dataloader_stall", "data loader stall",
     /// A graph (re)compile inside the measured steps.
-    Recompile => "recompile",
+    Recompile => "recompile", "graph recompile",
     /// The device idles because the host launches too slowly.
-    HostBoundGap => "host_bound_gap",
+    HostBoundGap => "host_bound_gap", "host-bound gap",
     /// Gaudi: the MME idles behind TPC work.
-    MmeIdleBehindTpc => "mme_idle_behind_tpc",
+    MmeIdleBehindTpc => "mme_idle_behind_tpc", "MME idle behind TPC",
     /// Gaudi: ops that fall back to the CPU.
-    CpuFallback => "cpu_fallback",
+    CpuFallback => "cpu_fallback", "CPU fallback",
     /// A transpose that becomes a memory copy.
-    NonLogicalTranspose => "non_logical_transpose",
+    NonLogicalTranspose => "non_logical_transpose", "copying transpose",
     /// `zero_grad` zeroing gradients one by one instead of setting them to None.
-    SlowZeroGrad => "slow_zero_grad",
+    SlowZeroGrad => "slow_zero_grad", "slow zero_grad",
     /// Anomaly detection, profiler-level debug APIs left on.
-    DebugApiEnabled => "debug_api_enabled",
+    DebugApiEnabled => "debug_api_enabled", "debug API left on",
     /// Allocated memory that grows step after step.
-    MemoryGrowth => "memory_growth",
+    MemoryGrowth => "memory_growth", "memory growth",
     /// Memory the allocator reserves and never uses.
-    ReservedSlack => "reserved_slack",
+    ReservedSlack => "reserved_slack", "reserved memory slack",
     /// One rank slower than the others.
-    Straggler => "straggler",
+    Straggler => "straggler", "straggler",
     /// An explicit pad op in front of a layer that pads itself.
-    ExplicitPad => "explicit_pad",
+    ExplicitPad => "explicit_pad", "explicit pad",
     /// A bias on a layer followed by batch norm.
-    BiasBeforeBatchnorm => "bias_before_batchnorm",
+    BiasBeforeBatchnorm => "bias_before_batchnorm", "bias before batch norm",
     /// A host-to-device copy from pageable memory.
-    PageableCopy => "pageable_copy",
+    PageableCopy => "pageable_copy", "pageable-memory copy",
     /// A tensor made on the host and copied to the device.
-    HostCreatedTensor => "host_created_tensor",
+    HostCreatedTensor => "host_created_tensor", "tensor made on the host",
     /// fp32 matrix work on hardware with faster reduced-precision units.
-    NoMixedPrecision => "no_mixed_precision",
+    NoMixedPrecision => "no_mixed_precision", "no mixed precision",
     /// `nn.DataParallel` instead of DistributedDataParallel.
-    DataParallel => "data_parallel",
+    DataParallel => "data_parallel", "nn.DataParallel",
     /// Chains of elementwise ops that one fused kernel could do.
-    UnfusedPointwise => "unfused_pointwise",
+    UnfusedPointwise => "unfused_pointwise", "unfused pointwise ops",
     /// A per-parameter optimizer loop instead of a foreach or fused one.
-    UnfusedOptimizer => "unfused_optimizer",
+    UnfusedOptimizer => "unfused_optimizer", "per-parameter optimizer",
     /// Many small all-reduces per step.
-    FragmentedCollectives => "fragmented_collectives",
+    FragmentedCollectives => "fragmented_collectives", "fragmented collectives",
     /// Collectives that run with no compute beside them: the step waits for the network.
-    ExposedCommunication => "exposed_communication",
+    ExposedCommunication => "exposed_communication", "exposed communication",
     /// GEMMs far below the rate the trace's well-shaped GEMMs of their dtype reach.
-    SlowGemm => "slow_gemm",
+    SlowGemm => "slow_gemm", "slow GEMM",
 }
 
 impl FindingKind {
@@ -532,6 +541,22 @@ pub struct FindingGroup {
     /// trace); absent when false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub saving_unknown: bool,
+}
+
+/// What "owns" means, for a legend line (text) or a tooltip (HTML) wherever the figure is shown
+/// beside the saving.
+pub const OWNS_NOTE: &str = "saves: how much shorter the steps get once it is fixed (every \
+     chart and ranking uses it); owns: the step time its events take, which overlaps other work, \
+     so fixing it saves less";
+
+/// A whole-run finding's saving (a straggler's), counted once per rank: its fix shortens the
+/// step of every rank by `per_rank_ns`, and a per-rank finding's saving is already summed over
+/// ranks, so every `saving_ns` (and the groups, the summary and the headline that add them up)
+/// is step time summed over the ranks' steps. This is the one place that says so
+/// (`docs/findings.md`, "The run's saving").
+#[must_use]
+pub fn run_saving_ns(per_rank_ns: i64, ranks: usize) -> i64 {
+    per_rank_ns.saturating_mul(ranks as i64)
 }
 
 /// What a finding (or group) saves and owns, as every output writes it: `saves 1.20 ms · owns

@@ -11,6 +11,7 @@ pub mod escape;
 pub mod html;
 pub mod info;
 mod steps;
+pub use steps::step_count;
 pub mod table;
 pub mod text;
 pub mod views;

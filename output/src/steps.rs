@@ -25,3 +25,42 @@ pub(crate) fn rank_group(s: &StepStats) -> String {
     s.rank
         .map_or_else(|| format!("input {}", s.source), |r| format!("rank {r}"))
 }
+
+/// The ranks (else inputs) the steps come from.
+pub(crate) fn step_ranks(report: &Report) -> usize {
+    let mut ranks: Vec<(Option<i64>, u16)> = report
+        .steps
+        .iter()
+        .map(|s| (s.rank, if s.rank.is_some() { 0 } else { s.source }))
+        .collect();
+    ranks.sort_unstable();
+    ranks.dedup();
+    ranks.len()
+}
+
+/// How many steps a report has, per rank when several ranks (else inputs) have them: `8 steps ×
+/// 4 ranks` (32 step rows), `1 step`, `9 steps over 2 ranks` when the ranks' counts differ.
+#[must_use]
+pub fn step_count(report: &Report) -> String {
+    let n = report.steps.len();
+    let plural = |n: usize, one: &str| format!("{n} {one}{}", if n == 1 { "" } else { "s" });
+    let whose = if report.steps.iter().any(|s| s.rank.is_some()) {
+        "ranks"
+    } else {
+        "inputs"
+    };
+    match step_ranks(report) {
+        r if r > 1 && n % r == 0 => format!("{} × {r} {whose}", plural(n / r, "step")),
+        r if r > 1 => format!("{} over {r} {whose}", plural(n, "step")),
+        _ => plural(n, "step"),
+    }
+}
+
+/// The step table's heading count: `3` for one input, `8 steps × 4 ranks` for several.
+pub(crate) fn table_count(report: &Report) -> String {
+    if step_ranks(report) > 1 {
+        step_count(report)
+    } else {
+        report.steps.len().to_string()
+    }
+}

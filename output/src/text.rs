@@ -404,7 +404,7 @@ fn device_text(kind: &str, name: Option<&str>, count: usize) -> String {
 
 fn summary_line(report: &Report) -> String {
     let s = &report.summary;
-    let mut line = format!("{} step{}", s.steps, if s.steps == 1 { "" } else { "s" });
+    let mut line = crate::steps::step_count(report);
     if let Some(mean) = s.mean_step_ns {
         let _ = write!(line, ", mean {}", human_ns(mean));
     }
@@ -493,9 +493,9 @@ fn findings_heading(report: &Report) -> String {
         .iter()
         .map(|(kind, n, saving)| {
             if *saving > 0 {
-                format!("{kind} {n} (saves {})", human_ns(*saving))
+                format!("{} {n} (saves {})", kind.title(), human_ns(*saving))
             } else {
-                format!("{kind} {n}")
+                format!("{} {n}", kind.title())
             }
         })
         .collect();
@@ -511,9 +511,26 @@ fn findings_heading(report: &Report) -> String {
         });
     format!(
         "Findings ({}, by what fixing them saves: {}{share})",
-        groups.len(),
+        finding_count(report),
         kinds.join(", ")
     )
+}
+
+/// `2 groups · 19 findings` (groups of one kind and place), or `3 findings` when every group is
+/// one finding: the count the text report, the viewer and the Python `repr` give.
+#[must_use]
+pub fn finding_count(report: &Report) -> String {
+    let plural = |n: usize, one: &str| format!("{n} {one}{}", if n == 1 { "" } else { "s" });
+    let (groups, findings) = (report.groups().len(), report.findings.len());
+    if groups == findings {
+        plural(findings, "finding")
+    } else {
+        format!(
+            "{} · {}",
+            plural(groups, "group"),
+            plural(findings, "finding")
+        )
+    }
 }
 
 /// A group's representative finding (its largest saving) and its figures line
@@ -605,7 +622,7 @@ pub fn text(out: &mut dyn Write, report: &Report, top: usize, color: bool) -> io
         writeln!(
             out,
             "{}",
-            style.bold(&format!("Steps ({})", report.steps.len()))
+            style.bold(&format!("Steps ({})", crate::steps::table_count(report)))
         )?;
         step_table(report).text(out, style)?;
         if report.steps.iter().any(|s| s.device_idle_ns.is_some()) {
@@ -628,7 +645,7 @@ pub fn text(out: &mut dyn Write, report: &Report, top: usize, color: bool) -> io
                 out,
                 "  {}{} {}  {}",
                 severity_mark(style, g.severity),
-                style.cyan(f.kind.as_str()),
+                style.cyan(f.kind.title()),
                 escape::terminal(&f.title),
                 style.dim(&figures)
             )?;
@@ -646,6 +663,13 @@ pub fn text(out: &mut dyn Write, report: &Report, top: usize, color: bool) -> io
             .filter(|&n| n > 0)
         {
             writeln!(out, "  … and {more} more (all of them in --format json)")?;
+        }
+        if groups.iter().any(|g| g.lost_ns > 0) {
+            writeln!(
+                out,
+                "  {}",
+                style.dim(steplens_analysis::finding::OWNS_NOTE)
+            )?;
         }
     }
     if !report.engines.is_empty() {
@@ -794,7 +818,11 @@ pub fn markdown(out: &mut dyn Write, report: &Report, top: usize) -> io::Result<
     if let Some(p) = report.profiler_overhead.as_ref().filter(|p| p.distorts) {
         writeln!(out, "- **profiler:** {}", escape::markdown(&p.message))?;
     }
-    writeln!(out, "\n## Steps\n")?;
+    if crate::steps::step_ranks(report) > 1 {
+        writeln!(out, "\n## Steps ({})\n", crate::steps::step_count(report))?;
+    } else {
+        writeln!(out, "\n## Steps\n")?;
+    }
     if report.steps.is_empty() {
         writeln!(out, "No `ProfilerStep#N` annotations in the trace.")?;
     } else {
@@ -816,7 +844,7 @@ pub fn markdown(out: &mut dyn Write, report: &Report, top: usize) -> io::Result<
             writeln!(
                 out,
                 "- **{}** {} ({}): {}",
-                f.kind,
+                f.kind.title(),
                 escape::markdown(&f.title),
                 escape::markdown(&figures),
                 escape::markdown_prose(&f.recommendation)
@@ -828,6 +856,9 @@ pub fn markdown(out: &mut dyn Write, report: &Report, top: usize) -> io::Result<
             .filter(|&n| n > 0)
         {
             writeln!(out, "- … and {more} more (all of them in the JSON report)")?;
+        }
+        if groups.iter().any(|g| g.lost_ns > 0) {
+            writeln!(out, "\n_{}_", steplens_analysis::finding::OWNS_NOTE)?;
         }
     }
     if !report.engines.is_empty() {

@@ -167,12 +167,11 @@ class Run:
 
     def __repr__(self) -> str:
         report = self.report()
-        steps = len(report.get("steps", []))
-        findings = len(report.get("findings", []))
+        found = _finding_count(report)
         if self.from_summaries():
             ranks = len((report.get("ranks") or {}).get("ranks", []))
-            return f"<steplens.Run from {len(self.files())} summaries: {ranks} ranks, {findings} findings>"
-        return f"<steplens.Run {', '.join(self.files())}: {steps} steps, {findings} findings>"
+            return f"<steplens.Run from {len(self.files())} summaries: {ranks} ranks, {found}>"
+        return f"<steplens.Run {', '.join(self.files())}: {_step_count(report)}, {found}>"
 
     def table(self, name: str, backend: Optional[str] = None, args: Optional[Sequence[str]] = None):
         """Any table by name (see ``Run.table_names()``)."""
@@ -369,6 +368,34 @@ class Summary:
 
     def __repr__(self) -> str:
         return f"<steplens.Summary rank {self.rank} of {self.path}: {len(self._json):,} bytes>"
+
+
+def _plural(n: int, one: str) -> str:
+    return f"{n} {one}{'' if n == 1 else 's'}"
+
+
+def _step_count(report: dict) -> str:
+    """The steps as the CLI counts them: ``8 steps × 4 ranks`` when several ranks (else inputs)
+    have steps."""
+    steps = report.get("steps", [])
+    ranks = {(s.get("rank"), 0 if s.get("rank") is not None else s.get("source")) for s in steps}
+    n, r = len(steps), len(ranks)
+    whose = "ranks" if any(s.get("rank") is not None for s in steps) else "inputs"
+    if r > 1 and n % r == 0:
+        return f"{_plural(n // r, 'step')} × {r} {whose}"
+    if r > 1:
+        return f"{_plural(n, 'step')} over {r} {whose}"
+    return _plural(n, "step")
+
+
+def _finding_count(report: dict) -> str:
+    """The findings as the CLI counts them: ``2 groups · 19 findings`` (groups of one kind and
+    place), ``3 findings`` when every group is one finding."""
+    findings = len(report.get("findings", []))
+    groups = len(report.get("finding_groups") or []) or findings
+    if groups == findings:
+        return _plural(findings, "finding")
+    return f"{_plural(groups, 'group')} · {_plural(findings, 'finding')}"
 
 
 def summarize(path: PathLike, rank_regex: Optional[str] = None, no_mmap: bool = False,

@@ -565,24 +565,19 @@ impl Session {
         let data = Arc::clone(&self.data);
         let findings = &data.report.findings;
         let groups = std::mem::take(&mut self.groups);
-        if groups.len() == findings.len() {
-            ui.heading(format!("Findings ({})", findings.len()));
-        } else {
-            ui.heading(format!(
-                "Findings ({}, {} in all)",
-                groups.len(),
-                findings.len()
-            ));
-        }
+        ui.heading(format!(
+            "Findings ({})",
+            steplens_output::text::finding_count(&data.report)
+        ));
         let mut kinds: Vec<FindingKind> = groups.iter().map(|g| g.kind).collect();
         kinds.sort_unstable();
         kinds.dedup();
         egui::ComboBox::from_label("kind")
-            .selected_text(self.finding_filter.map_or("all", FindingKind::as_str))
+            .selected_text(self.finding_filter.map_or("all", FindingKind::title))
             .show_ui(ui, |ui| {
                 ui.selectable_value(&mut self.finding_filter, None, "all");
                 for k in kinds {
-                    ui.selectable_value(&mut self.finding_filter, Some(k), k.as_str());
+                    ui.selectable_value(&mut self.finding_filter, Some(k), k.title());
                 }
             });
         ui.separator();
@@ -595,7 +590,7 @@ impl Session {
                 ui.label(RichText::new(&f.title).strong());
                 ui.label(format!(
                     "{} · {} · {}{}",
-                    f.kind,
+                    f.kind.title(),
                     f.severity,
                     f.figures(),
                     f.step
@@ -657,7 +652,7 @@ impl Session {
                             let r = ui.add(button).on_hover_text(format!(
                                 "{}\n{} ({}){}\n{}",
                                 f.title,
-                                g.kind,
+                                g.kind.title(),
                                 g.severity,
                                 f.step
                                     .as_ref()
@@ -1190,10 +1185,10 @@ impl ViewerApp {
                 }
                 let t = &session.data.timeline;
                 ui.label(format!(
-                    "{} slices · {} tracks · {} steps",
+                    "{} slices · {} tracks · {}",
                     t.slices.len(),
                     t.tracks.len(),
-                    t.steps.len()
+                    steplens_output::step_count(&session.data.report)
                 ));
             }
         });
@@ -1289,16 +1284,7 @@ fn perf_ui(ui: &mut egui::Ui, p: &steplens_analysis::op_perf::OpPerf) {
             ),
             ("intensity", opt(p.flops_per_byte, "FLOP/B", 1)),
             ("achieved", opt(p.tflops_per_s, "TFLOP/s", 2)),
-            (
-                "bandwidth",
-                opt(
-                    p.bytes_per_call
-                        .filter(|_| p.kernel_ns > 0)
-                        .map(|b| b * p.calls as f64 / p.kernel_ns as f64 / 1000.0),
-                    "TB/s",
-                    3,
-                ),
-            ),
+            ("bandwidth", opt(p.tbytes_per_s(), "TB/s", 3)),
             ("of peak compute", opt(p.pct_of_peak_compute, "%", 1)),
             ("of peak bandwidth", opt(p.pct_of_peak_bandwidth, "%", 1)),
             ("bound", p.bound.clone().unwrap_or_else(|| "-".to_owned())),

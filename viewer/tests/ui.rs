@@ -1081,7 +1081,7 @@ fn findings_are_listed_once_per_group_and_a_group_expands_to_its_members() {
     assert!(sync.findings.len() >= 20 && sync.ranks == [0, 1, 2, 3]);
     // One entry, not one per step and rank.
     harness.get_by_label(&format!(
-        "Findings ({}, {} in all)",
+        "Findings ({} groups · {} findings)",
         groups.len(),
         findings.len()
     ));

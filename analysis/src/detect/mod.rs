@@ -755,10 +755,12 @@ fn settle_lost_time(ctx: &Context<'_>, findings: &mut [Finding]) {
         let lost = (f.lost_ns - taken.max(0)).clamp(0, free.total());
         if lost != f.lost_ns {
             if !taken_by.is_empty() {
-                // "[302.0 µs of it is mme_idle_behind_tpc's]"
+                // "[302 µs of it is counted under MME idle behind TPC]"
                 let parts: Vec<String> = taken_by
                     .iter()
-                    .map(|(k, ns)| format!("{} of it is {k}'s", human_ns(*ns)))
+                    .map(|(k, ns)| {
+                        format!("{} of it is counted under {}", human_ns(*ns), k.title())
+                    })
                     .collect();
                 f.title.push_str(&format!(" [{}]", parts.join("; ")));
             }

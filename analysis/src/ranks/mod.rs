@@ -695,7 +695,9 @@ fn straggler(
     if (extra as f64) * 100.0 < thresholds.straggler_min_pct * step as f64 {
         return Vec::new();
     }
-    let per_step_cost = caused[worst] / (row.steps.max(1) as i64);
+    // What each other rank waits per step of its own: `caused` sums the waits of the n - 1
+    // other ranks over their steps.
+    let per_step_cost = caused[worst] / (row.steps.max(1) as i64 * (n as i64 - 1));
     // Where it happened: the collectives it arrived last at, on its own clock.
     let source = row.source as usize;
     let own: Vec<&Occurrence> = late
@@ -716,7 +718,7 @@ fn straggler(
         },
         title: format!(
             "rank {} arrives last at {} of {} collectives and computes {} longer per step than \
-             the others' median{}; the other ranks wait {} per step for it",
+             the others' median{}; each other rank waits {} per step for it",
             row.rank,
             row.last_arrivals,
             matched,
@@ -739,8 +741,12 @@ fn straggler(
         rank: None,
         lost_ns: caused[worst],
         // Without its extra work the straggler arrives with the others: every rank's step
-        // shortens by the others' average wait, at most by the straggler's extra compute.
-        saving_ns: (caused[worst] / (n as i64 - 1)).min(extra * row.steps.max(1) as i64),
+        // shortens by the others' average wait, at most by the straggler's extra compute; the
+        // run saves that once per rank.
+        saving_ns: crate::finding::run_saving_ns(
+            (caused[worst] / (n as i64 - 1)).min(extra * row.steps.max(1) as i64),
+            n,
+        ),
         evidence: Vec::new(),
         cost: Cost::pattern(row.source, Vec::new()),
         recommendation: STRAGGLER_ADVICE.into(),
