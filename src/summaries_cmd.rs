@@ -115,11 +115,7 @@ pub(crate) fn report_summaries(
             summaries.len()
         );
     };
-    if ranks.refused() {
-        let why = ranks
-            .warnings
-            .first()
-            .map_or_else(|| ranks.clock.clone(), |w| w.message.clone());
+    if let Some(why) = ranks.refusal() {
         bail!("{}", escape::terminal(&why));
     }
     match format {

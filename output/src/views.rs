@@ -79,6 +79,18 @@ fn opt(v: Option<f64>, digits: usize) -> String {
     v.map_or_else(|| "-".to_owned(), |v| format!("{v:.digits$}"))
 }
 
+/// The columns of an `op_perf[]` row after its kernel time, in the text and HTML tables.
+pub(crate) const ROOFLINE_RATE_COLUMNS: [(&str, bool); 8] = [
+    ("GFLOP/call", true),
+    ("MB/call", true),
+    ("FLOP/B", true),
+    ("TFLOP/s", true),
+    ("TB/s", true),
+    ("% peak", true),
+    ("% BW", true),
+    ("bound", false),
+];
+
 /// `op_perf[]` by signature, then its kernel time, work and share of peak by family.
 fn roofline(report: &Report, top: usize) -> Vec<(String, Result<Table, String>)> {
     let rows = &report.op_perf;
@@ -105,21 +117,15 @@ fn roofline(report: &Report, top: usize) -> Vec<(String, Result<Table, String>)>
                 )
             },
         );
-    let mut ops = Table::new(&[
+    let mut columns = vec![
         ("op", false),
         ("input shape", false),
         ("dtype", false),
         ("calls", true),
         ("kernel µs", true),
-        ("GFLOP/call", true),
-        ("MB/call", true),
-        ("FLOP/B", true),
-        ("TFLOP/s", true),
-        ("TB/s", true),
-        ("% peak", true),
-        ("% BW", true),
-        ("bound", false),
-    ]);
+    ];
+    columns.extend(ROOFLINE_RATE_COLUMNS);
+    let mut ops = Table::new(&columns);
     for r in rows.iter().take(top) {
         ops.row(vec![
             crate::table::truncate(&r.name, 40),
@@ -131,12 +137,7 @@ fn roofline(report: &Report, top: usize) -> Vec<(String, Result<Table, String>)>
             opt(r.bytes_per_call.map(|b| b / 1e6), 2),
             opt(r.flops_per_byte, 1),
             opt(r.tflops_per_s, 1),
-            opt(
-                r.bytes_per_call
-                    .filter(|_| r.kernel_ns > 0)
-                    .map(|b| b * r.calls as f64 / r.kernel_ns as f64 / 1000.0),
-                3,
-            ),
+            opt(r.tbytes_per_s(), 3),
             opt(r.pct_of_peak_compute, 1),
             opt(r.pct_of_peak_bandwidth, 1),
             r.bound.clone().unwrap_or_else(|| "-".to_owned()),

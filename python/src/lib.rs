@@ -249,11 +249,7 @@ fn reduce(py: Python<'_>, docs: Vec<Vec<u8>>, labels: Vec<String>) -> PyResult<R
         };
         // Two summaries that claim one rank: the rank analysis is refused, as by
         // `report --summaries`, with the warning that names both.
-        if ranks.refused() {
-            let why = ranks
-                .warnings
-                .first()
-                .map_or_else(|| ranks.clock.clone(), |w| w.message.clone());
+        if let Some(why) = ranks.refusal() {
             anyhow::bail!("{why}");
         }
         // As the report of the traces names them: the input, and its rank where a trace or its

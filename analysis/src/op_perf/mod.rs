@@ -158,6 +158,16 @@ pub struct OpPerf {
     pub gemm: Option<GemmDims>,
 }
 
+impl OpPerf {
+    /// All calls' bytes over all their kernel time, TB/s.
+    #[must_use]
+    pub fn tbytes_per_s(&self) -> Option<f64> {
+        self.bytes_per_call
+            .filter(|_| self.kernel_ns > 0)
+            .map(|b| b * self.calls as f64 / self.kernel_ns as f64 / 1000.0)
+    }
+}
+
 /// Parses one signature's args.
 fn operands(dims: Option<&[u8]>, types: Option<&[u8]>) -> Vec<Operand> {
     let dims: Vec<serde_json::Value> = dims

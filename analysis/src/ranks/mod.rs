@@ -133,6 +133,17 @@ impl RanksReport {
     pub fn refused(&self) -> bool {
         self.ranks.is_empty()
     }
+
+    /// Why the rank analysis was refused, in one line (`None` when it was not): the first
+    /// warning, else the clock line.
+    #[must_use]
+    pub fn refusal(&self) -> Option<String> {
+        self.refused().then(|| {
+            self.warnings
+                .first()
+                .map_or_else(|| self.clock.clone(), |w| w.message.clone())
+        })
+    }
 }
 
 /// Something the rank analysis warns about.

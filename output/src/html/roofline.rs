@@ -36,13 +36,6 @@ fn opt(v: Option<f64>, digits: usize) -> Cell {
     v.map_or_else(|| text_cell("-"), |v| (format!("{v:.digits$}"), Some(v)))
 }
 
-/// A row's aggregate bandwidth, TB/s.
-fn tbytes_per_s(r: &OpPerf) -> Option<f64> {
-    r.bytes_per_call
-        .filter(|_| r.kernel_ns > 0)
-        .map(|b| b * r.calls as f64 / r.kernel_ns as f64 / 1000.0)
-}
-
 /// Writes the section when the report has op signatures.
 pub(super) fn roofline(h: &mut String, report: &Report) {
     let rows = &report.op_perf;
@@ -124,34 +117,23 @@ pub(super) fn roofline(h: &mut String, report: &Report) {
                 opt(r.bytes_per_call.map(|b| b / 1e6), 2),
                 opt(r.flops_per_byte, 1),
                 opt(r.tflops_per_s, 2),
-                opt(tbytes_per_s(r), 3),
+                opt(r.tbytes_per_s(), 3),
                 opt(r.pct_of_peak_compute, 1),
                 opt(r.pct_of_peak_bandwidth, 1),
                 text_cell(r.bound.as_deref().unwrap_or("-")),
             ]
         })
         .collect();
-    table(
-        h,
-        "roofline-ops",
-        &[
-            ("op", false),
-            ("family", false),
-            ("input shape", false),
-            ("dtype", false),
-            ("calls", true),
-            ("kernel time", true),
-            ("GFLOP/call", true),
-            ("MB/call", true),
-            ("FLOP/B", true),
-            ("TFLOP/s", true),
-            ("TB/s", true),
-            ("% peak", true),
-            ("% BW", true),
-            ("bound", false),
-        ],
-        &cells,
-    );
+    let mut columns = vec![
+        ("op", false),
+        ("family", false),
+        ("input shape", false),
+        ("dtype", false),
+        ("calls", true),
+        ("kernel time", true),
+    ];
+    columns.extend(crate::views::ROOFLINE_RATE_COLUMNS);
+    table(h, "roofline-ops", &columns, &cells);
 }
 
 /// Decades covering `lo..=hi` (both > 0).
