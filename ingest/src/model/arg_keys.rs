@@ -82,6 +82,13 @@ impl ArgPlaces {
         self.0 & KNOWN != 0
     }
 
+    /// Whether every [`OpArg`] has its place.
+    fn all_placed(self) -> bool {
+        OpArg::ALL
+            .iter()
+            .all(|a| (self.0 >> (BITS * a.slot())) & MASK != 0)
+    }
+
     /// Notes that `arg`'s value starts `offset` bytes into the args; the first member of a
     /// name counts.
     fn note(&mut self, arg: OpArg, offset: usize) {
@@ -123,7 +130,8 @@ impl ArgPlaces {
             if let Some(arg) = OpArg::of_key(name) {
                 places.note(arg, value.start);
             }
-            if places.0 & TOO_FAR != 0 {
+            // Done once every arg is placed: the rest (often a long `Call stack`) is not read.
+            if places.0 & TOO_FAR != 0 || places.all_placed() {
                 return places;
             }
             if !matches!(cur.next_member(b'}', ", or }"), Ok(true)) {
@@ -213,6 +221,11 @@ mod tests {
             r#"{"a": 1, "Input Dims": [[2]]]"#.to_owned(),
             r#"{"Input Dims": [[3]], "Input Dims": [[4]], "Input Strides": true}"#.to_owned(),
             r#"{"Input Dims": -1.5e3, "Concrete Inputs": null}"#.to_owned(),
+            // Every arg placed before a long stack and a later duplicate: the walk stops early,
+            // the first member still counts.
+            format!(
+                r#"{{"Input Dims": [[8]], "Input Strides": [[1]], "Input type": ["float"], "Concrete Inputs": [""], "Call stack": "{long}", "Input Dims": [[9]]}}"#
+            ),
         ]
     }
 
