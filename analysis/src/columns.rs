@@ -391,6 +391,12 @@ pub fn ops_table(report: &Report) -> ColumnTable<'_> {
             Column::new("mean_ns", ints(ops, |o| o.mean_ns)),
             Column::new("p50_ns", ints(ops, |o| o.p50_ns)),
             Column::new("p99_ns", ints(ops, |o| o.p99_ns)),
+            // CUDA/HIP graph launches only: the device work their graphs ran, as units.
+            Column::new(
+                "graph_kernels",
+                opt_ints(ops, |o| o.graph_kernels.and_then(|k| i64::try_from(k).ok())),
+            ),
+            Column::new("graph_device_ns", opt_ints(ops, |o| o.graph_device_ns)),
         ],
     )
 }
