@@ -362,3 +362,28 @@ fn a_graph_launch_is_one_op_row_with_its_kernels_and_device_time() {
     assert_eq!(single.graph_kernels, None);
     assert_eq!(single.graph_device_ns, None);
 }
+
+/// The text and HTML op tables show the graph launch's kernels and device time beside its row.
+#[test]
+fn the_op_tables_show_a_graph_as_one_unit() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let path = support::temp_file(&dir, "graph.json", GRAPH_TRACE.as_bytes());
+    let path = path.to_str().unwrap();
+    let text = support::stdout(&support::steplens(&["report", path, "--top", "50"]));
+    let header = text
+        .lines()
+        .find(|l| l.contains("graph kernels"))
+        .unwrap_or_else(|| panic!("no graph columns:\n{text}"));
+    assert!(header.contains("graph device"), "{header}");
+    let row = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("cudaGraphLaunch"))
+        .unwrap_or_else(|| panic!("no graph launch row:\n{text}"));
+    assert!(row.contains(" 3 ") && row.contains("79.0 µs"), "{row}");
+    let html = support::stdout(&support::steplens(&["report", path, "-f", "html"]));
+    let ops = &html[html.find("id=\"ops\"").unwrap()..];
+    assert!(
+        ops.contains("graph kernels") && ops.contains("data-v=\"3\""),
+        "graph columns in HTML"
+    );
+}

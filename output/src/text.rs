@@ -322,6 +322,11 @@ fn op_table(ops: &[OpStats], top: usize) -> Table {
     if nodes {
         columns.extend([("engines", true), ("engine time", true)]);
     }
+    // CUDA/HIP graph launches: the device work each graph ran, as one unit.
+    let graphs = ops.iter().take(top).any(|op| op.graph_kernels.is_some());
+    if graphs {
+        columns.extend([("graph kernels", true), ("graph device", true)]);
+    }
     let mut table = Table::new(&columns);
     for op in ops.iter().take(top) {
         let mut row = vec![
@@ -337,6 +342,10 @@ fn op_table(ops: &[OpStats], top: usize) -> Table {
         if nodes {
             row.push(op.max_engines.map_or_else(String::new, |n| format!("≤{n}")));
             row.push(op.engine_ns.map_or_else(String::new, human_ns));
+        }
+        if graphs {
+            row.push(op.graph_kernels.map_or_else(String::new, thousands));
+            row.push(op.graph_device_ns.map_or_else(String::new, human_ns));
         }
         table.row(row);
     }

@@ -1016,11 +1016,13 @@ fn tables(h: &mut String, report: &Report) {
         );
     }
     h.push_str("<h2>Ops (all)</h2>");
+    // CUDA/HIP graph launches: the device work each graph ran, as one unit.
+    let graphs = report.ops.iter().any(|o| o.graph_kernels.is_some());
     let rows: Vec<Vec<(String, Option<f64>)>> = report
         .ops
         .iter()
         .map(|o| {
-            vec![
+            let mut row = vec![
                 text_cell(&o.name),
                 text_cell(&o.track_kind),
                 (o.count.to_string(), Some(o.count as f64)),
@@ -1029,22 +1031,29 @@ fn tables(h: &mut String, report: &Report) {
                 ns_cell(o.mean_ns),
                 ns_cell(o.p50_ns),
                 ns_cell(o.p99_ns),
-            ]
+            ];
+            if graphs {
+                row.push(
+                    o.graph_kernels
+                        .map_or_else(|| text_cell(""), |k| (k.to_string(), Some(k as f64))),
+                );
+                row.push(o.graph_device_ns.map_or_else(|| text_cell(""), ns_cell));
+            }
+            row
         })
         .collect();
-    table(
-        h,
-        "ops",
-        &[
-            ("op", false),
-            ("where", false),
-            ("count", true),
-            ("total", true),
-            ("self", true),
-            ("mean", true),
-            ("p50", true),
-            ("p99", true),
-        ],
-        &rows,
-    );
+    let mut columns = vec![
+        ("op", false),
+        ("where", false),
+        ("count", true),
+        ("total", true),
+        ("self", true),
+        ("mean", true),
+        ("p50", true),
+        ("p99", true),
+    ];
+    if graphs {
+        columns.extend([("graph kernels", true), ("graph device", true)]);
+    }
+    table(h, "ops", &columns, &rows);
 }
