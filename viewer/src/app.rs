@@ -1011,8 +1011,13 @@ impl ViewerApp {
             self.open(dropped, ui.ctx());
         }
         egui::Panel::top("top").show(ui, |ui| self.top_ui(ui));
+        let loading = self.is_loading();
         match &mut self.session {
             Some(session) => session.ui(ui),
+            // While a trace loads, the top bar's progress is all the window shows.
+            None if loading => {
+                egui::CentralPanel::default().show(ui, |_| {});
+            }
             None => {
                 egui::CentralPanel::default().show(ui, |ui| {
                     ui.vertical_centered(|ui| {

@@ -69,8 +69,8 @@ fn header(ui: &mut egui::Ui, cols: &[(&str, f32)], sort: &mut Sort) {
     ui.horizontal(|ui| {
         for (i, &(name, w)) in cols.iter().enumerate() {
             let mark = match (sort.column == i, sort.descending) {
-                (true, true) => " v",
-                (true, false) => " ^",
+                (true, true) => " ▾",
+                (true, false) => " ▴",
                 _ => "",
             };
             let b = egui::Button::new(RichText::new(format!("{name}{mark}")).strong()).frame(false);

@@ -270,6 +270,11 @@ fn a_trace_loads_in_the_background_and_errors_show_in_the_window() {
     harness.get_by_label_contains("error:");
 
     harness.state_mut().open(vec![PathBuf::from(GAUDI)], &ctx);
+    harness.step();
+    if harness.state().is_loading() {
+        // While it loads the window shows the progress, not the "Open a trace" hint.
+        assert!(harness.query_by_label_contains("Open a trace").is_none());
+    }
     wait_loaded(&mut harness);
     assert!(harness.state().error().is_none());
     let session = harness.state().session().expect("loaded");
@@ -625,7 +630,7 @@ fn finding_text_has_a_glyph_for_every_character_and_body_sized_advice() {
     let mut harness = harness(app(POINTWISE), 1400.0, 850.0);
     let ctx = harness.ctx.clone();
     let body = ctx.global_style().text_styles[&eframe::egui::TextStyle::Body].clone();
-    assert!(ctx.fonts_mut(|f| f.has_glyphs(&body, "→ ↔ ▸ ▾ × µ …")));
+    assert!(ctx.fonts_mut(|f| f.has_glyphs(&body, "→ ↔ ▸ ▾ ▴ × µ …")));
     let findings = harness
         .state()
         .session()
@@ -1245,7 +1250,7 @@ fn the_steps_tab_has_a_rank_column_ordered_by_rank_then_start() {
     let mut harness = harness(nccl_ranks_app(), 1400.0, 850.0);
     harness.get_by_label("Steps").click();
     harness.run_steps(2);
-    harness.get_by_label("rank ^");
+    harness.get_by_label("rank ▴");
     let s = harness.state().session().unwrap();
     let steps = &s.data.report.steps;
     assert!(steps.iter().all(|st| st.rank.is_some()));
@@ -1258,15 +1263,15 @@ fn the_steps_tab_has_a_rank_column_ordered_by_rank_then_start() {
     assert_eq!(keys.first().map(|k| k.0), Some(0));
     assert_eq!(keys.last().map(|k| k.0), Some(3));
     assert_eq!(top_step_rank(&harness), "0");
-    harness.get_by_label("rank ^").click();
+    harness.get_by_label("rank ▴").click();
     harness.run_steps(2);
-    harness.get_by_label("rank v");
+    harness.get_by_label("rank ▾");
     assert_eq!(top_step_rank(&harness), "3");
 
     let mut single = crate::harness(app(TORCH_SYNC), 1200.0, 800.0);
     single.get_by_label("Steps").click();
     single.run_steps(2);
-    single.get_by_label("step ^");
+    single.get_by_label("step ▴");
     assert!(single.query_by_label_contains("rank").is_none());
 }
 
