@@ -50,7 +50,7 @@ pub fn step_count(report: &Report) -> String {
         "inputs"
     };
     match step_ranks(report) {
-        r if r > 1 && n % r == 0 => format!("{} × {r} {whose}", plural(n / r, "step")),
+        r if r > 1 && n.is_multiple_of(r) => format!("{} × {r} {whose}", plural(n / r, "step")),
         r if r > 1 => format!("{} over {r} {whose}", plural(n, "step")),
         _ => plural(n, "step"),
     }
