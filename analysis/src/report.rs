@@ -422,7 +422,7 @@ fn tables(ctx: &Context<'_>) -> Tables {
     let idle = ctx.timed("idle", || {
         idle_breakdown(timeline, ctx.thresholds.kernel_wait_max_ns)
     });
-    let op_perf = ctx.timed("op perf: rows", || crate::op_perf::op_perf(ctx));
+    let op_perf = ctx.timed("op perf: rows", || ctx.op_perf());
     Tables {
         steps,
         ops,

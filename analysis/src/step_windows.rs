@@ -19,7 +19,7 @@ use rustc_hash::FxHashMap;
 use steplens_ingest::model::{CategoryClass, NO_PARENT, SliceId, Timeline, TrackKind};
 
 /// Which host call launched which device work, from the trace's launch flows (a runtime or
-/// driver call → a kernel, copy or memset), built once per analysis ([`crate::detect::Context`]).
+/// driver call → a kernel, copy or memset), built once per analysis (`Context::launches`).
 /// A device slice with several incoming runtime links keeps the first in flow order; one runtime
 /// call may launch many (a graph launch). Runtime links are the TensorBoard plugin's rule and
 /// what steps and views read; driver-API links (cuBLASLt and Triton launch through

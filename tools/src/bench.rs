@@ -9,9 +9,7 @@
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
@@ -19,6 +17,8 @@ use steplens_ingest::LoadOptions;
 use steplens_ingest::model::Slices;
 
 use steplens_output::text::{human_bytes, thousands};
+
+use crate::process::{PrivatePeak, cpu_seconds, median, status_field};
 
 /// What to measure, and how.
 #[derive(Debug, clap::Parser)]
@@ -181,63 +181,6 @@ pub fn run(args: &BenchArgs) -> Result<()> {
 /// CPU time this process has used so far, user and system, all its threads (Linux: utime and
 /// stime of `/proc/self/stat`, in USER_HZ ticks, 100 a second on every Linux architecture).
 /// Less swayed than wall time by a busy machine's scheduling, so A/B runs compare better.
-fn cpu_seconds() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // The command name (field 2) may hold spaces: count fields after its closing parenthesis.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let mut fields = rest.split_whitespace().skip(11);
-    let user: u64 = fields.next()?.parse().ok()?;
-    let system: u64 = fields.next()?.parse().ok()?;
-    Some((user + system) as f64 / 100.0)
-}
-
-pub(crate) fn status_field(field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with(field))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
-}
-
-/// Samples `RssAnon` in the background and keeps the peak.
-pub(crate) struct PrivatePeak {
-    stop: Arc<AtomicBool>,
-    peak: Arc<AtomicU64>,
-    handle: Option<std::thread::JoinHandle<()>>,
-}
-
-impl PrivatePeak {
-    pub(crate) fn start() -> Self {
-        let stop = Arc::new(AtomicBool::new(false));
-        let peak = Arc::new(AtomicU64::new(0));
-        let (s, p) = (Arc::clone(&stop), Arc::clone(&peak));
-        let handle = std::thread::Builder::new()
-            .name("rss-sampler".into())
-            .spawn(move || {
-                while !s.load(Ordering::Relaxed) {
-                    if let Some(v) = status_field("RssAnon:") {
-                        p.fetch_max(v, Ordering::Relaxed);
-                    }
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-            })
-            .ok();
-        Self { stop, peak, handle }
-    }
-
-    pub(crate) fn finish(mut self) -> u64 {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
-        }
-        self.peak.load(Ordering::Relaxed)
-    }
-}
-
-/// The one median of the workspace (`steplens_analysis::stats`), 0 for no samples.
-pub(crate) fn median(values: &mut [f64]) -> f64 {
-    steplens_analysis::stats::median_f64(values.to_vec()).unwrap_or(0.0)
-}
-
 fn measure(trace: &Path, runs: usize) -> Result<Figures> {
     // Warm the page cache so every run (and every peer tool) reads from memory.
     let mut file = File::open(trace).with_context(|| format!("cannot read {}", trace.display()))?;
@@ -319,11 +262,8 @@ fn measure(trace: &Path, runs: usize) -> Result<Figures> {
         drop(paths);
         // The performance model alone: its launch links and signatures, then the rows.
         let t5 = Instant::now();
-        let rows = steplens_analysis::op_perf::op_perf(&steplens_analysis::detect::Context::new(
-            &timeline,
-            &thresholds,
-            &channels,
-        ));
+        let rows =
+            steplens_analysis::detect::Context::new(&timeline, &thresholds, &channels).op_perf();
         op_perf.push(t5.elapsed().as_secs_f64());
         drop(rows);
         ingest.push((t1 - t0).as_secs_f64());

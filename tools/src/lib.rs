@@ -12,6 +12,7 @@
 //!   frame times (idle, pan, zoom, search, table sort, range aggregate) on a real trace.
 
 pub mod bench;
+mod process;
 pub mod ranks_bench;
 pub mod whatif;
 pub mod workload;

@@ -166,7 +166,7 @@ pub fn run(dir: Option<&Path>, ranks: usize, runs: usize, json: bool) -> Result<
     let summary_bytes: u64 = docs.iter().map(|d| d.len() as u64).sum();
     let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     // The reduce, timed.
-    let sampler = crate::bench::PrivatePeak::start();
+    let sampler = crate::process::PrivatePeak::start();
     let mut times = Vec::new();
     let mut last = None;
     for _ in 0..runs.max(1) {
@@ -199,9 +199,9 @@ pub fn run(dir: Option<&Path>, ranks: usize, runs: usize, json: bool) -> Result<
         map_s,
         runs: times.len(),
         reduce_s: times.iter().copied().fold(f64::INFINITY, f64::min),
-        reduce_median_s: crate::bench::median(&mut sorted),
+        reduce_median_s: crate::process::median(&mut sorted),
         reduce_peak_private_bytes,
-        peak_rss_bytes: crate::bench::status_field("VmHWM:").unwrap_or(0),
+        peak_rss_bytes: crate::process::status_field("VmHWM:").unwrap_or(0),
         threads,
         straggler_found,
         straggler_planted: truth.straggler,

@@ -280,10 +280,20 @@ impl<'a> Context<'a> {
     /// The op signatures of the performance model ([`crate::op_perf`]).
     pub(crate) fn op_signatures(&self) -> &crate::op_perf::Signatures {
         self.op_signatures.get_or_init(|| {
+            let launches = self.launches();
             self.timed("op perf: signatures", || {
-                crate::op_perf::Signatures::new(self)
+                crate::op_perf::Signatures::new(self.timeline, launches, &|op, arg| {
+                    self.arg(op, arg)
+                })
             })
         })
+    }
+
+    /// The `op_perf[]` rows of the trace ([`crate::op_perf`]): one per op signature whose calls
+    /// launched device work, by kernel time.
+    #[must_use]
+    pub fn op_perf(&self) -> Vec<crate::op_perf::OpPerf> {
+        crate::op_perf::rows(self.timeline, self.op_signatures())
     }
 
     /// The launch links (runtime call ↔ device work).

@@ -12,7 +12,8 @@
 //! ran). A GEMM signature is slow when its calls' FLOPs over their kernel time fall below
 //! `slow_gemm_max_pct` of what it can reach, and the trace shows why, first cause first:
 //! - `copy`: a sibling op under the same parent copied a tensor on the device (a transposed or
-//!   non-contiguous input made contiguous for the GEMM);
+//!   non-contiguous input made contiguous for the GEMM: `contiguous` / `clone` / `reshape` down
+//!   to a `copy_` that launched work; a dtype cast through `_to_copy` is not one);
 //! - `tiny`: M or N (per batch) below 64, so most of each output tile is padding, or the GEMM is
 //!   one of many small launches;
 //! - `unaligned`: M, N or K not a multiple of the alignment;
@@ -38,6 +39,13 @@ use crate::op_perf::{Family, GemmDims, Signature};
 
 /// Ops that copy a tensor into a new layout on the device.
 const LAYOUT_COPY_OPS: &[&str] = &["aten::copy_", "aten::contiguous", "aten::clone"];
+/// The ops a layout copy is made through, from the call that asked for it down to `copy_`.
+const LAYOUT_CHAIN_OPS: &[&str] = &[
+    "aten::copy_",
+    "aten::contiguous",
+    "aten::clone",
+    "aten::reshape",
+];
 
 /// What makes a GEMM signature slow, first cause first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -127,9 +135,15 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
     if !sigs.iter().any(|s| s.work.family == Some(Family::Gemm)) {
         return Vec::new();
     }
-    // Parents of the ops that copied a tensor on the device: a GEMM under one of them has a
-    // copy beside it.
+    // The op a layout copy was made under (the first op above the copy's own chain of
+    // `contiguous` / `clone` / `reshape` / `copy_`): a GEMM under the same op has the copy
+    // beside it. A dtype cast (`aten::to` → `_to_copy` → `copy_`) stops at `_to_copy`, so
+    // autocast's casts inside `aten::linear` do not count.
     let copy_ids: Vec<u32> = LAYOUT_COPY_OPS
+        .iter()
+        .filter_map(|n| t.strings.lookup(n))
+        .collect();
+    let chain_ids: Vec<u32> = LAYOUT_CHAIN_OPS
         .iter()
         .filter_map(|n| t.strings.lookup(n))
         .collect();
@@ -143,9 +157,14 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
         }
         for &(op, _) in &sig.calls {
             let mut at = t.slices.parent[op as usize];
-            while at != NO_PARENT {
-                copy_parents.insert(at);
+            while at != NO_PARENT
+                && (t.slice_class(at) != CategoryClass::CpuOp
+                    || chain_ids.contains(&t.slices.name[at as usize]))
+            {
                 at = t.slices.parent[at as usize];
+            }
+            if at != NO_PARENT {
+                copy_parents.insert(at);
             }
         }
     }

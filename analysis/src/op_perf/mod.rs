@@ -15,7 +15,6 @@ use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use steplens_ingest::model::{CategoryClass, NO_PARENT, OpArg, SliceId, Timeline};
 
-use crate::detect::Context;
 use crate::device_rates::DeviceClass;
 pub use work::{Family, GemmDims, Operand, Work, work_of};
 
@@ -42,11 +41,14 @@ pub(crate) struct Signatures {
 }
 
 impl Signatures {
-    /// The signatures of the trace `ctx` reads.
-    pub(crate) fn new(ctx: &Context<'_>) -> Self {
-        let t = ctx.timeline;
+    /// The signatures of `t`, from its launch index and its ops' args (read through `arg`, the
+    /// analysis' memo).
+    pub(crate) fn new<'t>(
+        t: &'t Timeline,
+        launches: &crate::step_windows::Launches,
+        arg: &dyn Fn(SliceId, OpArg) -> Option<&'t [u8]>,
+    ) -> Self {
         // cuBLASLt launches its GEMMs through the driver API: those links count here.
-        let launches = ctx.launches();
         let mut launched: Vec<(SliceId, SliceId)> = Vec::new();
         for track in t.tracks.iter().filter(|tr| tr.kind.is_device()) {
             for d in track.slices.clone() {
@@ -74,9 +76,9 @@ impl Signatures {
         for run in launched.chunk_by(|a, b| a.0 == b.0) {
             let op = run[0].0;
             let kernel_ns: i64 = run.iter().map(|&(_, d)| t.slices.dur[d as usize]).sum();
-            let dims = ctx.arg(op, OpArg::InputDims);
-            let types = ctx.arg(op, OpArg::InputType);
-            let concrete = ctx.arg(op, OpArg::ConcreteInputs);
+            let dims = arg(op, OpArg::InputDims);
+            let types = arg(op, OpArg::InputType);
+            let concrete = arg(op, OpArg::ConcreteInputs);
             let key = (
                 t.slices.name[op as usize],
                 dims.unwrap_or_default(),
@@ -217,22 +219,16 @@ pub(crate) fn peak_for(class: &DeviceClass, dtype: &str) -> Option<f64> {
     }
 }
 
-/// The `op_perf[]` rows of a trace: one per op signature whose calls launched device work, by
-/// kernel time.
+/// The `op_perf[]` rows of `t`'s signatures: one per op signature whose calls launched device
+/// work, by kernel time (`detect::Context::op_perf` gives them for an analysis).
 #[must_use]
-pub fn op_perf(ctx: &Context<'_>) -> Vec<OpPerf> {
-    let t = ctx.timeline;
+pub(crate) fn rows(t: &Timeline, signatures: &Signatures) -> Vec<OpPerf> {
     let class = t
         .device
         .name
         .as_deref()
         .and_then(crate::device_rates::device_class);
-    let mut rows: Vec<OpPerf> = ctx
-        .op_signatures()
-        .list
-        .iter()
-        .map(|sig| row(sig, class))
-        .collect();
+    let mut rows: Vec<OpPerf> = signatures.list.iter().map(|sig| row(sig, class)).collect();
     rows.sort_by(|a, b| {
         b.kernel_ns
             .cmp(&a.kernel_ns)
