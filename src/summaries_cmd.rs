@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use steplens_analysis::ranks::{RankSummary, SUMMARY_SCHEMA, rank_summary, ranks_of};
+use steplens_analysis::ranks::{RankSummary, rank_summary, ranks_of};
 
 use crate::{LoadArgs, ReportFormat, output};
 use steplens_output::escape;
@@ -77,24 +77,9 @@ fn summary_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
 }
 
 fn read_summary(path: &Path) -> Result<RankSummary> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("{}: cannot read", path.display()))?;
-    let summary: RankSummary = serde_json::from_str(&text).map_err(|e| {
-        anyhow::anyhow!(
-            "{}: line {} column {}: not a {SUMMARY_SCHEMA} file: {e}",
-            path.display(),
-            e.line(),
-            e.column()
-        )
-    })?;
-    if summary.schema != SUMMARY_SCHEMA {
-        bail!(
-            "{}: summary schema {} is not supported (this steplens reads {SUMMARY_SCHEMA})",
-            path.display(),
-            summary.schema
-        );
-    }
-    Ok(summary)
+    let bytes = std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?;
+    steplens_analysis::ranks::parse_summary(&bytes)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
 /// `steplens report --summaries PATH…`.

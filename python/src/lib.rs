@@ -26,7 +26,9 @@ use steplens::run_input::{
 use steplens_analysis::Report;
 use steplens_analysis::columns::{self, ColumnTable, SliceColumns};
 use steplens_analysis::compare::RunFigures;
-use steplens_analysis::ranks::{RankSummary, SUMMARY_SCHEMA, rank_summary, ranks_of};
+use steplens_analysis::ranks::{
+    RankSummary, SUMMARY_SCHEMA, SummaryError, parse_summary, rank_summary, ranks_of,
+};
 use steplens_ingest::{LoadOptions, Timeline};
 
 pyo3::create_exception!(
@@ -158,37 +160,13 @@ fn summary_rank(summary: &RankSummary) -> Option<i64> {
     }
 }
 
-/// The schema tag of a summary, read before the rest so that another version is named as such.
-#[derive(serde::Deserialize)]
-struct SchemaTag {
-    schema: Option<String>,
-}
-
-/// Reads one summary (`index` and `label` name it in errors): one line on a damaged document
-/// or another schema version.
-fn parse_summary(index: usize, label: &str, bytes: &[u8]) -> anyhow::Result<RankSummary> {
-    let what = if label.is_empty() {
-        format!("summary {index}")
+/// Names summary `index` (with `label`, its trace, when known) in an error.
+fn summary_error(index: usize, label: &str, e: &SummaryError) -> anyhow::Error {
+    if label.is_empty() {
+        anyhow::anyhow!("summary {index}: {e}")
     } else {
-        format!("summary {index} ({label})")
-    };
-    let not_a_summary = |e: &serde_json::Error| {
-        anyhow::anyhow!(
-            "{what}: line {} column {}: not a {SUMMARY_SCHEMA} document: {e}",
-            e.line(),
-            e.column()
-        )
-    };
-    let tag: SchemaTag = serde_json::from_slice(bytes).map_err(|e| not_a_summary(&e))?;
-    match tag.schema.as_deref() {
-        Some(SUMMARY_SCHEMA) => {}
-        Some(other) => anyhow::bail!(
-            "{what}: schema {other} is not supported: this steplens reads {SUMMARY_SCHEMA} \
-             (summarize the trace again with this version)"
-        ),
-        None => anyhow::bail!("{what}: no \"schema\" field: not a {SUMMARY_SCHEMA} document"),
+        anyhow::anyhow!("summary {index} ({label}): {e}")
     }
-    serde_json::from_slice(bytes).map_err(|e| not_a_summary(&e))
 }
 
 /// Reads summaries on every core (a thousand ranks' worth is most of the reduce's time).
@@ -196,37 +174,8 @@ fn parse_summaries(docs: &[Vec<u8>], labels: &[String]) -> anyhow::Result<Vec<Ra
     let threads = std::thread::available_parallelism()
         .map_or(1, std::num::NonZero::get)
         .min(docs.len().max(1));
-    let chunk = docs.len().div_ceil(threads).max(1);
-    let label = |i: usize| labels.get(i).map_or("", String::as_str);
-    let parts: Vec<anyhow::Result<Vec<RankSummary>>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = docs
-            .chunks(chunk)
-            .enumerate()
-            .map(|(c, part)| {
-                scope.spawn(move || {
-                    part.iter()
-                        .enumerate()
-                        .map(|(k, bytes)| {
-                            let i = c * chunk + k;
-                            parse_summary(i, label(i), bytes)
-                        })
-                        .collect()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("reading the summaries failed")))
-            })
-            .collect()
-    });
-    let mut out = Vec::with_capacity(docs.len());
-    for part in parts {
-        out.extend(part?);
-    }
-    Ok(out)
+    steplens_analysis::ranks::parse_summaries(docs, threads)
+        .map_err(|(i, e)| summary_error(i, labels.get(i).map_or("", String::as_str), &e))
 }
 
 /// The rank analysis of many ranks from their summaries (in input order), as `steplens report
@@ -299,7 +248,7 @@ fn reduce(py: Python<'_>, docs: Vec<Vec<u8>>, labels: Vec<String>) -> PyResult<R
 /// bytes alone.
 #[pyfunction]
 fn summary_info(py: Python<'_>, doc: Vec<u8>) -> PyResult<(Option<i64>, String)> {
-    let parsed = py.detach(|| parse_summary(0, "", &doc));
+    let parsed = py.detach(|| parse_summary(&doc).map_err(|e| summary_error(0, "", &e)));
     let summary = parsed.map_err(|e| trace_error(py, &e))?;
     Ok((summary_rank(&summary), summary.path))
 }

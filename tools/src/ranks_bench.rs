@@ -16,7 +16,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use steplens_analysis::finding::FindingKind;
-use steplens_analysis::ranks::{RankSummary, SUMMARY_SCHEMA, rank_summary, ranks_of};
+use steplens_analysis::ranks::{rank_summary, ranks_of};
 use steplens_ingest::LoadOptions;
 
 /// What the generator planted (`truth.json`).
@@ -84,41 +84,6 @@ fn ensure_traces(dir: &Path, ranks: usize) -> Result<Truth> {
     read()
 }
 
-/// Reads summaries on every core, as `steplens.reduce` does.
-fn parse_all(docs: &[Vec<u8>], threads: usize) -> Result<Vec<RankSummary>> {
-    let chunk = docs.len().div_ceil(threads.max(1)).max(1);
-    let parts: Vec<Result<Vec<RankSummary>>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = docs
-            .chunks(chunk)
-            .map(|part| {
-                scope.spawn(move || {
-                    part.iter()
-                        .map(|bytes| {
-                            let s: RankSummary = serde_json::from_slice(bytes)?;
-                            if s.schema != SUMMARY_SCHEMA {
-                                bail!("summary schema {} is not {SUMMARY_SCHEMA}", s.schema);
-                            }
-                            Ok(s)
-                        })
-                        .collect()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a reading thread panicked")))
-            })
-            .collect()
-    });
-    let mut out = Vec::with_capacity(docs.len());
-    for part in parts {
-        out.extend(part?);
-    }
-    Ok(out)
-}
-
 /// `steplens-bench ranks`: generate (or reuse) `ranks` rank traces in `dir`, summarize each,
 /// then time the reduce of the summaries `runs` times.
 ///
@@ -172,7 +137,9 @@ pub fn run(dir: Option<&Path>, ranks: usize, runs: usize, json: bool) -> Result<
     for _ in 0..runs.max(1) {
         drop(last.take());
         let t0 = Instant::now();
-        let summaries = parse_all(&docs, threads)?;
+        // On every core, as `steplens.reduce` reads them.
+        let summaries = steplens_analysis::ranks::parse_summaries(&docs, threads)
+            .map_err(|(i, e)| anyhow::anyhow!("summary {i}: {e}"))?;
         let reduced = ranks_of(&summaries);
         times.push(t0.elapsed().as_secs_f64());
         last = Some((summaries, reduced));

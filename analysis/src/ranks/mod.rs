@@ -28,7 +28,9 @@ pub use inputs::{INPUT_ORDER, input_ranks, known_ranks};
 use inputs::{duplicate_ranks, stated_ranks};
 pub(crate) use summary::compute_intervals;
 pub(crate) use summary::rank_summary_with;
-pub use summary::{RankSummary, SUMMARY_SCHEMA, rank_summary};
+pub use summary::{
+    RankSummary, SUMMARY_SCHEMA, SummaryError, parse_summaries, parse_summary, rank_summary,
+};
 
 /// One rank of the run.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

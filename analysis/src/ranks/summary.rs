@@ -13,6 +13,108 @@ use crate::stats::median;
 /// Schema name of a rank summary.
 pub const SUMMARY_SCHEMA: &str = "steplens.rank-summary/1";
 
+/// Why a document is not a summary this version reads.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SummaryError {
+    /// Not JSON of a summary's shape.
+    #[error("line {line} column {column}: not a {SUMMARY_SCHEMA} document: {message}")]
+    NotASummary {
+        /// 1-based line of the error.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What the JSON reader said.
+        message: String,
+    },
+    /// A summary of another schema version.
+    #[error(
+        "schema {found} is not supported: this steplens reads {SUMMARY_SCHEMA} (summarize the trace again with this version)"
+    )]
+    OtherSchema {
+        /// The document's schema.
+        found: String,
+    },
+    /// No `schema` field at all.
+    #[error("no \"schema\" field: not a {SUMMARY_SCHEMA} document")]
+    NoSchema,
+}
+
+impl From<serde_json::Error> for SummaryError {
+    fn from(e: serde_json::Error) -> Self {
+        Self::NotASummary {
+            line: e.line(),
+            column: e.column(),
+            message: e.to_string(),
+        }
+    }
+}
+
+/// Reads one summary: its schema tag first, so that another version is named as such.
+///
+/// # Errors
+/// A document that is not JSON of a summary's shape, or of another schema version.
+pub fn parse_summary(bytes: &[u8]) -> Result<RankSummary, SummaryError> {
+    #[derive(Deserialize)]
+    struct SchemaTag {
+        schema: Option<String>,
+    }
+    let tag: SchemaTag = serde_json::from_slice(bytes)?;
+    match tag.schema.as_deref() {
+        Some(SUMMARY_SCHEMA) => Ok(serde_json::from_slice(bytes)?),
+        Some(other) => Err(SummaryError::OtherSchema {
+            found: other.to_owned(),
+        }),
+        None => Err(SummaryError::NoSchema),
+    }
+}
+
+/// Reads many summaries on `threads` threads (a thousand ranks' worth is most of a reduce's
+/// time), in input order.
+///
+/// # Errors
+/// The first document that is not a summary this version reads, with its index.
+pub fn parse_summaries(
+    docs: &[Vec<u8>],
+    threads: usize,
+) -> Result<Vec<RankSummary>, (usize, SummaryError)> {
+    let chunk = docs.len().div_ceil(threads.max(1)).max(1);
+    let parts: Vec<Result<Vec<RankSummary>, (usize, SummaryError)>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = docs
+            .chunks(chunk)
+            .enumerate()
+            .map(|(c, part)| {
+                scope.spawn(move || {
+                    part.iter()
+                        .enumerate()
+                        .map(|(k, bytes)| parse_summary(bytes).map_err(|e| (c * chunk + k, e)))
+                        .collect()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .enumerate()
+            .map(|(c, h)| {
+                h.join().unwrap_or_else(|_| {
+                    Err((
+                        c * chunk,
+                        SummaryError::NotASummary {
+                            line: 0,
+                            column: 0,
+                            message: "the reading thread failed".to_owned(),
+                        },
+                    ))
+                })
+            })
+            .collect()
+    });
+    let mut out = Vec::with_capacity(docs.len());
+    for part in parts {
+        out.extend(part?);
+    }
+    Ok(out)
+}
+
 /// What the rank analysis needs from one rank's trace (`steplens summarize` writes it next to
 /// each trace): thousands of ranks then merge without their traces (`report --summaries`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
