@@ -276,7 +276,18 @@ impl Session {
         self.view.range = None;
         if let Some(&first) = evidence.first() {
             self.select_slice(Some(first));
-            self.reveal(first);
+            // Every evidence row gets its own row (unfolded) and, when they fit, the screen.
+            let lanes: Vec<(TrackId, u16)> = evidence
+                .iter()
+                .filter_map(|&id| {
+                    Some((
+                        *t.slices.track.get(id as usize)?,
+                        *t.slices.depth.get(id as usize)?,
+                    ))
+                })
+                .collect();
+            self.timeline
+                .reveal_rows(t, &mut self.view, &lanes, self.track_height);
         } else {
             self.select_slice(None);
             let track = f

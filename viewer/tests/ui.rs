@@ -415,7 +415,11 @@ fn double_clicking_a_slice_zooms_to_it() {
             .last_frame()
             .rects
             .iter()
-            .find(|r| matches!(r.kind, RectKind::Slice(_)) && r.x1 - r.x0 > 40.0)
+            .find(|r| {
+                matches!(r.kind, RectKind::Slice(_))
+                    && r.x1 - r.x0 > 40.0
+                    && matches!(w.layout.rows[r.row as usize].kind, RowKind::Lane { .. })
+            })
             .unwrap();
         let row = w.layout.rows[r.row as usize];
         let RectKind::Slice(id) = r.kind else {
@@ -424,6 +428,11 @@ fn double_clicking_a_slice_zooms_to_it() {
         let y = w.tracks_rect.top() + row.y - session.view.scroll_y + row.h / 2.0;
         (Pos2::new((r.x0 + r.x1) / 2.0, y), id)
     };
+    // Each event is a frame of the harness's 0.25 s: two clicks take longer than egui's
+    // double-click delay.
+    harness
+        .ctx
+        .options_mut(|o| o.input_options.max_double_click_delay = 5.0);
     harness.hover_at(pos);
     harness.step();
     for _ in 0..2 {
@@ -922,9 +931,10 @@ fn deep_python_stacks_are_folded_and_the_device_stays_in_view() {
             "a deep Python stack"
         );
         assert!(l.is_folded(host));
+        // The deep frames' row (the outer frames', if any, comes first).
         let folded = l
             .track_rows(host)
-            .find(|&r| matches!(l.rows[r].kind, RowKind::Folded { .. }))
+            .find(|&r| matches!(l.rows[r].kind, RowKind::Folded { from: 1.., .. }))
             .expect("a folded row");
         (stream, host, folded)
     };
@@ -954,11 +964,17 @@ fn deep_python_stacks_are_folded_and_the_device_stays_in_view() {
             s.data.timeline.slices.depth[id as usize],
         )
     };
-    assert!(depth >= steplens_viewer::timeline::layout::FOLD_SHOWN);
+    let RowKind::Folded { from, .. } =
+        harness.state().session().unwrap().timeline.layout.rows[folded].kind
+    else {
+        unreachable!()
+    };
+    assert!(from >= steplens_viewer::timeline::layout::FOLD_SHOWN);
+    assert!(depth >= from);
     click_at(&mut harness, pos);
     let sel = harness.state().session().unwrap().view.selected.unwrap();
     let t = &harness.state().session().unwrap().data.timeline;
-    assert!(t.slices.depth[sel as usize] >= steplens_viewer::timeline::layout::FOLD_SHOWN);
+    assert!(t.slices.depth[sel as usize] >= from);
     // Click the thread's name to unfold it: every depth gets its row.
     let name_at = |h: &Harness<'_, ViewerApp>| {
         let s = h.state().session().unwrap();
@@ -1290,4 +1306,83 @@ fn docs_screenshots_are_the_current_snapshots() {
             "docs/{doc} differs from viewer/tests/snapshots/{snapshot}: cp viewer/tests/snapshots/{snapshot} docs/{doc}"
         );
     }
+}
+
+/// The rects of slices `ids` on screen: each one's row is its own (no fold hides it, its
+/// group is open) and lies inside the track area, and its time inside the visible range.
+fn assert_on_screen(harness: &Harness<'_, ViewerApp>, ids: &[u32]) {
+    let s = harness.state().session().unwrap();
+    let t = &s.data.timeline;
+    let l = &s.timeline.layout;
+    let area = s.timeline.tracks_rect;
+    for &id in ids {
+        let (track, depth) = (t.slices.track[id as usize], t.slices.depth[id as usize]);
+        let r = l
+            .lane_row(track, depth)
+            .unwrap_or_else(|| panic!("slice {id}: its group is collapsed"));
+        let row = l.rows[r];
+        assert_eq!(
+            row.kind,
+            RowKind::Lane { track, depth },
+            "slice {id} ({}) is in a folded row",
+            t.slice_name(id)
+        );
+        let top = area.top() + row.y - s.view.scroll_y;
+        assert!(
+            top >= area.top() && top + row.h <= area.bottom(),
+            "slice {id} ({}) row at {top}..{} outside the track area {area:?}",
+            t.slice_name(id),
+            top + row.h
+        );
+        let (a, b) = (
+            s.view.rel(t.slices.start[id as usize]),
+            s.view.rel(t.slices.end(id)),
+        );
+        assert!(s.view.visible.contains_range(a, b), "slice {id} in view");
+    }
+}
+
+/// Issue 49: on the 4-rank straggler run each rank's main thread starts with outer Python
+/// frames (`<module>`, `spawn_main`, `_main`, `_bootstrap`); they are folded into one row, and
+/// a click on the straggler (the top finding) brings every evidence slice on screen, in a row
+/// of its own.
+#[test]
+fn outer_python_frames_fold_and_the_straggler_evidence_comes_on_screen() {
+    let mut harness = harness(ranks_app(), 1400.0, 850.0);
+    {
+        let s = harness.state().session().unwrap();
+        let t = &s.data.timeline;
+        let l = &s.timeline.layout;
+        let mains: Vec<u32> = (0..t.tracks.len() as u32)
+            .filter(|&k| l.outer[k as usize] > 0)
+            .collect();
+        assert_eq!(mains.len(), 4, "one main thread per rank");
+        for &k in &mains {
+            assert!(l.is_folded(k));
+            let first = l.rows[l.track_rows(k).start].kind;
+            assert_eq!(
+                first,
+                RowKind::Folded {
+                    track: k,
+                    from: 0,
+                    to: l.outer[k as usize] - 1
+                }
+            );
+            let outer: Vec<&str> = (0..l.outer[k as usize])
+                .map(|d| t.slice_name(s.data.index.lane(k, d)[0]))
+                .collect();
+            assert!(outer.iter().any(|n| n.ends_with("<module>")), "{outer:?}");
+            assert!(outer.iter().any(|n| n.ends_with("spawn_main")), "{outer:?}");
+        }
+    }
+    harness.get_by_label_contains("1. ").click();
+    harness.run_steps(2);
+    let evidence = {
+        let s = harness.state().session().unwrap();
+        let f = &s.data.report.findings[s.active_finding.expect("a finding selected")];
+        assert_eq!(f.kind, steplens_analysis::FindingKind::Straggler);
+        evidence_slices(f)
+    };
+    assert!(!evidence.is_empty());
+    assert_on_screen(&harness, &evidence);
 }

@@ -2,11 +2,15 @@
 //! each track's rows (one per nesting depth; one taller row for a counter).
 //!
 //! A host thread nested deeper than [`FOLD_MIN_ROWS`] rows (a trace recorded with Python
-//! stacks nests ~20–40 `python_function` frames) starts *folded* unless everything fits on
-//! screen unfolded ([`Layout::unfold_if_it_fits`]): its first [`FOLD_SHOWN`] depths keep their
-//! rows and every deeper depth shares one [`RowKind::Folded`] row, the deepest slice on top, so
-//! the device tracks below stay in view. Clicking the track's name unfolds it
-//! ([`Layout::toggle_track`]).
+//! stacks nests ~20–40 `python_function` frames), or one that starts with outer Python frames
+//! (`<module>`, `spawn_main`, `_main`, `_bootstrap`: depths holding only a few
+//! `python_function` slices that cover nearly the whole track, [`outer_python_depths`]),
+//! starts *folded* unless everything fits on screen unfolded ([`Layout::unfold_if_it_fits`]):
+//! the outer frames share one [`RowKind::Folded`] row at the top, the next [`FOLD_SHOWN`]
+//! depths keep their rows and every deeper depth shares one more folded row, the deepest slice
+//! on top, so the rows that hold the step's work and the device tracks below stay in view.
+//! Clicking the track's name unfolds it ([`Layout::toggle_track`]); selecting a slice in a
+//! folded row unfolds its track ([`Layout::unfold_for`]).
 //!
 //! The layout is rebuilt only when a group is collapsed or expanded or a track folded or
 //! unfolded (O(tracks + depth rows)), never per frame. Per frame, [`Layout::rows_in`] finds the
@@ -14,7 +18,9 @@
 
 use std::ops::Range;
 
-use steplens_ingest::model::{DeviceKind, LaneId, Timeline, Track, TrackId, TrackKind};
+use steplens_ingest::model::{
+    CategoryClass, DeviceKind, LaneId, Timeline, Track, TrackId, TrackKind,
+};
 
 /// Height of a slice row, points.
 pub const ROW_H: f32 = 18.0;
@@ -26,8 +32,16 @@ pub const HEADER_H: f32 = 20.0;
 pub const TRACK_GAP: f32 = 3.0;
 /// A host thread with more depth rows than this starts folded.
 pub const FOLD_MIN_ROWS: u16 = 6;
-/// Depths a folded track keeps as their own rows; the deeper ones share one row.
+/// Depths a folded track keeps as their own rows (below its outer frames); the deeper ones
+/// share one row.
 pub const FOLD_SHOWN: u16 = 4;
+/// An outer Python frame's depth covers at least this share of its track's span.
+pub const OUTER_COVER: f64 = 0.9;
+/// An outer Python frame's depth holds at most this many slices (a frame entered once, or a
+/// few times around a short call).
+pub const OUTER_MAX_SLICES: u32 = 8;
+/// At most this many outer depths are looked for.
+pub const OUTER_MAX_DEPTHS: u16 = 12;
 
 /// What a row shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,13 +63,15 @@ pub enum RowKind {
         /// Track.
         track: TrackId,
     },
-    /// The depths `from..=` the track's deepest of a folded track, drawn over each other in
-    /// one row (deeper on top).
+    /// The depths `from..=to` of a folded track, drawn over each other in one row (deeper on
+    /// top): its outer Python frames (`from` 0) or its deep frames.
     Folded {
         /// Track.
         track: TrackId,
         /// First depth in the row.
         from: u16,
+        /// Last depth in the row.
+        to: u16,
     },
 }
 
@@ -93,8 +109,12 @@ pub struct Layout {
     pub height: f32,
     /// For each track, the index of its first row (`None` while its group is collapsed).
     pub track_row: Vec<Option<usize>>,
-    /// For each track, whether it is deep enough to fold ([`FOLD_MIN_ROWS`]).
+    /// For each track, whether it is deep enough to fold ([`FOLD_MIN_ROWS`]) or has outer
+    /// Python frames to fold.
     pub foldable: Vec<bool>,
+    /// For each track, how many of its first depths are outer Python frames
+    /// ([`outer_python_depths`]; 0 for none).
+    pub outer: Vec<u16>,
     /// For each track, whether it is unfolded (every depth its own row); tracks that are not
     /// foldable always are.
     pub unfolded: Vec<bool>,
@@ -173,15 +193,22 @@ impl Layout {
                 (rank.is_none(), rank)
             });
         }
+        let outer: Vec<u16> = (0..timeline.tracks.len())
+            .map(|t| outer_python_depths(timeline, t as TrackId))
+            .collect();
         let foldable: Vec<bool> = timeline
             .tracks
             .iter()
-            .map(|t| t.kind == TrackKind::HostThread && t.max_depth >= FOLD_MIN_ROWS)
+            .zip(&outer)
+            .map(|(t, &o)| {
+                t.kind == TrackKind::HostThread && (t.max_depth >= FOLD_MIN_ROWS || o > 0)
+            })
             .collect();
         let mut layout = Self {
             groups,
             unfolded: vec![false; foldable.len()],
             foldable,
+            outer,
             ..Self::default()
         };
         layout.rebuild(timeline);
@@ -218,29 +245,8 @@ impl Layout {
                     });
                     y += COUNTER_H;
                 } else {
-                    let folded = self.is_folded(t);
-                    let last = if folded {
-                        FOLD_SHOWN - 1
-                    } else {
-                        track.max_depth
-                    };
-                    for depth in 0..=last {
-                        self.rows.push(Row {
-                            kind: RowKind::Lane { track: t, depth },
-                            y,
-                            h: ROW_H,
-                        });
-                        y += ROW_H;
-                    }
-                    if folded {
-                        self.rows.push(Row {
-                            kind: RowKind::Folded {
-                                track: t,
-                                from: FOLD_SHOWN,
-                            },
-                            y,
-                            h: ROW_H,
-                        });
+                    for kind in self.track_row_kinds(t, track.max_depth) {
+                        self.rows.push(Row { kind, y, h: ROW_H });
                         y += ROW_H;
                     }
                 }
@@ -258,7 +264,43 @@ impl Layout {
         }
     }
 
-    /// Whether `track`'s deep rows are folded into one.
+    /// The rows of slice track `track` (deepest depth `max_depth`) as it is now: with its
+    /// outer frames and deep frames each in one row while it is folded.
+    fn track_row_kinds(&self, track: TrackId, max_depth: u16) -> Vec<RowKind> {
+        let (outer, deep) = if self.is_folded(track) {
+            self.folds(track, max_depth)
+        } else {
+            (0, None)
+        };
+        let mut kinds = Vec::new();
+        if outer > 0 {
+            kinds.push(RowKind::Folded {
+                track,
+                from: 0,
+                to: outer - 1,
+            });
+        }
+        let last = deep.map_or(max_depth, |d| d - 1);
+        kinds.extend((outer..=last).map(|depth| RowKind::Lane { track, depth }));
+        if let Some(from) = deep {
+            kinds.push(RowKind::Folded {
+                track,
+                from,
+                to: max_depth,
+            });
+        }
+        kinds
+    }
+
+    /// What folding `track` hides: its outer depths (`0..outer` in one row) and the first of
+    /// its deep depths (`from..=max_depth` in one row), if it is deep enough.
+    fn folds(&self, track: TrackId, max_depth: u16) -> (u16, Option<u16>) {
+        let outer = self.outer.get(track as usize).copied().unwrap_or(0);
+        let deep = (max_depth >= outer.saturating_add(FOLD_MIN_ROWS)).then(|| outer + FOLD_SHOWN);
+        (outer, deep)
+    }
+
+    /// Whether `track`'s outer frames or deep rows are folded.
     #[must_use]
     pub fn is_folded(&self, track: TrackId) -> bool {
         self.foldable.get(track as usize).copied().unwrap_or(false)
@@ -275,6 +317,21 @@ impl Layout {
         }
     }
 
+    /// Unfolds `track` when the row of `depth` is a folded one (a selected slice or a
+    /// finding's evidence there must get its own row). Returns whether it did.
+    pub fn unfold_for(&mut self, track: TrackId, depth: u16, timeline: &Timeline) -> bool {
+        let folded_here = self
+            .lane_row(track, depth)
+            .and_then(|r| self.rows.get(r))
+            .is_some_and(|row| matches!(row.kind, RowKind::Folded { .. }));
+        if folded_here && let Some(open) = self.unfolded.get_mut(track as usize) {
+            *open = true;
+            self.rebuild(timeline);
+            return true;
+        }
+        false
+    }
+
     /// Unfolds every folded track when the whole layout then fits in `height` points (a deep
     /// thread is folded only to make room). Returns whether it did.
     pub fn unfold_if_it_fits(&mut self, timeline: &Timeline, height: f32) -> bool {
@@ -285,7 +342,10 @@ impl Layout {
             .filter(|&(t, _)| {
                 self.is_folded(t as TrackId) && self.track_row.get(t).is_some_and(Option::is_some)
             })
-            .map(|(_, tr)| f32::from(tr.max_depth - FOLD_SHOWN) * ROW_H)
+            .map(|(t, tr)| {
+                let rows = self.track_row_kinds(t as TrackId, tr.max_depth).len();
+                (f32::from(tr.max_depth) + 1.0 - rows as f32) * ROW_H
+            })
             .sum();
         if extra == 0.0 || self.height + extra > height {
             return false;
@@ -329,24 +389,15 @@ impl Layout {
     }
 
     /// The row of `track` at `depth` (the folded row for a depth folded into it; `None` when
-    /// its group is collapsed).
+    /// its group is collapsed): a walk over the track's rows, at most its depth + 1.
     #[must_use]
     pub fn lane_row(&self, track: TrackId, depth: u16) -> Option<usize> {
-        let first = (*self.track_row.get(track as usize)?)?;
-        if let RowKind::Counter { track: t } = self.rows.get(first)?.kind {
-            return (t == track).then_some(first);
-        }
-        let depth = if self.is_folded(track) {
-            depth.min(FOLD_SHOWN)
-        } else {
-            depth
-        };
-        let row = first + depth as usize;
-        match self.rows.get(row)?.kind {
-            RowKind::Lane { track: t, depth: d } if t == track && d == depth => Some(row),
-            RowKind::Folded { track: t, .. } if t == track => Some(row),
-            _ => None,
-        }
+        self.track_rows(track).find(|&r| match self.rows[r].kind {
+            RowKind::Counter { .. } => true,
+            RowKind::Lane { depth: d, .. } => d == depth,
+            RowKind::Folded { from, to, .. } => (from..=to).contains(&depth),
+            RowKind::Header { .. } => false,
+        })
     }
 
     /// The group holding `track`.
@@ -354,6 +405,62 @@ impl Layout {
     pub fn group_of(&self, track: TrackId) -> Option<usize> {
         self.groups.iter().position(|g| g.tracks.contains(&track))
     }
+}
+
+/// How many of `track`'s first depths are outer Python frames: a host thread's depths from 0
+/// down that each hold only `python_function` slices, at most [`OUTER_MAX_SLICES`] of them,
+/// covering at least [`OUTER_COVER`] of the track's span (the interpreter's `<module>`,
+/// `spawn_main`, `_main`, `_bootstrap` around all the work). At least one depth is left below
+/// them, and a single such depth is not counted (folding it would save no row).
+///
+/// One pass over the track's slices, stopped at the first slice that rules depth 0 out (a
+/// trace whose top level is not a Python frame costs one slice).
+#[must_use]
+pub fn outer_python_depths(timeline: &Timeline, track: TrackId) -> u16 {
+    let Some(tr) = timeline.tracks.get(track as usize) else {
+        return 0;
+    };
+    if tr.kind != TrackKind::HostThread || tr.max_depth == 0 {
+        return 0;
+    }
+    let slices = &timeline.slices;
+    let depths = usize::from(tr.max_depth.min(OUTER_MAX_DEPTHS));
+    // Per depth: slices seen, time covered, whether all are Python frames.
+    let mut count = vec![0u32; depths];
+    let mut covered = vec![0i64; depths];
+    let mut python = vec![true; depths];
+    let (mut first, mut last) = (i64::MAX, i64::MIN);
+    for i in tr.slices.clone() {
+        let (Some(&depth), Some(&start), Some(&dur), Some(&cat)) = (
+            slices.depth.get(i as usize),
+            slices.start.get(i as usize),
+            slices.dur.get(i as usize),
+            slices.cat.get(i as usize),
+        ) else {
+            continue;
+        };
+        first = first.min(start);
+        last = last.max(start.saturating_add(dur));
+        let d = usize::from(depth);
+        if d >= depths {
+            continue;
+        }
+        count[d] += 1;
+        covered[d] = covered[d].saturating_add(dur);
+        if timeline.categories.class(cat) != CategoryClass::PythonFunction {
+            python[d] = false;
+        }
+        if d == 0 && (!python[0] || count[0] > OUTER_MAX_SLICES) {
+            return 0;
+        }
+    }
+    let span = (last - first).max(1) as f64;
+    let outer = (0..depths)
+        .take_while(|&d| {
+            python[d] && count[d] <= OUTER_MAX_SLICES && covered[d] as f64 >= OUTER_COVER * span
+        })
+        .count() as u16;
+    if outer < 2 { 0 } else { outer }
 }
 
 /// Whether a group is only async lanes with at most one event in all: the profiler's own

@@ -570,14 +570,14 @@ pub fn build_frame(
                         walk_instants(timeline, index.instant_range(track), r as u32, vp, out);
                 }
             }
-            RowKind::Folded { track, from } => {
+            RowKind::Folded { track, from, to } => {
                 // Shallow first, so the deeper slices are drawn over their parents.
-                let deepest = timeline
-                    .tracks
-                    .get(track as usize)
-                    .map_or(0, |t| t.max_depth);
-                for depth in from..=deepest {
+                for depth in from..=to {
                     out.steps += walk_lane(index.lane_ref(track, depth), r as u32, vp, out);
+                }
+                if from == 0 {
+                    out.steps +=
+                        walk_instants(timeline, index.instant_range(track), r as u32, vp, out);
                 }
             }
             RowKind::Counter { track } => {

@@ -65,7 +65,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("Click a group header", "collapse or expand the group"),
     (
         "Click a thread name with ▸ / ▾",
-        "unfold or fold its deep rows",
+        "unfold or fold its outer and deep rows",
     ),
     ("Drop files on the window", "open them"),
 ];
@@ -226,7 +226,7 @@ impl TimelineWidget {
     }
 
     /// Scrolls so the row of `track` at `depth` is visible in a track area `height` tall,
-    /// expanding its group if needed.
+    /// expanding its group and unfolding its track if needed.
     pub fn reveal_row(
         &mut self,
         timeline: &Timeline,
@@ -235,19 +235,52 @@ impl TimelineWidget {
         depth: u16,
         height: f32,
     ) {
-        if self.layout.lane_row(track, depth).is_none()
-            && let Some(g) = self.layout.group_of(track)
-        {
-            self.layout.toggle(g, timeline);
-        }
-        if let Some(r) = self.layout.lane_row(track, depth)
-            && let Some(row) = self.layout.rows.get(r)
-        {
-            let h = height.max(60.0);
-            if row.y < view.scroll_y || row.y + row.h > view.scroll_y + h {
-                view.scroll_y = (row.y - h / 3.0).max(0.0);
+        self.reveal_rows(timeline, view, &[(track, depth)], height);
+    }
+
+    /// Makes the rows of `lanes` (track, depth) visible in a track area `height` tall: expands
+    /// their groups, unfolds the tracks whose fold hides one of them, and scrolls so they are
+    /// all on screen when they fit in `height`, else so the first one is.
+    pub fn reveal_rows(
+        &mut self,
+        timeline: &Timeline,
+        view: &mut ViewState,
+        lanes: &[(TrackId, u16)],
+        height: f32,
+    ) {
+        for &(track, depth) in lanes {
+            if self.layout.lane_row(track, depth).is_none()
+                && let Some(g) = self.layout.group_of(track)
+                && self.layout.groups.get(g).is_some_and(|g| g.collapsed)
+            {
+                self.layout.toggle(g, timeline);
             }
+            self.layout.unfold_for(track, depth, timeline);
         }
+        let spans: Vec<(f32, f32)> = lanes
+            .iter()
+            .filter_map(|&(track, depth)| {
+                let row = self.layout.rows.get(self.layout.lane_row(track, depth)?)?;
+                Some((row.y, row.y + row.h))
+            })
+            .collect();
+        let Some(&(first_top, first_bottom)) = spans.first() else {
+            return;
+        };
+        let top = spans.iter().map(|s| s.0).fold(f32::INFINITY, f32::min);
+        let bottom = spans.iter().map(|s| s.1).fold(f32::NEG_INFINITY, f32::max);
+        let h = height.max(60.0);
+        if top >= view.scroll_y && bottom <= view.scroll_y + h {
+            return;
+        }
+        view.scroll_y = if bottom - top <= h {
+            // All of them, with up to a third of the area above them for context.
+            (top - ((h - (bottom - top)) / 2.0).min(h / 3.0)).max(0.0)
+        } else if first_top >= view.scroll_y && first_bottom <= view.scroll_y + h {
+            view.scroll_y
+        } else {
+            (first_top - h / 3.0).max(0.0)
+        };
     }
 
     /// Draws the timeline into the remaining space of `ui` and handles its input.
@@ -359,7 +392,36 @@ impl TimelineWidget {
                 steplens_analysis::units::human_ns(t.slices.dur[id as usize])
             );
             response.on_hover_text_at_pointer(text);
+        } else if let Some(pos) = response.hover_pos()
+            && gutter.contains(pos)
+            && let Some(text) = self.fold_hint(input, view.scroll_y, pos.y - tracks.top())
+        {
+            response.on_hover_text_at_pointer(text);
         }
+    }
+
+    /// What a folded row under gutter height `y` (points from the top of the track area, before
+    /// scrolling by `scroll_y`) holds, and how to open it.
+    fn fold_hint(&self, input: &TimelineInput<'_>, scroll_y: f32, y: f32) -> Option<String> {
+        let r = self.layout.row_at(y + scroll_y)?;
+        let RowKind::Folded { track, from, to } = self.layout.rows.get(r)?.kind else {
+            return None;
+        };
+        if from > 0 {
+            return Some(format!(
+                "depths {from}–{to} drawn in one row, the deepest on top; click to unfold"
+            ));
+        }
+        // The outer frames by name, outermost first (their first slice at each depth).
+        let names: Vec<&str> = (from..=to)
+            .filter_map(|d| input.index.lane(track, d).first())
+            .map(|&id| input.timeline.slice_name(id))
+            .collect();
+        Some(format!(
+            "{} outer Python frames in one row ({}); click to unfold",
+            names.len(),
+            names.join(" › ")
+        ))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -529,16 +591,9 @@ impl TimelineWidget {
                 lod::hit(input.timeline, input.index.lane(track, depth), lo, hi)
             }
             // The deepest slice under the pointer: the one drawn on top.
-            RowKind::Folded { track, from } => {
-                let deepest = input
-                    .timeline
-                    .tracks
-                    .get(track as usize)
-                    .map_or(0, |t| t.max_depth);
-                (from..=deepest)
-                    .rev()
-                    .find_map(|d| lod::hit(input.timeline, input.index.lane(track, d), lo, hi))
-            }
+            RowKind::Folded { track, from, to } => (from..=to)
+                .rev()
+                .find_map(|d| lod::hit(input.timeline, input.index.lane(track, d), lo, hi)),
             RowKind::Header { .. } | RowKind::Counter { .. } => None,
         }
     }
@@ -877,7 +932,10 @@ impl TimelineWidget {
                         visuals.strong_text_color(),
                     );
                 }
-                RowKind::Lane { track, depth: 0 } | RowKind::Counter { track } => {
+                // A track's name goes on its first row: depth 0, or its outer frames' row.
+                RowKind::Lane { track, depth: 0 }
+                | RowKind::Counter { track }
+                | RowKind::Folded { track, from: 0, .. } => {
                     let Some(tr) = timeline.tracks.get(track as usize) else {
                         continue;
                     };
@@ -903,12 +961,8 @@ impl TimelineWidget {
                         visuals.text_color(),
                     );
                 }
-                RowKind::Folded { track, from } => {
-                    let deepest = timeline
-                        .tracks
-                        .get(track as usize)
-                        .map_or(0, |t| t.max_depth);
-                    let text = format!("depths {from}–{deepest} folded");
+                RowKind::Folded { from, to, .. } => {
+                    let text = format!("depths {from}–{to} folded");
                     painter.text(
                         Pos2::new(gutter.left() + 24.0, (y0 + y1) / 2.0),
                         Align2::LEFT_CENTER,
