@@ -595,26 +595,6 @@ impl Session {
         if findings.is_empty() {
             ui.label("No findings: nothing in this trace crossed a detector threshold.");
         }
-        if let Some(f) = self.active_finding.and_then(|i| findings.get(i)) {
-            // The clicked finding in full; the list below stays one entry per group.
-            egui::Frame::group(ui.style()).show(ui, |ui| {
-                ui.label(RichText::new(&f.title).strong());
-                ui.label(format!(
-                    "{} · {} · {}{}",
-                    f.kind.title(),
-                    f.severity,
-                    f.figures(),
-                    f.step
-                        .as_ref()
-                        .map(|s| format!(" · {s}"))
-                        .unwrap_or_default()
-                ));
-                ui.label(&f.recommendation);
-                if let Some(site) = &f.call_site {
-                    ui.label(RichText::new(format!("at {site}")).monospace());
-                }
-            });
-        }
         // One entry per group, ranked as the report ranks groups (by total saving): its title,
         // and for a group of several findings its figures line and, expanded, its members.
         let mut lines = Vec::new();
@@ -633,13 +613,23 @@ impl Session {
         let mut clicked = None;
         let mut clicked_group = None;
         let mut toggled = None;
-        let row_h = ui.spacing().interact_size.y;
-        // Only the rows on screen are laid out: a report may hold hundreds of findings.
+        // Titles wrap, so rows differ in height: every line is laid out (groups are few; an
+        // expanded group's members are one row each). With a finding selected the list keeps
+        // the top half and the finding's card follows it: above the list, the card's height
+        // (which changes with the finding) would move the entries under the pointer, and a
+        // second click on the selected one would land on another.
+        let active = self.active_finding.and_then(|i| findings.get(i));
+        let list_h = if active.is_some() {
+            ui.available_height() * 0.5
+        } else {
+            ui.available_height()
+        };
         egui::ScrollArea::vertical()
             .id_salt("findings-list")
-            .auto_shrink([false, false])
-            .show_rows(ui, row_h, lines.len(), |ui, range| {
-                for &line in &lines[range] {
+            .max_height(list_h)
+            .auto_shrink([false, true])
+            .show(ui, |ui| {
+                for &line in &lines {
                     match line {
                         FindingLine::Title(gi) => {
                             let g = &groups[gi];
@@ -659,7 +649,7 @@ impl Session {
                                 selected,
                                 RichText::new(text).color(color),
                             )
-                            .truncate();
+                            .wrap();
                             let r = ui.add(button).on_hover_text(format!(
                                 "{}\n{} ({}){}\n{}",
                                 f.title,
@@ -714,6 +704,30 @@ impl Session {
                     }
                 }
             });
+        if let Some(f) = active {
+            // The clicked finding in full; the list above stays one entry per group.
+            ui.separator();
+            egui::ScrollArea::vertical()
+                .id_salt("finding-card")
+                .auto_shrink([false, false])
+                .show(ui, |ui| {
+                    ui.label(RichText::new(&f.title).strong());
+                    ui.label(format!(
+                        "{} · {} · {}{}",
+                        f.kind.title(),
+                        f.severity,
+                        f.figures(),
+                        f.step
+                            .as_ref()
+                            .map(|s| format!(" · {s}"))
+                            .unwrap_or_default()
+                    ));
+                    ui.label(&f.recommendation);
+                    if let Some(site) = &f.call_site {
+                        ui.label(RichText::new(format!("at {site}")).monospace());
+                    }
+                });
+        }
         self.groups = groups;
         if let Some(gi) = toggled
             && !self.expanded_groups.remove(&gi)

@@ -1386,3 +1386,72 @@ fn outer_python_frames_fold_and_the_straggler_evidence_comes_on_screen() {
     assert!(!evidence.is_empty());
     assert_on_screen(&harness, &evidence);
 }
+
+/// A finding whose evidence sits in a folded row (the torch sample's syncs, deep in its Python
+/// stack, in a window too short to unfold it) unfolds that track and scrolls to the rows.
+#[test]
+fn a_finding_click_unfolds_the_rows_that_hide_its_evidence() {
+    let mut harness = harness(app(TORCH_SYNC), 1000.0, 640.0);
+    let hidden = {
+        let s = harness.state().session().unwrap();
+        let f = &s.data.report.findings[s.groups()[0].findings[0]];
+        let t = &s.data.timeline;
+        let l = &s.timeline.layout;
+        evidence_slices(f)
+            .into_iter()
+            .filter(|&id| {
+                let r = l.lane_row(t.slices.track[id as usize], t.slices.depth[id as usize]);
+                r.is_some_and(|r| matches!(l.rows[r].kind, RowKind::Folded { .. }))
+            })
+            .count()
+    };
+    assert!(hidden > 0, "the evidence starts in a folded row");
+    harness.get_by_label_contains("1. ").click();
+    harness.run_steps(2);
+    let evidence = {
+        let s = harness.state().session().unwrap();
+        evidence_slices(&s.data.report.findings[s.active_finding.unwrap()])
+    };
+    assert_on_screen(&harness, &evidence);
+}
+
+/// Issue 49: a finding's title wraps in the list (no "…and com…"), and a second click on the
+/// selected entry keeps it selected instead of landing on the entry before it.
+#[test]
+fn finding_titles_wrap_and_a_second_click_keeps_the_selection() {
+    let mut harness = harness(ranks_app(), 1400.0, 850.0);
+    let (first, second) = {
+        let s = harness.state().session().unwrap();
+        let groups = s.groups();
+        (groups[0].findings[0], groups[1].findings[0])
+    };
+    let title = harness.state().session().unwrap().data.report.findings[first]
+        .title
+        .clone();
+    let row_h = harness.get_by_label("Fit all").rect().height();
+    let rect = harness.get_by_label_contains(&format!("1. {title}")).rect();
+    assert!(
+        rect.height() > 1.5 * row_h,
+        "the long title wraps: {rect:?}"
+    );
+    assert!(rect.right() <= 1400.0, "inside the window: {rect:?}");
+    // Select the first, then click the second twice at the same place.
+    let one = harness.get_by_label_contains("1. ").rect().center();
+    click_at(&mut harness, one);
+    assert_eq!(
+        harness.state().session().unwrap().active_finding,
+        Some(first)
+    );
+    let at = harness.get_by_label_contains("2. ").rect().center();
+    click_at(&mut harness, at);
+    assert_eq!(
+        harness.state().session().unwrap().active_finding,
+        Some(second)
+    );
+    click_at(&mut harness, at);
+    assert_eq!(
+        harness.state().session().unwrap().active_finding,
+        Some(second),
+        "a second click keeps the finding selected"
+    );
+}
