@@ -567,7 +567,7 @@ impl Session {
             let n = self.search.matches.len();
             match self.search.current {
                 Some(c) => ui.label(format!("{}/{n}", c + 1)),
-                None => ui.label(format!("{n} matches")),
+                None => ui.label(crate::count(n, "match", "matches")),
             };
         }
     }
@@ -1190,6 +1190,8 @@ impl ViewerApp {
                     ui.label(parts.join(" · ")).on_hover_text(
                         path.by_bound
                             .iter()
+                            // What the path never was is no entry of its legend.
+                            .filter(|(_, v)| **v > 0)
                             .map(|(b, v)| format!("{}: {}", b.as_str(), human_ns(*v)))
                             .collect::<Vec<_>>()
                             .join("\n"),
@@ -1215,9 +1217,9 @@ impl ViewerApp {
                 }
                 let t = &session.data.timeline;
                 ui.label(format!(
-                    "{} slices · {} tracks · {}",
-                    t.slices.len(),
-                    t.tracks.len(),
+                    "{} · {} · {}",
+                    crate::count(t.slices.len(), "slice", "slices"),
+                    crate::count(t.tracks.len(), "track", "tracks"),
                     steplens_output::step_count(&session.data.report)
                 ));
             }
@@ -1296,9 +1298,9 @@ fn perf_ui(ui: &mut egui::Ui, p: &steplens_analysis::op_perf::OpPerf) {
     };
     ui.label(
         RichText::new(format!(
-            "performance ({}, {} calls of this signature)",
+            "performance ({}, {} of this signature)",
             p.family.as_str(),
-            p.calls
+            crate::count(p.calls, "call", "calls")
         ))
         .strong(),
     );

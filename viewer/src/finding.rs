@@ -341,10 +341,10 @@ fn memory_ui(
                 .map(|s| format!(" at {s}"))
                 .unwrap_or_default();
             ui.label(format!(
-                "{}: {} in {} allocation(s){site}",
+                "{}: {} in {}{site}",
                 h.op,
                 human_bytes(h.bytes),
-                h.count
+                crate::count(h.count, "allocation", "allocations")
             ));
         }
     }

@@ -28,6 +28,17 @@ use std::path::PathBuf;
 pub use app::{Session, ViewerApp};
 pub use load::{LoadError, Loaded, load_now};
 
+/// `n` and the noun for it: `1 slice`, `2 slices` (`many` for every count but 1).
+#[must_use]
+pub fn count<N: std::fmt::Display + PartialEq + From<u8> + Copy>(
+    n: N,
+    one: &str,
+    many: &str,
+) -> String {
+    let noun = if n == N::from(1) { one } else { many };
+    format!("{n} {noun}")
+}
+
 /// Opens the viewer window, starts loading `paths` (if any) in the background, and blocks
 /// until the window is closed.
 ///

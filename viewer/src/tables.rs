@@ -290,9 +290,9 @@ pub fn ops_ui(ui: &mut egui::Ui, ops: &[OpStats], state: &mut TableState) -> Opt
 /// A range selection's aggregate: time per name and busy time per track inside the range.
 pub fn aggregate_ui(ui: &mut egui::Ui, agg: &RangeAggregate) {
     ui.label(format!(
-        "{} selected · {} slices overlap it",
+        "{} selected · {} it",
         human_ns(agg.end - agg.start),
-        agg.slices
+        crate::count(agg.slices, "slice overlaps", "slices overlap")
     ));
     ui.columns(2, |cols| {
         let [left, right] = cols else {

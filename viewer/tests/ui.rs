@@ -1071,6 +1071,37 @@ fn step_labels_of_several_ranks_do_not_overlap() {
         assert!(w[1].0.left() >= w[0].0.right(), "overlap: {labels:?}");
         assert_ne!(w[0].1, w[1].1, "a step named twice: {labels:?}");
     }
+    // Issue 49: each names its rank, so no "step 3" appears twice in one view.
+    let re = regex::Regex::new(r"^r[0-3] step \d+$").unwrap();
+    assert!(labels.iter().all(|(_, l)| re.is_match(l)), "{labels:?}");
+    let texts: std::collections::HashSet<&str> = labels.iter().map(|(_, l)| l.as_str()).collect();
+    assert_eq!(texts.len(), labels.len(), "{labels:?}");
+    // With a slice of rank 2 selected, only rank 2's steps are named.
+    let rank2 = {
+        let t = &s.data.timeline;
+        let source = t
+            .sources
+            .iter()
+            .position(|src| src.path.contains("rank2"))
+            .unwrap();
+        t.steps
+            .iter()
+            .find(|st| st.source as usize == source)
+            .unwrap()
+            .slice
+    };
+    harness
+        .state_mut()
+        .session_mut()
+        .unwrap()
+        .select_slice(Some(rank2));
+    harness.run_steps(2);
+    let labels = harness.state().session().unwrap().timeline.step_labels();
+    assert!(!labels.is_empty());
+    assert!(
+        labels.iter().all(|(_, l)| l.starts_with("r2 step ")),
+        "{labels:?}"
+    );
 }
 
 /// The 4-rank straggler run with the straggler finding clicked (docs/viewer-ranks.png).
@@ -1454,4 +1485,54 @@ fn finding_titles_wrap_and_a_second_click_keeps_the_selection() {
         Some(second),
         "a second click keeps the finding selected"
     );
+}
+
+/// Issue 49's small ones: the ruler's last time label is not cut at the right edge, and counts
+/// of one read "1 step", "1 match" in the singular.
+#[test]
+fn ruler_labels_fit_and_counts_of_one_are_singular() {
+    let mut harness = harness(app(CUDA), 1400.0, 700.0);
+    {
+        let s = harness.state().session().unwrap();
+        let area = s.timeline.tracks_rect;
+        let labels = s.timeline.ruler_labels();
+        assert!(labels.len() >= 3, "{labels:?}");
+        for (rect, text) in labels {
+            assert!(
+                rect.left() >= area.left() - 0.5 && rect.right() <= area.right() + 0.5,
+                "{text} at {rect:?} outside {area:?}"
+            );
+        }
+        assert_eq!(s.data.report.steps.len(), 1);
+    }
+    harness.get_by_label_contains("· 1 step");
+    assert!(harness.query_by_label_contains("1 steps").is_none());
+    let name = {
+        let s = harness.state_mut().session_mut().unwrap();
+        let t = &s.data.timeline;
+        // A name that occurs exactly once.
+        let mut seen = std::collections::HashMap::new();
+        for &n in &t.slices.name {
+            *seen.entry(n).or_insert(0) += 1;
+        }
+        let once = t
+            .slices
+            .name
+            .iter()
+            .find(|n| seen[n] == 1)
+            .copied()
+            .unwrap();
+        t.strings.get(once).to_owned()
+    };
+    {
+        let s = harness.state_mut().session_mut().unwrap();
+        s.search.query = regex::escape(&name);
+        s.search.regex = true;
+        s.run_search();
+        assert_eq!(s.search.matches.len(), 1);
+    }
+    harness.run_steps(2);
+    harness.get_by_label("1 match");
+    assert_eq!(steplens_viewer::count(1usize, "step", "steps"), "1 step");
+    assert_eq!(steplens_viewer::count(0u64, "step", "steps"), "0 steps");
 }

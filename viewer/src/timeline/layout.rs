@@ -118,6 +118,9 @@ pub struct Layout {
     /// For each track, whether it is unfolded (every depth its own row); tracks that are not
     /// foldable always are.
     pub unfolded: Vec<bool>,
+    /// For each input, its rank, when the Timeline holds several inputs of known ranks
+    /// (empty otherwise: one rank, or positions in the argument list, which are no ranks).
+    pub ranks: Vec<Option<i64>>,
 }
 
 impl Layout {
@@ -204,8 +207,15 @@ impl Layout {
                 t.kind == TrackKind::HostThread && (t.max_depth >= FOLD_MIN_ROWS || o > 0)
             })
             .collect();
+        let first_rank = rank_of.iter().flatten().next().copied();
+        let ranks = if rank_of.iter().flatten().any(|&r| Some(r) != first_rank) {
+            rank_of
+        } else {
+            Vec::new()
+        };
         let mut layout = Self {
             groups,
+            ranks,
             unfolded: vec![false; foldable.len()],
             foldable,
             outer,

@@ -183,6 +183,7 @@ pub struct TimelineWidget {
     /// Where the track area was in the last frame (screen points).
     pub tracks_rect: Rect,
     step_labels: Vec<(Rect, String)>,
+    ruler_labels: Vec<(Rect, String)>,
     /// Whether the first frame checked if the deep threads fit unfolded.
     fold_checked: bool,
 }
@@ -203,6 +204,7 @@ impl TimelineWidget {
             drag: None,
             tracks_rect: Rect::NOTHING,
             step_labels: Vec::new(),
+            ruler_labels: Vec::new(),
             fold_checked: false,
         }
     }
@@ -211,6 +213,12 @@ impl TimelineWidget {
     #[must_use]
     pub fn step_labels(&self) -> &[(Rect, String)] {
         &self.step_labels
+    }
+
+    /// The time labels drawn in the ruler in the last frame, with where they were drawn.
+    #[must_use]
+    pub fn ruler_labels(&self) -> &[(Rect, String)] {
+        &self.ruler_labels
     }
 
     /// Whether a drag (pan or range selection) is in progress.
@@ -349,6 +357,7 @@ impl TimelineWidget {
             &track_painter,
             &painter,
             input.timeline,
+            &self.layout.ranks,
             view,
             &vp,
             tracks,
@@ -377,7 +386,7 @@ impl TimelineWidget {
                 );
             }
         }
-        paint_ruler(&painter, view, &vp, ruler, &visuals);
+        paint_ruler(&painter, view, &vp, ruler, &visuals, &mut self.ruler_labels);
         self.paint_gutter(&painter, input.timeline, gutter, &row_y, rows, &visuals);
 
         if let Some(pos) = response.hover_pos()
@@ -1036,6 +1045,7 @@ fn paint_steps(
     track_painter: &egui::Painter,
     painter: &egui::Painter,
     timeline: &Timeline,
+    ranks: &[Option<i64>],
     view: &ViewState,
     vp: &Viewport,
     tracks: Rect,
@@ -1043,6 +1053,15 @@ fn paint_steps(
     labels: &mut Vec<(Rect, String)>,
 ) {
     labels.clear();
+    // With several ranks each step is named with its rank ("r2 step 3"): the ranks' steps
+    // start at different times, and "step 3" twice in one view reads as a mistake. With a
+    // slice selected, only its rank's steps are named.
+    let rank_of = |source: u16| ranks.get(usize::from(source)).copied().flatten();
+    let named_source = view
+        .selected
+        .and_then(|id| timeline.slice_track(id))
+        .map(|tr| tr.source)
+        .filter(|&s| rank_of(s).is_some());
     let ruler_painter = painter.with_clip_rect(ruler);
     let font = FontId::proportional(10.0);
     let label_colour = Color32::from_rgb(200, 200, 120);
@@ -1073,10 +1092,13 @@ fn paint_steps(
         }
         track_painter.vline(x0, tracks.y_range(), line);
         track_painter.vline(x1, tracks.y_range(), line);
-        if x1 - x0 > 60.0 {
-            let label = s
+        if x1 - x0 > 60.0 && named_source.is_none_or(|src| src == s.source) {
+            let mut label = s
                 .number
                 .map_or_else(|| s.name.clone(), |n| format!("step {n}"));
+            if let Some(rank) = rank_of(s.source) {
+                label = format!("r{rank} {label}");
+            }
             // With several ranks the same step starts at about the same x on each: a label
             // that would overlap the one before it (or repeat it close by) is dropped.
             let galley = ruler_painter.layout_no_wrap(label.clone(), font.clone(), label_colour);
@@ -1086,7 +1108,9 @@ fn paint_steps(
                 rect.left() < prev.right() + 6.0
                     || (*text == label && rect.left() < prev.right() + 60.0)
             });
-            if !clash {
+            // Only inside the part of its step in view: not cut at the ruler's right edge.
+            let fits = rect.right() <= x1.min(ruler.right());
+            if fits && !clash {
                 ruler_painter.galley(rect.min, galley, label_colour);
                 labels.push((rect, label));
             }
@@ -1094,14 +1118,17 @@ fn paint_steps(
     }
 }
 
-/// The ruler: ticks at 1/2/5 × 10ⁿ ns, labelled relative to the trace start.
+/// The ruler: ticks at 1/2/5 × 10ⁿ ns, labelled relative to the trace start; each label right
+/// of its tick, or left of it where it would run past the ruler's right edge.
 fn paint_ruler(
     painter: &egui::Painter,
     view: &ViewState,
     vp: &Viewport,
     ruler: Rect,
     visuals: &egui::Visuals,
+    labels: &mut Vec<(Rect, String)>,
 ) {
+    labels.clear();
     let painter = painter.with_clip_rect(ruler);
     painter.hline(
         ruler.x_range(),
@@ -1111,6 +1138,7 @@ fn paint_ruler(
     let step = tick_step(view.visible.span(), f64::from(vp.width));
     let first = (view.visible.start / step).ceil() as i64;
     let last = (view.visible.end / step).floor() as i64;
+    let font = FontId::monospace(10.0);
     for k in first..=last.min(first + 200) {
         let t = k as f64 * step;
         let x = vp.x_rel(t);
@@ -1119,13 +1147,23 @@ fn paint_ruler(
             ruler.top() + 8.0..=ruler.bottom(),
             visuals.widgets.noninteractive.fg_stroke,
         );
-        painter.text(
-            Pos2::new(x + 3.0, ruler.top() + 3.0),
-            Align2::LEFT_TOP,
-            tick_label(t, step),
-            FontId::monospace(10.0),
-            visuals.text_color(),
-        );
+        let text = tick_label(t, step);
+        let galley = painter.layout_no_wrap(text.clone(), font.clone(), visuals.text_color());
+        let left = label_left(x, galley.size().x, ruler.right());
+        let rect = Rect::from_min_size(Pos2::new(left, ruler.top() + 3.0), galley.size());
+        painter.galley(rect.min, galley, visuals.text_color());
+        labels.push((rect, text));
+    }
+}
+
+/// Where a tick label `width` wide starts: 3 points right of its tick at `x`, or ending 3
+/// points left of it when it would run past `right` (the last tick's label is not cut).
+#[must_use]
+pub fn label_left(x: f32, width: f32, right: f32) -> f32 {
+    if x + 3.0 + width <= right {
+        x + 3.0
+    } else {
+        x - 3.0 - width
     }
 }
 
@@ -1237,6 +1275,24 @@ fn run_color(c: Color32) -> Color32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ticks_are_one_two_or_five_times_a_power_of_ten() {
+        for (span, width) in [(8e8, 1000.0), (2.66e8, 750.0), (3.3e4, 1234.0), (1e3, 90.0)] {
+            let step = tick_step(span, width);
+            let mantissa = step / 10f64.powf(step.log10().floor());
+            assert!(
+                [1.0, 2.0, 5.0].iter().any(|m| (mantissa - m).abs() < 1e-9),
+                "{span} over {width} px: {step}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_last_tick_label_turns_left_at_the_right_edge() {
+        assert_eq!(label_left(100.0, 40.0, 500.0), 103.0);
+        assert_eq!(label_left(480.0, 40.0, 500.0), 437.0);
+    }
 
     #[test]
     fn ticks_are_round_and_labels_precise_enough() {
