@@ -423,8 +423,8 @@ impl Layout {
 /// `spawn_main`, `_main`, `_bootstrap` around all the work). At least one depth is left below
 /// them, and a single such depth is not counted (folding it would save no row).
 ///
-/// One pass over the track's slices, stopped at the first slice that rules depth 0 out (a
-/// trace whose top level is not a Python frame costs one slice).
+/// One pass over the track's slices, stopped at the first slice that rules depth 0 or 1 out (a
+/// thread whose top level is not a Python frame costs one slice or two).
 #[must_use]
 pub fn outer_python_depths(timeline: &Timeline, track: TrackId) -> u16 {
     let Some(tr) = timeline.tracks.get(track as usize) else {
@@ -455,12 +455,13 @@ pub fn outer_python_depths(timeline: &Timeline, track: TrackId) -> u16 {
         if d >= depths {
             continue;
         }
-        count[d] += 1;
+        count[d] = count[d].saturating_add(1);
         covered[d] = covered[d].saturating_add(dur);
         if timeline.categories.class(cat) != CategoryClass::PythonFunction {
             python[d] = false;
         }
-        if d == 0 && (!python[0] || count[0] > OUTER_MAX_SLICES) {
+        // Fewer than two outer depths fold nothing: stop as soon as depth 0 or 1 is ruled out.
+        if d <= 1 && (!python[d] || count[d] > OUTER_MAX_SLICES) {
             return 0;
         }
     }
@@ -667,6 +668,74 @@ mod tests {
         assert_eq!(name(&[5]), "Host");
         t.device.kind = DeviceKind::Cuda;
         assert_eq!(group_name(&t, &[0], true), "GPU 0");
+    }
+
+    /// A host thread under three outer Python frames (the third a little shorter), then 20
+    /// ops each nesting 7 deep.
+    fn python_thread() -> Timeline {
+        use steplens_ingest::TimelineBuilder;
+        use steplens_ingest::model::ArgsRef;
+        let mut b = TimelineBuilder::default();
+        let track = b.track(0, LaneId::Int(1), LaneId::Int(1));
+        let py = b.intern_cat("python_function");
+        let op = b.intern_cat("cpu_op");
+        for (k, frame) in ["<module>", "spawn_main", "train"].into_iter().enumerate() {
+            let name = b.intern(frame);
+            let k = k as i64;
+            b.push_slice(track, k, 100_000 - 2 * k, name, py, ArgsRef::NONE);
+        }
+        let name = b.intern("aten::mm");
+        for i in 0..20 {
+            for d in 0..7 {
+                b.push_slice(
+                    track,
+                    100 + i * 4_000 + d,
+                    3_000 - 2 * d,
+                    name,
+                    op,
+                    ArgsRef::NONE,
+                );
+            }
+        }
+        b.finish()
+    }
+
+    #[test]
+    fn outer_python_frames_share_one_row_and_unfold_for_a_slice_in_them() {
+        let t = python_thread();
+        assert_eq!(t.tracks[0].max_depth, 9);
+        assert_eq!(outer_python_depths(&t, 0), 3);
+        let mut l = Layout::new(&t);
+        assert!(l.is_folded(0));
+        let kinds: Vec<RowKind> = l.rows.iter().map(|r| r.kind).collect();
+        let lane = |depth| RowKind::Lane { track: 0, depth };
+        assert_eq!(
+            kinds[1..],
+            [
+                RowKind::Folded {
+                    track: 0,
+                    from: 0,
+                    to: 2
+                },
+                lane(3),
+                lane(4),
+                lane(5),
+                lane(6),
+                RowKind::Folded {
+                    track: 0,
+                    from: 7,
+                    to: 9
+                },
+            ]
+        );
+        assert_eq!(l.lane_row(0, 1), Some(1));
+        assert_eq!(l.lane_row(0, 4), Some(3));
+        assert_eq!(l.lane_row(0, 8), Some(6));
+        assert!(!l.unfold_for(0, 4, &t), "depth 4 has its own row");
+        assert!(l.unfold_for(0, 1, &t));
+        assert!(!l.is_folded(0));
+        assert_eq!(l.track_rows(0).len(), 10);
+        assert_eq!(l.lane_row(0, 1), Some(2));
     }
 
     #[test]
