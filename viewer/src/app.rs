@@ -96,7 +96,7 @@ pub struct Session {
     groups: Vec<FindingGroup>,
 }
 
-/// One line of the findings panel (each one row high, so only those on screen are laid out).
+/// One line of the findings panel (a title wraps; the other lines are one row high).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum FindingLine {
     /// A group's title (the whole entry for a group of one finding).
