@@ -387,3 +387,85 @@ fn the_op_tables_show_a_graph_as_one_unit() {
         "graph columns in HTML"
     );
 }
+
+/// A real captured-graph trace: `samples/hta/cuda_graphs_rank0.json.gz`, one step of an A100
+/// torch.compile run whose compiled regions replay CUDA graphs (HTA's test data, cut by
+/// `samples/gen/cut_trace.py`). Its truth file is `samples/gen/graph_truth.py`'s reading of
+/// the raw events: each `cudaGraphLaunch` and the device work sharing its correlation id, and
+/// the step's device-idle gaps split by whether the work after them was already launched.
+#[test]
+fn a_real_captured_graph_is_one_unit_and_its_queued_gaps_are_not_the_hosts() {
+    let path = support::repo().join("samples/hta/cuda_graphs_rank0.json.gz");
+    let truth =
+        support::read_json(&support::repo().join("samples/hta/cuda_graphs_rank0.truth.json"));
+    let r = report(&path);
+    // The op table: every launch one call, its graph's kernels and device time.
+    let graphs = &truth["graph_launches"];
+    let row = r
+        .ops
+        .iter()
+        .find(|o| o.name == "cudaGraphLaunch")
+        .expect("a cudaGraphLaunch row");
+    assert_eq!(row.count, graphs["calls"].as_u64().unwrap());
+    assert_eq!(row.graph_kernels, graphs["kernels"].as_u64());
+    assert_eq!(row.graph_device_ns, graphs["device_ns"].as_i64());
+    // Host-bound idle: at most the gaps whose following work the host launched late. The
+    // queued gaps (134.8 ms here: the device idle with work already issued) are not the
+    // host's; counting them gave 126 ms, more than the 96.9 ms the host could be late for.
+    let step = truth["step"].as_str().unwrap();
+    let late_ns = (truth["late_gaps"]["total_us"].as_f64().unwrap() * 1000.0) as i64;
+    let gap = r
+        .findings
+        .iter()
+        .find(|f| f.kind.as_str() == "host_bound_gap" && f.step.as_deref() == Some(step));
+    if let Some(gap) = gap {
+        assert!(
+            gap.lost_ns <= late_ns,
+            "host-bound {} ns > {late_ns} ns of late gaps",
+            gap.lost_ns
+        );
+    }
+    // fp32 GEMMs in graphs: named by their graph, shown by its launch, never kernel by kernel.
+    let fp32 = r
+        .findings
+        .iter()
+        .find(|f| f.kind.as_str() == "no_mixed_precision")
+        .expect("a no_mixed_precision finding");
+    let with_gemm = truth["graph_launches_with_fp32_gemm"]["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k.as_u64().unwrap())
+        .max()
+        .unwrap();
+    assert!(
+        fp32.ops
+            .iter()
+            .any(|o| o == &format!("CompiledFunctionBackward: CUDA graph of {with_gemm} kernels")),
+        "{:?}",
+        fp32.ops
+    );
+    let shown: Vec<&str> = fp32
+        .evidence
+        .iter()
+        .filter_map(|e| match e {
+            steplens_analysis::finding::Evidence::Slice { name, .. } => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(shown.contains(&"cudaGraphLaunch"), "{shown:?}");
+    let t = steplens_ingest::load(&path, &Default::default(), None).unwrap();
+    for e in &fp32.evidence {
+        let Some(slice) = e.slice() else { continue };
+        if t.slice_class(slice).is_device_work() {
+            let launched_by_graph = t
+                .flows
+                .iter()
+                .any(|f| f.to == slice && t.slice_name(f.from).contains("GraphLaunch"));
+            assert!(
+                !launched_by_graph,
+                "a graph's kernel shown on its own: {e:?}"
+            );
+        }
+    }
+}

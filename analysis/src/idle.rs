@@ -1,8 +1,8 @@
 //! Device idle time per stream, split the way Holistic Trace Analysis splits it, so numbers can
 //! be compared with HTA's idle-time breakdown:
-//! - **host wait**: the gap before a kernel whose launch (the runtime call linked to it by its
-//!   flow) started after the previous kernel on the stream had finished: the device waited for
-//!   the host to enqueue work;
+//! - **host wait**: the gap before a kernel whose launch (the runtime call that launched it, by
+//!   the launch index; else the driver call) started after the previous kernel on the stream
+//!   had finished: the device waited for the host to enqueue work;
 //! - **kernel wait**: any other gap shorter than `kernel_wait_max_ns`: back-to-back launch
 //!   overhead;
 //! - **other**: the remaining gaps (waiting on another stream, an event, a collective).
@@ -11,9 +11,8 @@
 //! whole trace, at nanosecond precision. HTA truncates timestamps to whole microseconds, so on
 //! traces with fractional timestamps its figures differ by up to 1 µs per gap.
 
-use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
-use steplens_ingest::model::{CategoryClass, EngineClass, SliceId, Timeline, TrackKind};
+use steplens_ingest::model::{EngineClass, SliceId, Timeline, TrackKind};
 
 /// Idle time of one device stream.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -39,16 +38,25 @@ pub struct StreamIdle {
 /// The idle breakdown of every device stream that ran work, in track order.
 #[must_use]
 pub fn idle_breakdown(timeline: &Timeline, kernel_wait_max_ns: i64) -> Vec<StreamIdle> {
-    // The launch time of each device slice, from the runtime call its flow leaves.
-    let mut launched_at: FxHashMap<SliceId, i64> = FxHashMap::default();
-    for flow in &timeline.flows {
-        if matches!(
-            timeline.slice_class(flow.from),
-            CategoryClass::Runtime | CategoryClass::Driver
-        ) {
-            launched_at.insert(flow.to, timeline.slices.start[flow.from as usize]);
-        }
-    }
+    idle_breakdown_with(
+        timeline,
+        &crate::step_windows::Launches::new(timeline),
+        kernel_wait_max_ns,
+    )
+}
+
+/// [`idle_breakdown`] with the analysis' launch index: a device slice was launched when the
+/// runtime call that launched it (else the driver call) started.
+pub(crate) fn idle_breakdown_with(
+    timeline: &Timeline,
+    launches: &crate::step_windows::Launches,
+    kernel_wait_max_ns: i64,
+) -> Vec<StreamIdle> {
+    let launched_at = |d: SliceId| {
+        launches
+            .launcher_or_driver(d)
+            .map(|call| timeline.slices.start[call as usize])
+    };
     let mut out = Vec::new();
     for track in &timeline.tracks {
         let TrackKind::DeviceEngine { class, device } = &track.kind else {
@@ -82,10 +90,7 @@ pub fn idle_breakdown(timeline: &Timeline, kernel_wait_max_ns: i64) -> Vec<Strea
             let prev_end = timeline.slices.end(prev);
             let gap = timeline.slices.start[next as usize] - prev_end;
             row.idle_ns += gap;
-            if launched_at
-                .get(&next)
-                .is_some_and(|&launch| launch > prev_end)
-            {
+            if launched_at(next).is_some_and(|launch| launch > prev_end) {
                 row.host_wait_ns += gap;
             } else if gap < kernel_wait_max_ns {
                 row.kernel_wait_ns += gap;

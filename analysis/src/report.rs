@@ -13,7 +13,7 @@ use crate::detect::{Context, Thresholds, run_all};
 use crate::engines::{EngineStats, engine_utilization};
 use crate::finding::FindingKind;
 pub use crate::finding::{Cost, Finding};
-use crate::idle::{StreamIdle, idle_breakdown};
+use crate::idle::{StreamIdle, idle_breakdown_with};
 use crate::ops::OpStats;
 use crate::steps::{Channels, StepStats, channels, step_breakdown_with};
 use rustc_hash::FxHashMap;
@@ -207,13 +207,22 @@ pub struct Parts {
     /// `operators_by_shape`, `kernels`, `kernels_by_op`, each step's `breakdown`, the rank
     /// table's `distributed`). Without them those fields stay empty.
     pub views: bool,
+    /// The per-op performance model (`op_perf[]` and the `slow_gemm` detector). Every report
+    /// has it; `steplens-bench` leaves it out once to measure what it adds.
+    pub op_perf: bool,
 }
 
 impl Parts {
     /// Everything: what JSON, HTML, the viewer and Python get.
-    pub const ALL: Self = Self { views: true };
+    pub const ALL: Self = Self {
+        views: true,
+        op_perf: true,
+    };
     /// Without the TensorBoard views.
-    pub const WITHOUT_VIEWS: Self = Self { views: false };
+    pub const WITHOUT_VIEWS: Self = Self {
+        views: false,
+        op_perf: true,
+    };
 }
 
 /// Builds the report with `parts`, recording each pass in `ledger` when one is given.
@@ -228,6 +237,9 @@ pub fn build_report_parts(
     let mut ctx = Context::new(timeline, thresholds, &channels);
     if let Some(l) = ledger {
         ctx = ctx.with_ledger(l);
+    }
+    if !parts.op_perf {
+        ctx = ctx.without_op_perf();
     }
     let ctx = ctx;
     // The detectors are half the analysis and need nothing the tables below compute: they run
@@ -420,7 +432,7 @@ fn tables(ctx: &Context<'_>) -> Tables {
     }
     let (engines, mme_tpc_overlap_ns) = ctx.timed("engines", || engine_utilization(timeline));
     let idle = ctx.timed("idle", || {
-        idle_breakdown(timeline, ctx.thresholds.kernel_wait_max_ns)
+        idle_breakdown_with(timeline, ctx.launches(), ctx.thresholds.kernel_wait_max_ns)
     });
     let op_perf = ctx.timed("op perf: rows", || ctx.op_perf());
     Tables {

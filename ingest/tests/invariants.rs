@@ -98,6 +98,7 @@ fn samples_are_all_found() {
             "debug_hw_prof_accel0_001.csv",
             "debug_hw_prof_accel0_001_analyzed_nodes.csv",
             "cuda_event_sync.json.gz",
+            "cuda_graphs_rank0.json.gz",
             "mi250_minitoy_train_ROCm6_2_kineto.json.gz",
             "nccl_ddp_rank0.json.gz",
             "triton_example.json.gz",

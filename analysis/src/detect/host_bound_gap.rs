@@ -4,6 +4,11 @@
 //! Per step, the gaps in the union of all engines' busy time are found; each gap longer than
 //! the jitter threshold counts for the part of it the host spent in op work, minus the time it
 //! spent waiting for data (DataLoader ranges) or blocked in a sync (those are their own kinds).
+//! A gap counts only if the host was late with the work that ends it: the launch of that work
+//! (its runtime call, by the launch index) started after the gap began, the rule HTA's "host
+//! wait" uses per stream. Work queued before the gap, such as the kernels of a CUDA graph
+//! replayed by one earlier launch, was waiting on something else (another stream, an event, a
+//! copy), not on the host; device work without a launch link counts as before.
 //! A step is flagged when that host-bound idle time reaches the share threshold. The ops that
 //! filled the gaps are named, by the time they overlapped them.
 
@@ -70,6 +75,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
         .into_iter()
         .map(|(source, ranges)| (source, IntervalSet::from_ranges(ranges)))
         .collect();
+    let queued = QueuedWork::new(ctx);
     // Pass 1: the host-bound gaps of every step; keep the steps over the threshold.
     let mut flagged: Vec<Flagged> = Vec::new();
     for (index, step) in t.steps.iter().enumerate() {
@@ -83,7 +89,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
         let mut gaps = Vec::new();
         let mut ranges = Vec::new();
         for (from, to) in channels.device.gaps(step.start, step.end()) {
-            if to - from < th.host_gap_min_ns {
+            if to - from < th.host_gap_min_ns || queued.was_queued(step.source, from, to) {
                 continue;
             }
             // Host op work in the gap, less the waits that belong to other kinds. A derived step
@@ -192,4 +198,46 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
         });
     }
     findings
+}
+
+/// Per input, its linked device work by start: `(start, when its launch started)`.
+struct QueuedWork(FxHashMap<u16, Vec<(i64, i64)>>);
+
+impl QueuedWork {
+    fn new(ctx: &Context<'_>) -> Self {
+        let t = ctx.timeline;
+        let launches = ctx.launches();
+        let mut by_source: FxHashMap<u16, Vec<(i64, i64)>> = FxHashMap::default();
+        if launches.is_empty() {
+            return Self(by_source);
+        }
+        for track in t.tracks.iter().filter(|tr| tr.kind.is_device()) {
+            let out = by_source.entry(track.source).or_default();
+            for d in track.slices.clone() {
+                if !t.slice_class(d).is_device_work() {
+                    continue;
+                }
+                // Unlinked work sorts as launched at `i64::MAX`: never queued before a gap.
+                let launched = launches
+                    .launcher_or_driver(d)
+                    .map_or(i64::MAX, |call| t.slices.start[call as usize]);
+                out.push((t.slices.start[d as usize], launched));
+            }
+        }
+        for work in by_source.values_mut() {
+            work.sort_unstable();
+        }
+        Self(by_source)
+    }
+
+    /// Whether every piece of device work of `source` that starts at `to` (the end of a gap
+    /// that began at `from`) was launched before the gap began.
+    fn was_queued(&self, source: u16, from: i64, to: i64) -> bool {
+        let Some(work) = self.0.get(&source) else {
+            return false;
+        };
+        let first = work.partition_point(|w| w.0 < to);
+        let mut starting = work[first..].iter().take_while(|w| w.0 == to).peekable();
+        starting.peek().is_some() && starting.all(|&(_, launched)| launched <= from)
+    }
 }

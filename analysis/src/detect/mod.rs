@@ -186,6 +186,11 @@ pub struct Context<'a> {
     /// The op signatures of the performance model, made on first use (`op_perf[]` and
     /// `slow_gemm` read them).
     op_signatures: std::sync::OnceLock<crate::op_perf::Signatures>,
+    /// Per interned name, whether it launches a CUDA/HIP graph; made on first use.
+    graph_launch_names: std::sync::OnceLock<NameSet>,
+    /// Whether the performance model runs (`op_perf[]` and `slow_gemm`); off only to measure
+    /// what it adds to a report.
+    op_perf_model: bool,
     /// Where each pass's time is recorded (`steplens-bench`), if anywhere.
     ledger: Option<&'a crate::ledger::Ledger>,
 }
@@ -247,8 +252,23 @@ impl<'a> Context<'a> {
             windows: std::sync::OnceLock::new(),
             collectives: std::sync::OnceLock::new(),
             op_signatures: std::sync::OnceLock::new(),
+            graph_launch_names: std::sync::OnceLock::new(),
+            op_perf_model: true,
             ledger: None,
         }
+    }
+
+    /// The same context without the performance model: no `op_perf[]` rows and no
+    /// `slow_gemm` findings.
+    #[must_use]
+    pub fn without_op_perf(mut self) -> Self {
+        self.op_perf_model = false;
+        self
+    }
+
+    /// Whether the performance model runs.
+    pub(crate) fn has_op_perf(&self) -> bool {
+        self.op_perf_model
     }
 
     /// The same context, recording each pass's time in `ledger`.
@@ -293,6 +313,9 @@ impl<'a> Context<'a> {
     /// launched device work, by kernel time.
     #[must_use]
     pub fn op_perf(&self) -> Vec<crate::op_perf::OpPerf> {
+        if !self.op_perf_model {
+            return Vec::new();
+        }
         crate::op_perf::rows(self.timeline, self.op_signatures())
     }
 
@@ -542,6 +565,41 @@ impl Context<'_> {
         let ts = *self.timeline.slices.start.get(slice as usize)?;
         self.step_at(track.source, ts)
             .map(|i| self.timeline.steps[i].name.clone())
+    }
+
+    /// The graph launch (`cudaGraphLaunch`, `hipGraphLaunch`, …) that ran device slice `d`,
+    /// when a replayed CUDA/HIP graph ran it (the launch index links every kernel of the replay
+    /// to that one call).
+    pub(crate) fn graph_launch_of(&self, d: SliceId) -> Option<SliceId> {
+        let call = self.launches().launcher(d)?;
+        self.graph_launch_names
+            .get_or_init(|| NameSet::new(self.timeline, crate::ops::is_graph_launch))
+            .has(self.timeline, call)
+            .then_some(call)
+    }
+
+    /// A graph launch as one unit, for titles: `CompiledFunctionBackward: CUDA graph of 20
+    /// kernels` (the innermost op around the launch; else the launch call's name).
+    pub(crate) fn graph_label(&self, call: SliceId) -> String {
+        let t = self.timeline;
+        let name = t.slice_name(call);
+        let kind = if name.starts_with("hip") {
+            "HIP"
+        } else {
+            "CUDA"
+        };
+        let kernels = self.launches().launched_by(call).count();
+        let graph = format!(
+            "{kind} graph of {kernels} kernel{}",
+            if kernels == 1 { "" } else { "s" }
+        );
+        match self
+            .ancestors(call)
+            .find(|&a| t.slice_class(a) == CategoryClass::CpuOp)
+        {
+            Some(op) => format!("{}: {graph}", t.slice_name(op)),
+            None => format!("{graph} ({name})"),
+        }
     }
 
     /// An evidence reference to `slice` the viewer can jump to.

@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap;
 use steplens_ingest::model::{CategoryClass, DeviceKind, OpArg, SliceId, TrackKind};
 
-use super::{Context, MAX_EVIDENCE, human_ns, ranked_names};
+use super::{Context, MAX_EVIDENCE, human_ns};
 use crate::finding::{Cost, Finding, FindingKind, Severity};
 use crate::intervals::IntervalSet;
 
@@ -161,6 +161,15 @@ fn first_input_type(ctx: &Context<'_>, op: SliceId) -> Option<String> {
 }
 
 /// A matrix kernel with the op that launched it.
+/// What a finding names a kernel by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Unit {
+    /// The op that launched it (or the kernel itself, launched outside any op).
+    Op(SliceId),
+    /// The graph launch of the replayed CUDA/HIP graph that ran it.
+    Graph(SliceId),
+}
+
 struct MatrixKernel {
     kernel: SliceId,
     op: Option<SliceId>,
@@ -280,16 +289,26 @@ fn finding(
     let t = ctx.timeline;
     let s = &t.steps[step];
     let step_ns = ctx.step_window(step).map_or(s.dur, |w| w.dur());
-    let mut ops: Vec<SliceId> = kernels.iter().map(|m| m.op.unwrap_or(m.kernel)).collect();
-    ops.sort_unstable();
-    ops.dedup();
-    let mut by_name: FxHashMap<u32, i64> = FxHashMap::default();
+    // What each kernel is named by: the op that launched it, or, for a kernel a replayed
+    // CUDA/HIP graph ran, that graph as one unit (its launch, its kernel count).
+    let unit_of = |m: &MatrixKernel| {
+        ctx.graph_launch_of(m.kernel)
+            .map_or(Unit::Op(m.op.unwrap_or(m.kernel)), Unit::Graph)
+    };
+    let mut units: Vec<Unit> = kernels.iter().map(unit_of).collect();
+    units.sort_unstable();
+    units.dedup();
+    let mut by_label: FxHashMap<String, i64> = FxHashMap::default();
     for m in kernels {
-        let named = m.op.unwrap_or(m.kernel);
-        *by_name.entry(t.slices.name[named as usize]).or_insert(0) +=
-            t.slices.dur[m.kernel as usize];
+        let label = match unit_of(m) {
+            Unit::Graph(call) => ctx.graph_label(call),
+            Unit::Op(op) => t.slice_name(op).to_owned(),
+        };
+        *by_label.entry(label).or_insert(0) += t.slices.dur[m.kernel as usize];
     }
-    let names = ranked_names(t, by_name, 5);
+    let mut ranked: Vec<(String, i64)> = by_label.into_iter().collect();
+    ranked.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let names: Vec<String> = ranked.into_iter().take(5).map(|(n, _)| n).collect();
     let lost = IntervalSet::from_ranges(ranges.clone()).total();
     let first = kernels[0].kernel;
     let share = fp32_ns as f64 * 100.0 / step_ns as f64;
@@ -315,10 +334,15 @@ fn finding(
         kind: FindingKind::NoMixedPrecision,
         severity: Severity::of_share(lost, step_ns),
         title: format!(
-            "fp32 matrix work takes {share:.0}% of {} ({} in {} ops: {}); bf16/fp16 would take about {} off it ({rates})",
+            "fp32 matrix work takes {share:.0}% of {} ({} in {} {}: {}); bf16/fp16 would take about {} off it ({rates})",
             s.name,
             human_ns(fp32_ns),
-            ops.len(),
+            units.len(),
+            if units.iter().any(|u| matches!(u, Unit::Graph(_))) {
+                "ops and graphs"
+            } else {
+                "ops"
+            },
             crate::units::name_list(&names),
             human_ns(lost)
         ),
@@ -328,16 +352,22 @@ fn finding(
         track: ctx.track_name(first),
         ops: names,
         call_site: None,
-        count: ops.len() as u64,
+        count: units.len() as u64,
         source: None,
         rank: None,
         lost_ns: lost,
         saving_ns: 0,
-        evidence: kernels
-            .iter()
-            .take(MAX_EVIDENCE)
-            .map(|m| ctx.evidence(m.kernel))
-            .collect(),
+        // A graph's kernels are shown by its launch, once.
+        evidence: {
+            let mut shown: Vec<SliceId> = Vec::new();
+            for m in kernels {
+                let slice = ctx.graph_launch_of(m.kernel).unwrap_or(m.kernel);
+                if shown.len() < MAX_EVIDENCE && !shown.contains(&slice) {
+                    shown.push(slice);
+                }
+            }
+            shown.into_iter().map(|s| ctx.evidence(s)).collect()
+        },
         cost: Cost::measured(source, ranges),
         recommendation: ADVICE.into(),
     }
