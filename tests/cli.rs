@@ -36,7 +36,7 @@ fn report_text() {
         "{text}"
     );
     assert!(
-        text.contains("  device   cpu (no accelerator activity)\n"),
+        text.contains("  device   none (host-only trace)\n"),
         "{text}"
     );
     assert!(text.contains("\nSteps (3)\n"), "{text}");
@@ -274,7 +274,7 @@ fn report_gpu_trace() {
     );
     let text = ok(&["report", GPU]);
     assert!(
-        text.contains("  device   cuda, NVIDIA A100-PG509-200 (1 device(s) active)"),
+        text.contains("  device   cuda, NVIDIA A100-PG509-200 (1 device active)"),
         "{text}"
     );
     assert!(text.contains("device busy"), "{text}");
@@ -375,7 +375,7 @@ fn info_text() {
         "  format     kineto-json (gzip, 2.8 KiB stored, 22.1 KiB inflated)",
         "  events     92  (M 36, X 33, f 14, i 2, s 7)",
         "  rank       0",
-        "  device     cuda (NVIDIA A100-PG509-200), 1 active",
+        "  device     cuda, NVIDIA A100-PG509-200 (1 device active)",
         "  engines    compute-stream 1 (1.6% busy)",
         "  tracks     6 (host 1, device 2, counter 0, other 3)",
         "  slices     33  flows 7  instants 2  counter samples 0",
@@ -388,7 +388,7 @@ fn info_text() {
         text.contains("  format     kineto-json (595.9 KiB)\n"),
         "{text}"
     );
-    assert!(text.contains("  device     cpu, 0 active\n"), "{text}");
+    assert!(text.contains("  device     none (host-only trace)\n"), "{text}");
     assert!(
         text.contains("  steps      3 (ProfilerStep#2 … ProfilerStep#4)\n"),
         "{text}"

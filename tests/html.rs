@@ -168,8 +168,8 @@ fn compile_steps_draw_as_compile_and_evidence_has_an_axis() {
     assert!(checked >= 3, "the sample compiles in at least three steps");
     assert!(page.contains("evidence slice"), "a caption over the strip");
     assert!(
-        page.contains("text-anchor=\"end\" fill=\"#333\">+"),
-        "the strip's axis ends at +<window>"
+        page.contains("font-size=\"10\" fill=\"#333\" text-anchor=\"middle\">+"),
+        "the strip's axis has round times from the window's start (+<time>)"
     );
 }
 
@@ -234,4 +234,191 @@ fn the_roofline_plots_each_signature_against_the_roofs() {
     let table = &section[section.find("id=\"roofline-ops\"").unwrap()..];
     let table = &table[..table.find("</table>").unwrap()];
     assert_eq!(table.matches("<tr>").count(), rows.len() + 1);
+}
+
+/// Every single-trace sample, and the 4-rank run, each with its report page.
+fn sample_pages() -> Vec<(String, String)> {
+    use steplens_ingest::LoadOptions;
+    let mut runs: Vec<Vec<std::path::PathBuf>> = support::sample_traces()
+        .into_iter()
+        .map(|p| vec![p])
+        .collect();
+    let ranks = support::repo().join("samples/ranks/nccl_straggler");
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&ranks)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".json.gz"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 2, "the 4-rank run");
+    runs.push(files);
+    runs.iter()
+        .filter_map(|paths| {
+            let refs: Vec<&std::path::Path> = paths.iter().map(|p| p.as_path()).collect();
+            let t = steplens_ingest::load_many(&refs, &LoadOptions::default(), None).ok()?;
+            let report = steplens_analysis::build_report(&t);
+            let name = paths[0].display().to_string();
+            Some((name, steplens_output::html::report_page(&report, &t)))
+        })
+        .collect()
+}
+
+/// Each `<svg>…</svg>` of a page, with the legend right before it (empty when none).
+fn charts(page: &str) -> Vec<(&str, &str)> {
+    let mut out = Vec::new();
+    let mut rest = page;
+    while let Some(at) = rest.find("<svg") {
+        let end = at + rest[at..].find("</svg>").unwrap();
+        let before = &rest[..at];
+        // The legend belongs to this chart when nothing but a heading lies between them.
+        let legend = before
+            .rfind("<div class=\"legend\">")
+            .map(|l| &before[l..])
+            .filter(|l| !l.contains("<svg") && !l.contains("<table"))
+            .unwrap_or("");
+        out.push((legend, &rest[at..end]));
+        rest = &rest[end..];
+    }
+    out
+}
+
+/// A tick label's value: `0`, `+50 ms`, `0.5 s`, `40%`, `0.01`, `1k`, `1e6`.
+fn tick_value(label: &str) -> f64 {
+    let label = label.trim_start_matches('+');
+    if let Some(pct) = label.strip_suffix('%') {
+        return pct.parse().unwrap();
+    }
+    if let Some((num, unit)) = label.split_once(' ') {
+        let scale = match unit {
+            "s" => 1e9,
+            "ms" => 1e6,
+            "µs" => 1e3,
+            "ns" => 1.0,
+            other => panic!("unit {other} in {label}"),
+        };
+        return num.parse::<f64>().unwrap() * scale;
+    }
+    if let Some(k) = label.strip_suffix('k') {
+        return k.parse::<f64>().unwrap() * 1e3;
+    }
+    if let Some(e) = label.strip_prefix("1e") {
+        return 10f64.powi(e.parse().unwrap());
+    }
+    label
+        .parse()
+        .unwrap_or_else(|_| panic!("tick label {label}"))
+}
+
+/// 1, 2 or 5 × 10^k.
+fn is_round(v: f64) -> bool {
+    if v <= 0.0 {
+        return false;
+    }
+    let mantissa = v / 10f64.powf(v.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .any(|m| (mantissa - m).abs() < 1e-6 * m)
+}
+
+/// Every chart's ticks on every sample's page are round: on a linear axis (time, percent) they
+/// are 0 and the multiples of one step of 1, 2 or 5 × 10^k of the unit (0, 50, 100, 150 ms, never
+/// 66.6/133/266 ms); on the roofline's log axes each is a power of ten. Each legend names only
+/// series its chart draws: every name is in the tooltip of a bar of nonzero height, a line or a
+/// point of the chart.
+#[test]
+fn every_samples_charts_have_round_ticks_and_legends_of_what_they_draw() {
+    let pages = sample_pages();
+    assert!(pages.len() > 50, "{} pages", pages.len());
+    let (mut axes, mut legends) = (0, 0);
+    for (name, page) in &pages {
+        for (legend, svg) in charts(page) {
+            let mut by_axis: std::collections::BTreeMap<&str, Vec<f64>> = Default::default();
+            for tick in svg.split("<text class=\"tick\" data-axis=\"").skip(1) {
+                let axis = &tick[..tick.find('"').unwrap()];
+                let label = &tick[tick.find('>').unwrap() + 1..tick.find("</text>").unwrap()];
+                by_axis.entry(axis).or_default().push(tick_value(label));
+            }
+            for (axis, values) in &by_axis {
+                axes += 1;
+                if axis.starts_with("log-") {
+                    for v in values {
+                        let d = v.log10();
+                        assert!((d - d.round()).abs() < 1e-9, "{name}: {axis} tick {v}");
+                    }
+                    continue;
+                }
+                assert!(values.len() >= 2, "{name}: {axis} ticks {values:?}");
+                assert_eq!(values[0], 0.0, "{name}: {axis} ticks {values:?}");
+                let step = values[1];
+                assert!(is_round(step), "{name}: {axis} step {step} in {values:?}");
+                for (k, v) in values.iter().enumerate() {
+                    let want = step * k as f64;
+                    assert!(
+                        (v - want).abs() <= 1e-6 * want.max(1.0),
+                        "{name}: {axis} ticks {values:?} are not multiples of {step}"
+                    );
+                }
+            }
+            if legend.is_empty() {
+                continue;
+            }
+            let legend = &legend[..legend.find("</div>").unwrap()];
+            // What the chart draws: tooltips of its bars, lines and points, and whether a bar
+            // has a height.
+            let drawn: Vec<(&str, bool)> = svg
+                .split('<')
+                .zip(svg.split('<').skip(1))
+                .filter_map(|(element, next)| {
+                    let tag = element.split([' ', '>']).next()?;
+                    let height = match tag {
+                        "rect" => element
+                            .split("height=\"")
+                            .nth(1)
+                            .and_then(|h| h[..h.find('"')?].parse::<f64>().ok())
+                            .is_some_and(|h| h > 0.0),
+                        "polyline" | "circle" => true,
+                        _ => return None,
+                    };
+                    Some((next.strip_prefix("title>")?, height))
+                })
+                .collect();
+            for entry in legend.split("</i>").skip(1) {
+                let series = &entry[..entry.find("</span>").unwrap()];
+                legends += 1;
+                // A bar too thin to see still counts when its tooltip gives a nonzero value.
+                let zero = format!("{series} 0 ns");
+                assert!(
+                    drawn
+                        .iter()
+                        .any(|(t, height)| t.contains(series) && (*height || !t.contains(&zero))),
+                    "{name}: the legend names {series}, which the chart does not draw"
+                );
+            }
+        }
+    }
+    assert!(axes > 100, "{axes} axes checked");
+    assert!(legends > 100, "{legends} legend entries checked");
+}
+
+/// A trace with no device work says so, in the HTML overview and in `info`: no "cpu, 0 active".
+#[test]
+fn a_host_only_trace_has_no_device_line_of_zero_devices() {
+    let sample = support::repo().join("samples/torch-cpu/train_sync.json.gz");
+    let path = sample.to_str().unwrap();
+    let page = html_of(&["report", "-f", "html", path]);
+    assert!(
+        page.contains("<tr><th>device</th><td>none (host-only trace)</td></tr>"),
+        "the overview's device row"
+    );
+    let info = support::ok(&["info", path]);
+    assert!(info.contains("device     none (host-only trace)"), "{info}");
+    let text = support::ok(&["report", path]);
+    assert!(text.contains("device   none (host-only trace)"), "{text}");
+    for out in [&page, &info, &text] {
+        assert!(!out.contains("0 active") && !out.contains("device(s)"));
+    }
+    // With a device, the count is in the singular for one.
+    let gpu = support::repo().join("samples/whatif-cuda/item_sync.problem.json.gz");
+    let info = support::ok(&["info", gpu.to_str().unwrap()]);
+    assert!(info.contains("(1 device active)"), "{info}");
 }

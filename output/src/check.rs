@@ -32,8 +32,10 @@ fn side_line(run: &Side<'_>, figures: &RunFigures) -> String {
         ""
     };
     format!(
-        "{}{kind}: {} steps, {} warm-up left out, {median}",
-        run.label, figures.steps_total, figures.warmup_skipped
+        "{}{kind}: {}, {} warm-up left out, {median}",
+        run.label,
+        crate::count::plural(figures.steps_total as u64, "step"),
+        figures.warmup_skipped
     )
 }
 
@@ -41,24 +43,22 @@ fn verdict(outcome: &CheckOutcome) -> String {
     let failed = outcome.failures().count();
     let count = |status: Status| outcome.rules.iter().filter(|r| r.status == status).count();
     let mut also = String::new();
-    for (n, what) in [
-        (
-            count(Status::Inconclusive),
-            "inconclusive (within the noise)",
-        ),
-        (count(Status::Warn), "warnings"),
-    ] {
-        if n > 0 {
-            also.push_str(&format!("; {n} {what}"));
-        }
+    let inconclusive = count(Status::Inconclusive);
+    if inconclusive > 0 {
+        also.push_str(&format!("; {inconclusive} inconclusive (within the noise)"));
     }
+    let warnings = count(Status::Warn);
+    if warnings > 0 {
+        also.push_str(&format!(
+            "; {}",
+            crate::count::plural(warnings as u64, "warning")
+        ));
+    }
+    let rules = crate::count::plural(outcome.rules.len() as u64, "rule");
     if outcome.passed {
-        format!("passed ({} rules{also})", outcome.rules.len())
+        format!("passed ({rules}{also})")
     } else {
-        format!(
-            "REGRESSED ({failed} of {} rules failed{also})",
-            outcome.rules.len()
-        )
+        format!("REGRESSED ({failed} of {rules} failed{also})")
     }
 }
 

@@ -38,8 +38,9 @@ fn pct_change(a: Option<f64>, b: Option<f64>) -> String {
 
 fn steps_line(f: &RunFigures) -> String {
     format!(
-        "{} steps ({} warm-up left out)",
-        f.steps_total, f.warmup_skipped
+        "{} ({} warm-up left out)",
+        crate::count::plural(f.steps_total as u64, "step"),
+        f.warmup_skipped
     )
 }
 

@@ -75,10 +75,7 @@ pub fn info_text(out: &mut dyn Write, timeline: &Timeline, color: bool) -> io::R
         }
     }
     let d = &timeline.device;
-    let device = match &d.name {
-        Some(name) => format!("{} ({name}), {} active", d.kind.as_str(), d.count),
-        None => format!("{}, {} active", d.kind.as_str(), d.count),
-    };
+    let device = crate::text::device_text(d.kind.as_str(), d.name.as_deref(), d.count);
     writeln!(out, "  device     {}", escape::terminal(&device))?;
     let (engines, _) = steplens_analysis::engines::engine_utilization(timeline);
     if !engines.is_empty() {
@@ -94,8 +91,8 @@ pub fn info_text(out: &mut dyn Write, timeline: &Timeline, color: bool) -> io::R
         names.dedup();
         writeln!(
             out,
-            "  metrics    {} dumps ({})",
-            timeline.metrics.len(),
+            "  metrics    {} ({})",
+            crate::count::plural(timeline.metrics.len() as u64, "dump"),
             escape::terminal(&names.join(", "))
         )?;
     }

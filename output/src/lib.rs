@@ -6,6 +6,7 @@
 //! files, titles) is escaped for the terminal and for Markdown ([`escape`]).
 
 pub mod check;
+mod count;
 pub mod diff;
 pub mod escape;
 pub mod html;

@@ -43,7 +43,7 @@ pub(crate) fn step_ranks(report: &Report) -> usize {
 #[must_use]
 pub fn step_count(report: &Report) -> String {
     let n = report.steps.len();
-    let plural = |n: usize, one: &str| format!("{n} {one}{}", if n == 1 { "" } else { "s" });
+    let plural = |n: usize, one: &str| crate::count::plural(n as u64, one);
     let whose = if report.steps.iter().any(|s| s.rank.is_some()) {
         "ranks"
     } else {

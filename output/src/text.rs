@@ -13,18 +13,7 @@ use crate::escape;
 pub use crate::table::{Style, Table, truncate};
 pub use steplens_analysis::units::{human_bytes, human_ns};
 
-/// An integer with thousands separators.
-pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+pub use crate::count::thousands;
 
 fn pct(part: i64, whole: i64) -> String {
     if whole <= 0 {
@@ -402,12 +391,24 @@ fn device_line(report: &Report) -> String {
     device_text(&d.kind, d.name.as_deref(), d.count)
 }
 
-/// `cuda, NVIDIA H100 (1 device(s) active)`; a blank name is left out.
-fn device_text(kind: &str, name: Option<&str>, count: usize) -> String {
-    match (name.map(str::trim).filter(|n| !n.is_empty()), kind) {
-        (_, "cpu") => "cpu (no accelerator activity)".into(),
-        (Some(name), kind) => format!("{kind}, {name} ({count} device(s) active)"),
-        (None, kind) => format!("{kind} ({count} device(s) active)"),
+/// The device line every output writes (text, Markdown, HTML, `info`): `cuda, NVIDIA H100 (1
+/// device active)`, a blank name left out; `none (host-only trace)` for a trace with no device
+/// (never "cpu, 0 active"); `cuda (no device work in the trace)` for a device named but idle.
+pub(crate) fn device_text(kind: &str, name: Option<&str>, count: usize) -> String {
+    if kind == "cpu" {
+        return "none (host-only trace)".into();
+    }
+    let what = match name.map(str::trim).filter(|n| !n.is_empty()) {
+        Some(name) => format!("{kind}, {name}"),
+        None => kind.to_owned(),
+    };
+    if count == 0 {
+        format!("{what} (no device work in the trace)")
+    } else {
+        format!(
+            "{what} ({} active)",
+            crate::count::plural(count as u64, "device")
+        )
     }
 }
 
@@ -529,7 +530,7 @@ fn findings_heading(report: &Report) -> String {
 /// one finding: the count the text report, the viewer and the Python `repr` give.
 #[must_use]
 pub fn finding_count(report: &Report) -> String {
-    let plural = |n: usize, one: &str| format!("{n} {one}{}", if n == 1 { "" } else { "s" });
+    let plural = |n: usize, one: &str| crate::count::plural(n as u64, one);
     let (groups, findings) = (report.groups().len(), report.findings.len());
     if groups == findings {
         plural(findings, "finding")
@@ -589,9 +590,9 @@ pub fn text(out: &mut dyn Write, report: &Report, top: usize, color: bool) -> io
             "{} {}",
             style.bold(&source.path),
             style.dim(&format!(
-                "({}, {} events)",
+                "({}, {})",
                 source.format,
-                thousands(source.events)
+                crate::count::plural(source.events, "event")
             ))
         )?;
     }
@@ -807,10 +808,10 @@ pub fn markdown(out: &mut dyn Write, report: &Report, top: usize) -> io::Result<
     for source in &report.sources {
         writeln!(
             out,
-            "- {} ({}, {} events)",
+            "- {} ({}, {})",
             escape::markdown_code(&source.path),
             source.format,
-            thousands(source.events)
+            crate::count::plural(source.events, "event")
         )?;
     }
     writeln!(out, "- device: {}", escape::markdown(&device_line(report)))?;
@@ -924,16 +925,67 @@ mod tests {
         assert!(wrap("", 5).is_empty());
     }
 
+    /// A group's figures line counts in the singular for one: no "1 steps", "1 times" or "ranks
+    /// 0" (issue 49).
+    #[test]
+    fn group_figures_count_in_the_singular_for_one() {
+        use steplens_analysis::FindingKind;
+        use steplens_analysis::finding::FindingGroup;
+        let group = |findings: usize, steps: usize, ranks: Vec<i64>| FindingGroup {
+            kind: FindingKind::SyncPoint,
+            severity: Severity::Warning,
+            place: "train.py:10".into(),
+            findings: (0..findings).collect(),
+            steps,
+            ranks,
+            count: findings as u64,
+            lost_ns: 2_000_000,
+            saving_ns: 1_000_000,
+            saving_unknown: false,
+        };
+        let figures = |g: FindingGroup| g.figures();
+        assert_eq!(figures(group(1, 1, vec![])), "saves 1.00 ms · owns 2.00 ms");
+        assert_eq!(
+            figures(group(2, 1, vec![])),
+            "2 times · saves 1.00 ms · owns 2.00 ms"
+        );
+        assert_eq!(
+            figures(group(3, 3, vec![])),
+            "in 3 steps · saves 1.00 ms · owns 2.00 ms"
+        );
+        assert_eq!(
+            figures(group(2, 1, vec![2])),
+            "on rank 2 · saves 1.00 ms · owns 2.00 ms"
+        );
+        assert_eq!(
+            figures(group(8, 2, vec![0, 1, 2, 3])),
+            "in 2 steps on ranks 0–3 · saves 1.00 ms · owns 2.00 ms"
+        );
+        for findings in 1..4 {
+            for steps in 0..4 {
+                let line = figures(group(findings, steps, vec![0]));
+                for bad in [" 1 steps", " 1 times", " 1 findings", " 1 calls", " 1 gaps"] {
+                    assert!(!line.contains(bad), "{line}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn a_blank_device_name_is_left_out() {
-        assert_eq!(
-            device_text("rocm", Some(" "), 1),
-            "rocm (1 device(s) active)"
-        );
+        assert_eq!(device_text("rocm", Some(" "), 1), "rocm (1 device active)");
         assert_eq!(
             device_text("rocm", Some("MI250X"), 1),
-            "rocm, MI250X (1 device(s) active)"
+            "rocm, MI250X (1 device active)"
         );
-        assert_eq!(device_text("cpu", None, 0), "cpu (no accelerator activity)");
+        assert_eq!(
+            device_text("cuda", Some("NVIDIA H100"), 8),
+            "cuda, NVIDIA H100 (8 devices active)"
+        );
+        assert_eq!(device_text("cpu", None, 0), "none (host-only trace)");
+        assert_eq!(
+            device_text("cuda", None, 0),
+            "cuda (no device work in the trace)"
+        );
     }
 }

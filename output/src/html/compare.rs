@@ -36,9 +36,15 @@ pub fn diff_page(d: &steplens_analysis::diff::Diff) -> String {
             .collect();
     if !kinds.is_empty() {
         h.push_str("<h2>Lost time per step by finding kind, A then B</h2>");
+        let total = |m: &std::collections::BTreeMap<FindingKind, i64>| -> f64 {
+            m.values().map(|v| (*v).max(0) as f64).sum()
+        };
         legend(
             &mut h,
-            &[("A (before)", PALETTE[7]), ("B (after)", PALETTE[5])],
+            &[
+                ("A (before)", PALETTE[7], total(&d.a.lost_ns_per_step)),
+                ("B (after)", PALETTE[5], total(&d.b.lost_ns_per_step)),
+            ],
         );
         let mut rows = Vec::new();
         for k in kinds {
@@ -119,16 +125,16 @@ pub fn check_page(
     let count = |st: Status| outcome.rules.iter().filter(|r| r.status == st).count();
     let _ = write!(
         h,
-        "<p class=\"headline\">{}: {} rules, {} failed, {} inconclusive, {} warnings<br><span class=\"muted\">baseline {} · current {}</span></p>",
+        "<p class=\"headline\">{}: {}, {} failed, {} inconclusive, {}<br><span class=\"muted\">baseline {} · current {}</span></p>",
         if outcome.passed {
             "passed"
         } else {
             "REGRESSED"
         },
-        outcome.rules.len(),
+        crate::count::plural(outcome.rules.len() as u64, "rule"),
         count(Status::Fail),
         count(Status::Inconclusive),
-        count(Status::Warn),
+        crate::count::plural(count(Status::Warn) as u64, "warning"),
         esc(baseline),
         esc(current)
     );
@@ -140,7 +146,24 @@ pub fn check_page(
         .collect();
     if !kinds.is_empty() {
         h.push_str("<h2>Lost time per step by finding kind</h2>");
-        legend(&mut h, &[("baseline", PALETTE[7]), ("current", PALETTE[5])]);
+        let total = |m: &std::collections::BTreeMap<FindingKind, i64>| -> f64 {
+            m.values().map(|v| (*v).max(0) as f64).sum()
+        };
+        legend(
+            &mut h,
+            &[
+                (
+                    "baseline",
+                    PALETTE[7],
+                    total(&outcome.baseline.lost_ns_per_step),
+                ),
+                (
+                    "current",
+                    PALETTE[5],
+                    total(&outcome.current.lost_ns_per_step),
+                ),
+            ],
+        );
         let mut rows = Vec::new();
         for k in kinds {
             let get =

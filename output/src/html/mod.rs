@@ -110,9 +110,15 @@ fn pct(part: i64, whole: i64) -> f64 {
     }
 }
 
-fn legend(h: &mut String, items: &[(&str, &str)]) {
+/// A chart's legend: `(name, colour, value)` per series, listing only the series with a nonzero
+/// value in the chart (a category the chart does not draw is not named).
+fn legend(h: &mut String, items: &[(&str, &str, f64)]) {
+    let shown: Vec<&(&str, &str, f64)> = items.iter().filter(|(_, _, v)| *v != 0.0).collect();
+    if shown.is_empty() {
+        return;
+    }
     h.push_str("<div class=\"legend\">");
-    for (name, colour) in items {
+    for (name, colour, _) in shown {
         let _ = write!(
             h,
             "<span><i style=\"background:{colour}\"></i>{}</span>",
@@ -122,24 +128,101 @@ fn legend(h: &mut String, items: &[(&str, &str)]) {
     h.push_str("</div>");
 }
 
-/// A y axis with ticks in human time units.
-fn axis_y(h: &mut String, left: f64, base: f64, max: f64) {
+/// Round ticks for an axis from 0 to at least `max` (in ns, or any integer unit): a step of 1, 2
+/// or 5 × 10^k, the smallest that needs at most [`Ticks::MAX_INTERVALS`] intervals, and `top`, the
+/// first tick at or above `max` (what the chart scales to, so the highest tick is its top).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Ticks {
+    /// Between two ticks.
+    pub(crate) step: i64,
+    /// The highest tick: the smallest multiple of `step` at or above the largest value.
+    pub(crate) top: i64,
+}
+
+impl Ticks {
+    /// At most this many intervals (so at least three, as the step grows at most 2.5-fold).
+    pub(crate) const MAX_INTERVALS: i64 = 6;
+
+    /// Ticks for values from 0 to `max` (a `max` of 0 or less reads as 1).
+    #[must_use]
+    pub(crate) fn new(max: i64) -> Self {
+        let max = max.max(1);
+        let mut power: i64 = 1;
+        loop {
+            for digit in [1, 2, 5] {
+                let Some(step) = power.checked_mul(digit) else {
+                    return Self {
+                        step: max,
+                        top: max,
+                    };
+                };
+                if step.saturating_mul(Self::MAX_INTERVALS) >= max {
+                    let top = (max / step + i64::from(max % step != 0)).saturating_mul(step);
+                    return Self { step, top };
+                }
+            }
+            match power.checked_mul(10) {
+                Some(p) => power = p,
+                None => {
+                    return Self {
+                        step: max,
+                        top: max,
+                    };
+                }
+            }
+        }
+    }
+
+    /// The ticks, from 0 to `top`.
+    pub(crate) fn values(self) -> impl Iterator<Item = i64> {
+        let step = self.step.max(1);
+        (0..=self.top / step).map(move |k| k * step)
+    }
+
+    /// A tick's label in one unit for the whole axis (the top's), with as many decimals as the
+    /// step needs: `0`, `0.5 s`, `1.0 s`, `1.5 s`; `0`, `100 ms`, `200 ms`.
+    #[must_use]
+    pub(crate) fn time_label(self, ns: i64) -> String {
+        if ns == 0 {
+            return "0".to_owned();
+        }
+        let (unit, name) = match self.top.unsigned_abs() {
+            ..1_000 => (1, "ns"),
+            1_000..1_000_000 => (1_000, "µs"),
+            1_000_000..1_000_000_000 => (1_000_000, "ms"),
+            _ => (1_000_000_000, "s"),
+        };
+        let mut decimals = 0usize;
+        let mut scaled = i128::from(self.step);
+        while scaled % i128::from(unit) != 0 && decimals < 9 {
+            scaled *= 10;
+            decimals += 1;
+        }
+        format!("{:.decimals$} {name}", ns as f64 / f64::from(unit))
+    }
+}
+
+/// A y axis with round ticks in time units (see [`Ticks`]); the chart scales its bars to the
+/// returned top.
+fn axis_y(h: &mut String, left: f64, base: f64, max: i64) -> f64 {
+    let ticks = Ticks::new(max);
     let _ = write!(
         h,
         "<line x1=\"{left}\" x2=\"{left}\" y1=\"10\" y2=\"{base}\" stroke=\"#999\"/>"
     );
-    for k in 0..=4 {
-        let v = max * f64::from(k) / 4.0;
-        let y = base - (base - 10.0) * f64::from(k) / 4.0;
+    let top = ticks.top as f64;
+    for v in ticks.values() {
+        let y = base - (base - 10.0) * v as f64 / top;
         let _ = write!(
             h,
-            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text><line x1=\"{left}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#eee\"/>",
+            "<text class=\"tick\" data-axis=\"y\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text><line x1=\"{left}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#eee\"/>",
             left - 4.0,
             y + 4.0,
-            human_ns(v as i64),
+            ticks.time_label(v),
             left + 1040.0
         );
     }
+    top
 }
 
 /// Horizontal bars with a label, a value shown as text and a tooltip.
@@ -225,7 +308,79 @@ fn bytes_cell(b: i64) -> (String, Option<f64>) {
 
 #[cfg(test)]
 mod tests {
-    use super::esc;
+    use super::{Ticks, esc, legend};
+
+    /// 1, 2 or 5 × 10^k.
+    fn round(v: i64) -> bool {
+        let mut v = v;
+        while v >= 10 && v % 10 == 0 {
+            v /= 10;
+        }
+        matches!(v, 1 | 2 | 5)
+    }
+
+    #[test]
+    fn ticks_are_round_and_cover_the_largest_value() {
+        // 266 ms (the 266/133/66.6 ms axis) ticks at 0, 50 .. 300 ms.
+        let t = Ticks::new(266_000_000);
+        assert_eq!((t.step, t.top), (50_000_000, 300_000_000));
+        let labels: Vec<String> = t.values().map(|v| t.time_label(v)).collect();
+        assert_eq!(
+            labels,
+            [
+                "0", "50 ms", "100 ms", "150 ms", "200 ms", "250 ms", "300 ms"
+            ]
+        );
+        let t = Ticks::new(1_400_000_000);
+        let labels: Vec<String> = t.values().map(|v| t.time_label(v)).collect();
+        assert_eq!(labels, ["0", "0.5 s", "1.0 s", "1.5 s"]);
+        for max in [
+            1,
+            7,
+            999,
+            1_000,
+            1_001,
+            35_600_000,
+            155_000_000,
+            9_999_999_999,
+        ] {
+            let t = Ticks::new(max);
+            assert!(round(t.step), "{max}: step {}", t.step);
+            assert!(t.top >= max && t.top % t.step == 0, "{max}: {t:?}");
+            let intervals = t.top / t.step;
+            assert!(
+                (1..=Ticks::MAX_INTERVALS).contains(&intervals),
+                "{max}: {intervals} intervals"
+            );
+            if max >= 10 {
+                assert!(intervals >= 3, "{max}: {intervals} intervals");
+            }
+        }
+        assert_eq!(Ticks::new(0), Ticks::new(1));
+        // Past what i64 holds the top saturates rather than overflows.
+        assert!(Ticks::new(i64::MAX).values().count() <= 7);
+    }
+
+    #[test]
+    fn a_legend_names_only_what_the_chart_draws() {
+        let mut h = String::new();
+        legend(
+            &mut h,
+            &[
+                ("busy", "#000", 3.0),
+                ("compile", "#111", 0.0),
+                ("idle", "#222", 1.0),
+            ],
+        );
+        assert!(h.contains("busy") && h.contains("idle"));
+        assert!(!h.contains("compile"), "{h}");
+        let mut h = String::new();
+        legend(&mut h, &[("compile", "#111", 0.0)]);
+        assert!(
+            h.is_empty(),
+            "no legend for a chart that draws nothing: {h}"
+        );
+    }
 
     #[test]
     fn trace_text_is_escaped() {

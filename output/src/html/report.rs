@@ -105,13 +105,11 @@ fn overview(h: &mut String, report: &Report) {
         let _ = write!(h, "<p class=\"advice\">Profiler: {}</p>", esc(&p.message));
     }
     h.push_str("<table>");
-    let device = match &report.device.name {
-        Some(name) => format!(
-            "{} ({name}), {} active",
-            report.device.kind, report.device.count
-        ),
-        None => format!("{}, {} active", report.device.kind, report.device.count),
-    };
+    let device = crate::text::device_text(
+        &report.device.kind,
+        report.device.name.as_deref(),
+        report.device.count,
+    );
     let rows = [
         ("device", device),
         ("steps", crate::steps::step_count(report)),
@@ -130,10 +128,10 @@ fn overview(h: &mut String, report: &Report) {
     for s in &report.sources {
         let _ = write!(
             h,
-            "<tr><th>source</th><td>{} <span class=\"muted\">({}, {} events)</span>",
+            "<tr><th>source</th><td>{} <span class=\"muted\">({}, {})</span>",
             esc(&s.path),
             esc(s.format.as_str()),
-            s.events
+            crate::count::plural(s.events, "event")
         );
         for w in &s.warnings {
             let _ = write!(
@@ -225,15 +223,52 @@ fn step_chart(h: &mut String, report: &Report) {
     } else {
         causes.into_iter().chain([busy, rest]).collect()
     };
-    legend(h, &series);
-    let (w, ht, left, bottom) = (1100.0, 260.0, 60.0, 40.0);
-    let max = report
-        .steps
+    let bars: Vec<(&StepStats, Vec<i64>)> = steps
         .iter()
-        .map(|s| s.dur_ns)
-        .max()
-        .unwrap_or(1)
-        .max(1) as f64;
+        .map(|s| {
+            let busy = if has_device {
+                s.device_busy_ns.unwrap_or(0)
+            } else {
+                s.host_busy_ns
+            };
+            // A warm-up compile is no recompile finding: the step's compile time shows it.
+            let causes = [
+                lost(s, "recompile").max(s.compile_ns),
+                lost(s, "sync_point"),
+                lost(s, "dataloader_stall").max(0),
+            ];
+            let parts: Vec<i64> = if has_device {
+                std::iter::once(busy).chain(causes).collect()
+            } else {
+                // Host time in a compile, a sync or the loader is part of the host's busy time.
+                let caused: i64 = causes.iter().sum();
+                causes.into_iter().chain([(busy - caused).max(0)]).collect()
+            };
+            // The parts share one step: each is cut to what the ones before it left (a sync
+            // wait overlaps device work; the bar shows the step's wall time, never more).
+            let mut left_over = s.dur_ns;
+            let mut parts: Vec<i64> = parts
+                .into_iter()
+                .map(|v| {
+                    let v = v.clamp(0, left_over);
+                    left_over -= v;
+                    v
+                })
+                .collect();
+            parts.push(left_over);
+            (*s, parts)
+        })
+        .collect();
+    let shown: Vec<(&str, &str, f64)> = series
+        .iter()
+        .enumerate()
+        .map(|(k, (name, colour))| {
+            let total: i64 = bars.iter().map(|(_, parts)| parts[k]).sum();
+            (*name, *colour, total as f64)
+        })
+        .collect();
+    legend(h, &shown);
+    let (w, ht, left, bottom) = (1100.0, 260.0, 60.0, 40.0);
     let n = steps.len() as f64;
     let bar = ((w - left) / n * 0.8).max(1.0);
     let x_of = |i: usize| left + i as f64 * (w - left) / n + 2.0;
@@ -241,40 +276,11 @@ fn step_chart(h: &mut String, report: &Report) {
         h,
         "<svg width=\"{w}\" height=\"{ht}\" role=\"img\" aria-label=\"step time\">"
     );
-    axis_y(h, left, ht - bottom, max);
+    let max_ns = report.steps.iter().map(|s| s.dur_ns).max().unwrap_or(1);
+    let max = axis_y(h, left, ht - bottom, max_ns);
     rank_groups(h, report, &steps, x_of, ht - bottom + 30.0);
-    for (i, s) in steps.iter().enumerate() {
+    for (i, (s, parts)) in bars.iter().enumerate() {
         let x = x_of(i);
-        let busy = if has_device {
-            s.device_busy_ns.unwrap_or(0)
-        } else {
-            s.host_busy_ns
-        };
-        // A warm-up compile is no recompile finding: the step's compile time shows it.
-        let causes = [
-            lost(s, "recompile").max(s.compile_ns),
-            lost(s, "sync_point"),
-            lost(s, "dataloader_stall").max(0),
-        ];
-        let parts: Vec<i64> = if has_device {
-            std::iter::once(busy).chain(causes).collect()
-        } else {
-            // Host time in a compile, a sync or the loader is part of the host's busy time.
-            let caused: i64 = causes.iter().sum();
-            causes.into_iter().chain([(busy - caused).max(0)]).collect()
-        };
-        // The parts share one step: each is cut to what the ones before it left (a sync wait
-        // overlaps device work; the bar shows the step's wall time, never more).
-        let mut left_over = s.dur_ns;
-        let mut parts: Vec<i64> = parts
-            .into_iter()
-            .map(|v| {
-                let v = v.clamp(0, left_over);
-                left_over -= v;
-                v
-            })
-            .collect();
-        parts.push(left_over);
         let label = crate::steps::step_label(&s.name, s.source, s.rank, multi);
         let mut y = ht - bottom;
         for (k, v) in parts.iter().enumerate() {
@@ -390,18 +396,20 @@ fn critical_path_chart(h: &mut String, report: &Report) {
         return;
     }
     h.push_str("<h2>Critical path: what bounds each step</h2>");
-    let series: Vec<(&str, &str)> = Bound::ALL
+    // Only the bounds some path holds.
+    let series: Vec<(&str, &str, f64)> = Bound::ALL
         .iter()
-        .map(|&b| (b.as_str(), bound_colour(b)))
+        .map(|&b| {
+            let total: i64 = paths
+                .iter()
+                .map(|(_, p)| p.by_bound.get(&b).copied().unwrap_or(0).max(0))
+                .sum();
+            (b.as_str(), bound_colour(b), total as f64)
+        })
         .collect();
     legend(h, &series);
     let (w, ht, left, bottom) = (1100.0, 240.0, 60.0, 40.0);
-    let max = paths
-        .iter()
-        .map(|(_, p)| p.total_ns)
-        .max()
-        .unwrap_or(1)
-        .max(1) as f64;
+    let max_ns = paths.iter().map(|(_, p)| p.total_ns).max().unwrap_or(1);
     let n = paths.len() as f64;
     let bar = ((w - left) / n * 0.8).max(1.0);
     let x_of = |i: usize| left + i as f64 * (w - left) / n + 2.0;
@@ -409,7 +417,7 @@ fn critical_path_chart(h: &mut String, report: &Report) {
         h,
         "<svg width=\"{w}\" height=\"{ht}\" role=\"img\" aria-label=\"critical path by bound\">"
     );
-    axis_y(h, left, ht - bottom, max);
+    let max = axis_y(h, left, ht - bottom, max_ns);
     rank_groups(h, report, &steps, x_of, ht - bottom + 30.0);
     for (i, (label, path)) in paths.iter().enumerate() {
         let x = x_of(i);
@@ -462,27 +470,51 @@ fn utilization_chart(h: &mut String, timeline: &Timeline) {
     if engines.is_empty() || to <= from {
         return;
     }
-    h.push_str("<h2>Engine utilization over the trace</h2>");
-    let names: Vec<(&str, &str)> = engines
-        .keys()
-        .enumerate()
-        .map(|(i, n)| (n.as_str(), PALETTE[i % PALETTE.len()]))
-        .collect();
-    legend(h, &names);
     let (w, ht, left, bottom, bins) = (1100.0, 200.0, 60.0, 24.0, 120usize);
     let span = (to - from) as f64;
+    // Each engine class's line; a class never busy in the trace draws no line and no legend.
+    let mut lines: Vec<(usize, &String, String)> = Vec::new();
+    for (i, (name, sets)) in engines.iter().enumerate() {
+        let mut points = String::new();
+        let mut any = false;
+        for b in 0..bins {
+            let a = from + (span * b as f64 / bins as f64) as i64;
+            let z = from + (span * (b + 1) as f64 / bins as f64) as i64;
+            let busy: i64 = sets
+                .iter()
+                .filter_map(|c| c.engines.get(*name))
+                .map(|set| set.covered(a, z))
+                .sum();
+            any |= busy > 0;
+            let share = (busy as f64 / (z - a).max(1) as f64 / sets.len() as f64).min(1.0);
+            let x = left + (b as f64 + 0.5) / bins as f64 * (w - left);
+            let y = ht - bottom - share * (ht - bottom - 10.0);
+            let _ = write!(points, "{x:.1},{y:.1} ");
+        }
+        if any {
+            lines.push((i, name, points));
+        }
+    }
+    if lines.is_empty() {
+        return;
+    }
+    h.push_str("<h2>Engine utilization over the trace</h2>");
+    let names: Vec<(&str, &str, f64)> = lines
+        .iter()
+        .map(|(i, n, _)| (n.as_str(), PALETTE[i % PALETTE.len()], 1.0))
+        .collect();
+    legend(h, &names);
     let _ = write!(
         h,
         "<svg width=\"{w}\" height=\"{ht}\" role=\"img\" aria-label=\"utilization\">"
     );
-    for k in 0..=4 {
-        let y = ht - bottom - (ht - bottom - 10.0) * f64::from(k) / 4.0;
+    for pct in (0..=100).step_by(20) {
+        let y = ht - bottom - (ht - bottom - 10.0) * f64::from(pct) / 100.0;
         let _ = write!(
             h,
-            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}%</text><line x1=\"{left}\" x2=\"{w}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#eee\"/>",
+            "<text class=\"tick\" data-axis=\"y\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{pct}%</text><line x1=\"{left}\" x2=\"{w}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#eee\"/>",
             left - 4.0,
             y + 4.0,
-            k * 25
         );
     }
     for step in &timeline.steps {
@@ -494,21 +526,7 @@ fn utilization_chart(h: &mut String, timeline: &Timeline) {
             esc(&step.name)
         );
     }
-    for (i, (name, sets)) in engines.iter().enumerate() {
-        let mut points = String::new();
-        for b in 0..bins {
-            let a = from + (span * b as f64 / bins as f64) as i64;
-            let z = from + (span * (b + 1) as f64 / bins as f64) as i64;
-            let busy: i64 = sets
-                .iter()
-                .filter_map(|c| c.engines.get(*name))
-                .map(|set| set.covered(a, z))
-                .sum();
-            let share = (busy as f64 / (z - a).max(1) as f64 / sets.len() as f64).min(1.0);
-            let x = left + (b as f64 + 0.5) / bins as f64 * (w - left);
-            let y = ht - bottom - share * (ht - bottom - 10.0);
-            let _ = write!(points, "{x:.1},{y:.1} ");
-        }
+    for (i, name, points) in &lines {
         let _ = write!(
             h,
             "<polyline points=\"{points}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.6\"><title>{} busy share per bin of {}</title></polyline>",
@@ -517,14 +535,53 @@ fn utilization_chart(h: &mut String, timeline: &Timeline) {
             human_ns((span / bins as f64) as i64)
         );
     }
-    let _ = write!(
-        h,
-        "<text x=\"{left}\" y=\"{}\">0</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text></svg>",
-        ht - 6.0,
-        w,
-        ht - 6.0,
-        human_ns(to - from)
-    );
+    // The time axis: round times from the trace's start.
+    time_ticks(h, to - from, (left, w), ht - 6.0, "", None, "");
+    h.push_str("</svg>");
+}
+
+/// Round time ticks along an x axis from `xs.0` (time 0) to `xs.1` (time `span`), labels at `y`,
+/// each after `prefix` (`+` for a time from a window's start), with a short mark down from
+/// `mark` when given and `attrs` on each label; a tick never lies past `span`.
+fn time_ticks(
+    h: &mut String,
+    span: i64,
+    xs: (f64, f64),
+    y: f64,
+    prefix: &str,
+    mark: Option<f64>,
+    attrs: &str,
+) {
+    let (x0, x1) = xs;
+    let ticks = super::Ticks::new(span);
+    let span = span.max(1);
+    for v in ticks.values().take_while(|v| *v <= span) {
+        let x = x0 + (x1 - x0) * v as f64 / span as f64;
+        // Labels at the ends stay inside the chart.
+        let anchor = if x - x0 < 30.0 {
+            "start"
+        } else if x1 - x < 30.0 {
+            "end"
+        } else {
+            "middle"
+        };
+        let label = if v == 0 {
+            "0".to_owned()
+        } else {
+            format!("{prefix}{}", ticks.time_label(v))
+        };
+        if let Some(m) = mark {
+            let _ = write!(
+                h,
+                "<line x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{m}\" y2=\"{:.1}\" stroke=\"#333\"/>",
+                m + 4.0
+            );
+        }
+        let _ = write!(
+            h,
+            "<text class=\"tick\" data-axis=\"x\" x=\"{x:.1}\" y=\"{y:.1}\"{attrs} text-anchor=\"{anchor}\">{label}</text>"
+        );
+    }
 }
 
 /// One colour per finding kind, the same as the step chart's where the kind is there.
@@ -598,7 +655,19 @@ fn ops_chart(h: &mut String, report: &Report) {
         return;
     }
     h.push_str("<h2>Top ops by self time</h2>");
-    legend(h, &[("host", PALETTE[1]), ("device", PALETTE[2])]);
+    let total = |colour: &str| -> f64 {
+        rows.iter()
+            .filter(|r| r.2 == colour)
+            .map(|r| r.1 as f64)
+            .sum()
+    };
+    legend(
+        h,
+        &[
+            ("host", PALETTE[1], total(PALETTE[1])),
+            ("device", PALETTE[2], total(PALETTE[2])),
+        ],
+    );
     hbars(h, &rows);
 }
 
@@ -721,32 +790,21 @@ fn evidence_timeline(h: &mut String, report: &Report, f: &steplens_analysis::rep
             human_ns(start - from)
         );
     }
-    // The axis: a tick and a time from the window's start at each quarter.
+    // The axis: a tick and a round time from the window's start.
     let axis_y = top + 20.0;
     let _ = write!(
         h,
         "<line x1=\"0\" x2=\"{w}\" y1=\"{axis_y}\" y2=\"{axis_y}\" stroke=\"#333\"/>"
     );
-    for q in 0..=4 {
-        let x = w * f64::from(q) / 4.0;
-        let anchor = match q {
-            0 => "start",
-            4 => "end",
-            _ => "middle",
-        };
-        let at = (to - from) / 4 * i64::from(q);
-        let label = if q == 0 {
-            "0".to_owned()
-        } else {
-            format!("+{}", human_ns(at))
-        };
-        let _ = write!(
-            h,
-            "<line x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{axis_y}\" y2=\"{:.1}\" stroke=\"#333\"/><text x=\"{x:.1}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"{anchor}\" fill=\"#333\">{label}</text>",
-            axis_y + 4.0,
-            axis_y + 15.0
-        );
-    }
+    time_ticks(
+        h,
+        to - from,
+        (0.0, w),
+        axis_y + 15.0,
+        "+",
+        Some(axis_y),
+        " font-size=\"10\" fill=\"#333\"",
+    );
     h.push_str("</svg>");
 }
 
@@ -758,8 +816,8 @@ fn ranks_and_memory(h: &mut String, report: &Report) {
     if let Some(ranks) = &report.ranks {
         let _ = write!(
             h,
-            "<h2>Ranks</h2><p>{} ranks{}; {}</p>",
-            ranks.world_size,
+            "<h2>Ranks</h2><p>{}{}; {}</p>",
+            crate::count::plural(ranks.world_size as u64, "rank"),
             ranks
                 .backend
                 .as_deref()

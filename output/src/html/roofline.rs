@@ -184,10 +184,12 @@ fn chart(h: &mut String, rows: &[OpPerf], class: Option<&DeviceClass>) {
     let (w, ht, left, bottom, top, right) = (1100.0, 420.0, 70.0, 40.0, 24.0, 20.0);
     let sx = |ai: f64| left + (ai.log10() - xd0) / (xd1 - xd0) * (w - left - right);
     let sy = |v: f64| ht - bottom - (v.log10() - yd0) / (yd1 - yd0) * (ht - bottom - top);
-    let present: Vec<(&str, &str)> = FAMILIES
+    let present: Vec<(&str, &str, f64)> = FAMILIES
         .iter()
-        .filter(|f| points.iter().any(|p| p.2.family == **f))
-        .map(|&f| (f.as_str(), colour(f)))
+        .map(|&f| {
+            let n = points.iter().filter(|p| p.2.family == f).count();
+            (f.as_str(), colour(f), n as f64)
+        })
         .collect();
     legend(h, &present);
     let _ = write!(
@@ -199,7 +201,7 @@ fn chart(h: &mut String, rows: &[OpPerf], class: Option<&DeviceClass>) {
         let x = sx(10f64.powi(d as i32));
         let _ = write!(
             h,
-            "<line x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{top}\" y2=\"{:.1}\" stroke=\"#eee\"/><text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+            "<line x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{top}\" y2=\"{:.1}\" stroke=\"#eee\"/><text class=\"tick\" data-axis=\"log-x\" x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
             ht - bottom,
             ht - bottom + 14.0,
             tick(d)
@@ -209,7 +211,7 @@ fn chart(h: &mut String, rows: &[OpPerf], class: Option<&DeviceClass>) {
         let y = sy(10f64.powi(d as i32));
         let _ = write!(
             h,
-            "<line x1=\"{left}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#eee\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+            "<line x1=\"{left}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#eee\"/><text class=\"tick\" data-axis=\"log-y\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
             w - right,
             left - 4.0,
             y + 4.0,
@@ -269,14 +271,15 @@ fn chart(h: &mut String, rows: &[OpPerf], class: Option<&DeviceClass>) {
             .map_or_else(String::new, |p| format!(", {p:.1} % of peak"));
         let _ = write!(
             h,
-            "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"{radius:.1}\" fill=\"{}\" fill-opacity=\"0.6\" stroke=\"#333\" stroke-width=\"0.5\"><title>{} {} ({}) · {} calls · {} of kernels · {:.3} GFLOP/call · {:.1} FLOP/B · {:.2} TFLOP/s{peak}{}</title></circle>",
+            "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"{radius:.1}\" fill=\"{}\" fill-opacity=\"0.6\" stroke=\"#333\" stroke-width=\"0.5\"><title>{} {} ({}) · {} · {} · {} of kernels · {:.3} GFLOP/call · {:.1} FLOP/B · {:.2} TFLOP/s{peak}{}</title></circle>",
             sx(ai),
             sy(rate),
             colour(r.family),
             esc(&r.name),
             esc(&r.input_shape),
             esc(&r.dtype),
-            r.calls,
+            r.family.as_str(),
+            crate::count::plural(r.calls, "call"),
             human_ns(r.kernel_ns),
             r.flops_per_call.unwrap_or(0.0) / 1e9,
             ai,

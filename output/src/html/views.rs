@@ -128,16 +128,24 @@ fn breakdown_chart(h: &mut String, report: &Report) {
         ])
         .map(|(l, c)| (*l, c))
         .collect();
-    legend(h, &series);
+    let shown: Vec<(&str, &str, f64)> = series
+        .iter()
+        .enumerate()
+        .map(|(k, (name, colour))| {
+            let total: i64 = o.steps.iter().map(|s| s.breakdown.parts()[k].max(0)).sum();
+            (*name, *colour, total as f64)
+        })
+        .collect();
+    legend(h, &shown);
     let (w, ht, left, bottom) = (1100.0, 240.0, 60.0, 30.0);
-    let max = o.steps.iter().map(|s| s.dur_ns).max().unwrap_or(1).max(1) as f64;
+    let max_ns = o.steps.iter().map(|s| s.dur_ns).max().unwrap_or(1);
     let n = o.steps.len() as f64;
     let bar = ((w - left) / n * 0.8).max(1.0);
     let _ = write!(
         h,
         "<svg width=\"{w}\" height=\"{ht}\" role=\"img\" aria-label=\"step time breakdown\">"
     );
-    axis_y(h, left, ht - bottom, max);
+    let max = axis_y(h, left, ht - bottom, max_ns);
     for (i, s) in o.steps.iter().enumerate() {
         let x = left + i as f64 * (w - left) / n + 2.0;
         let mut y = ht - bottom;
