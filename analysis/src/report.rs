@@ -241,6 +241,9 @@ pub fn build_report_parts(
     if !parts.op_perf {
         ctx = ctx.without_op_perf();
     }
+    if parts.views {
+        ctx = ctx.with_views();
+    }
     let ctx = ctx;
     // The detectors are half the analysis and need nothing the tables below compute: they run
     // on a second core meanwhile. The findings keep their order (detectors, memory, ranks).
@@ -253,6 +256,7 @@ pub fn build_report_parts(
                 return crate::tensorboard::Views::default();
             }
             let launches = ctx.launches();
+            ctx.find_op_args();
             crate::tensorboard::views_with(timeline, launches, &|op, arg| ctx.arg(op, arg), ledger)
         },
     );

@@ -14,5 +14,6 @@
 pub mod bench;
 mod process;
 pub mod ranks_bench;
+pub mod scale;
 pub mod whatif;
 pub mod workload;

@@ -188,6 +188,11 @@ pub struct Context<'a> {
     op_signatures: std::sync::OnceLock<crate::op_perf::Signatures>,
     /// Per interned name, whether it launches a CUDA/HIP graph; made on first use.
     graph_launch_names: std::sync::OnceLock<NameSet>,
+    /// Whether every op's arg places are found (once, on both cores), when the TensorBoard
+    /// views run: they and the performance model read the args of nearly every op.
+    op_args_found: std::sync::OnceLock<()>,
+    /// Whether the report computes the TensorBoard views.
+    views: bool,
     /// Whether the performance model runs (`op_perf[]` and `slow_gemm`); off only to measure
     /// what it adds to a report.
     op_perf_model: bool,
@@ -253,6 +258,8 @@ impl<'a> Context<'a> {
             collectives: std::sync::OnceLock::new(),
             op_signatures: std::sync::OnceLock::new(),
             graph_launch_names: std::sync::OnceLock::new(),
+            op_args_found: std::sync::OnceLock::new(),
+            views: false,
             op_perf_model: true,
             ledger: None,
         }
@@ -269,6 +276,39 @@ impl<'a> Context<'a> {
     /// Whether the performance model runs.
     pub(crate) fn has_op_perf(&self) -> bool {
         self.op_perf_model
+    }
+
+    /// The same context for a report that computes the TensorBoard views.
+    #[must_use]
+    pub(crate) fn with_views(mut self) -> Self {
+        self.views = true;
+        self
+    }
+
+    /// Finds the arg places of every op once, half the ops on each core, when the views run.
+    /// The operators view and the performance model each read the args of nearly every op, on
+    /// two threads at once: left to each, both walked the same args (cold in memory) at the
+    /// same time. Whichever asks first finds them all; the other waits for it.
+    pub(crate) fn find_op_args(&self) {
+        if !self.views {
+            return;
+        }
+        self.op_args_found.get_or_init(|| {
+            self.timed("op args", || {
+                let t = self.timeline;
+                let ops: Vec<SliceId> = (0..t.slices.len() as SliceId)
+                    .filter(|&i| t.slice_class(i) == CategoryClass::CpuOp)
+                    .collect();
+                let (first, second) = ops.split_at(ops.len() / 2);
+                let find = |half: &[SliceId]| {
+                    for &op in half {
+                        // Only the memo it fills is wanted.
+                        let _ = self.op_args.get(t, op, OpArg::InputDims);
+                    }
+                };
+                side_by_side(|| find(first), || find(second));
+            });
+        });
     }
 
     /// The same context, recording each pass's time in `ledger`.
@@ -301,6 +341,7 @@ impl<'a> Context<'a> {
     pub(crate) fn op_signatures(&self) -> &crate::op_perf::Signatures {
         self.op_signatures.get_or_init(|| {
             let launches = self.launches();
+            self.find_op_args();
             self.timed("op perf: signatures", || {
                 crate::op_perf::Signatures::new(self.timeline, launches, &|op, arg| {
                     self.arg(op, arg)
