@@ -388,7 +388,10 @@ fn info_text() {
         text.contains("  format     kineto-json (595.9 KiB)\n"),
         "{text}"
     );
-    assert!(text.contains("  device     none (host-only trace)\n"), "{text}");
+    assert!(
+        text.contains("  device     none (host-only trace)\n"),
+        "{text}"
+    );
     assert!(
         text.contains("  steps      3 (ProfilerStep#2 … ProfilerStep#4)\n"),
         "{text}"
