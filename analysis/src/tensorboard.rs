@@ -731,13 +731,6 @@ fn gpu_summary(
 }
 
 /// One op of the plugin's op tree, after same-name single children were folded into it.
-struct OpNode {
-    slice: SliceId,
-    children: Vec<usize>,
-    runtimes: Vec<SliceId>,
-    folded: bool,
-}
-
 /// Ops looked at to tell whether the trace was recorded with stacks.
 const STACK_PROBE: usize = 2000;
 
@@ -772,71 +765,49 @@ fn operators<'t>(
     links: &Links,
     op_arg: &dyn Fn(SliceId, OpArg) -> Option<&'t [u8]>,
 ) -> (Vec<OperatorRow>, Vec<OperatorRow>, f64) {
-    // The op tree: each op's nearest op ancestor is its parent; each runtime call belongs to
-    // its nearest op. Slice → node by a dense array (`u32::MAX`: not an op).
-    let mut index: Vec<u32> = vec![u32::MAX; t.slices.len()];
-    let node_of = |index: &[u32], slice: SliceId| {
-        index
-            .get(slice as usize)
-            .copied()
-            .filter(|&n| n != u32::MAX)
-            .map(|n| n as usize)
-    };
-    let mut nodes: Vec<OpNode> = Vec::new();
+    // The op tree as flat arrays (a trace holds millions of ops): each op's nearest op
+    // ancestor is its parent; each runtime call belongs to its nearest op. Slice → node by a
+    // dense array.
+    const NONE: u32 = u32::MAX;
+    let mut index: Vec<u32> = vec![NONE; t.slices.len()];
+    let mut slice_of: Vec<SliceId> = Vec::new();
     for track in &t.tracks {
         if track.kind != TrackKind::HostThread {
             continue;
         }
         for i in track.slices.clone() {
             if t.slice_class(i) == CategoryClass::CpuOp {
-                index[i as usize] = nodes.len() as u32;
-                nodes.push(OpNode {
-                    slice: i,
-                    children: Vec::new(),
-                    runtimes: Vec::new(),
-                    folded: false,
-                });
+                index[i as usize] = slice_of.len() as u32;
+                slice_of.push(i);
             }
         }
     }
-    let mut roots = Vec::new();
-    for n in 0..nodes.len() {
-        match enclosing_op(t, nodes[n].slice).and_then(|p| node_of(&index, p)) {
-            Some(p) => nodes[p].children.push(n),
-            None => roots.push(n),
+    let node_of = |slice: SliceId| index.get(slice as usize).copied().filter(|&n| n != NONE);
+    let parent: Vec<u32> = slice_of
+        .iter()
+        .map(|&s| enclosing_op(t, s).and_then(node_of).unwrap_or(NONE))
+        .collect();
+    let mut child_count = vec![0u32; slice_of.len()];
+    for &p in parent.iter().filter(|&&p| p != NONE) {
+        child_count[p as usize] += 1;
+    }
+    // Children before parents: by depth, deepest first.
+    let mut by_depth: Vec<u32> = (0..slice_of.len() as u32).collect();
+    by_depth.sort_by_key(|&n| std::cmp::Reverse(t.slices.depth[slice_of[n as usize] as usize]));
+    // An op whose only child op has its name takes over that child's children and runtimes:
+    // `owner` is the node whose figures a node's go to, itself unless folded (parents first).
+    let mut owner: Vec<u32> = (0..slice_of.len() as u32).collect();
+    for &n in by_depth.iter().rev() {
+        let p = parent[n as usize];
+        if p != NONE
+            && child_count[p as usize] == 1
+            && t.slices.name[slice_of[n as usize] as usize]
+                == t.slices.name[slice_of[p as usize] as usize]
+        {
+            owner[n as usize] = owner[p as usize];
         }
     }
-    for track in &t.tracks {
-        if track.kind != TrackKind::HostThread {
-            continue;
-        }
-        for i in track.slices.clone() {
-            if t.slice_class(i) == CategoryClass::Runtime
-                && let Some(n) = enclosing_op(t, i).and_then(|p| node_of(&index, p))
-            {
-                nodes[n].runtimes.push(i);
-            }
-        }
-    }
-    // An op whose only child op has its name takes over that child's children and runtimes.
-    for n in 0..nodes.len() {
-        while nodes[n].children.len() == 1 {
-            let c = nodes[n].children[0];
-            if t.slices.name[nodes[c].slice as usize] != t.slices.name[nodes[n].slice as usize] {
-                break;
-            }
-            let (children, runtimes) = (
-                std::mem::take(&mut nodes[c].children),
-                std::mem::take(&mut nodes[c].runtimes),
-            );
-            nodes[c].folded = true;
-            nodes[n].children = children;
-            nodes[n].runtimes.extend(runtimes);
-        }
-    }
-    // Bottom-up figures (children before parents: by depth, deepest first).
-    let mut order: Vec<usize> = (0..nodes.len()).filter(|&n| !nodes[n].folded).collect();
-    order.sort_by_key(|&n| std::cmp::Reverse(t.slices.depth[nodes[n].slice as usize]));
+    let folded = |n: u32| owner[n as usize] != n;
     // Name tests, once per interned name: a trace has far fewer names than slices.
     let per_name = |test: &dyn Fn(&str) -> bool| -> Vec<bool> {
         t.strings.iter().map(|(_, name)| test(name)).collect()
@@ -860,15 +831,28 @@ fn operators<'t>(
         kernel_total: i64,
         tc_self: i64,
         tc_total: i64,
+        /// Host time of its child ops and its runtime calls (what its host self time leaves out).
+        host_below: i64,
         eligible: bool,
         has_eligible_below: bool,
+        child_eligible: bool,
+        own_tc_kernel: bool,
     }
-    let mut figures = vec![Figures::default(); nodes.len()];
-    for &n in &order {
-        let node = &nodes[n];
-        let mut f = Figures::default();
-        let mut own_tc_kernel = false;
-        for &r in &node.runtimes {
+    let mut figures = vec![Figures::default(); slice_of.len()];
+    // Self figures: the device work each op's runtime calls launched.
+    for track in &t.tracks {
+        if track.kind != TrackKind::HostThread {
+            continue;
+        }
+        for r in track.slices.clone() {
+            if t.slice_class(r) != CategoryClass::Runtime {
+                continue;
+            }
+            let Some(n) = enclosing_op(t, r).and_then(node_of) else {
+                continue;
+            };
+            let f = &mut figures[owner[n as usize] as usize];
+            f.host_below += t.slices.dur[r as usize];
             for d in links.launched_by(r) {
                 let dur = t.slices.dur[d as usize];
                 f.device_self += dur;
@@ -877,24 +861,37 @@ fn operators<'t>(
                 }
                 if tc_kernel(d) {
                     f.tc_self += dur;
-                    own_tc_kernel = true;
+                    f.own_tc_kernel = true;
                 }
             }
         }
-        f.device_total = f.device_self;
-        f.kernel_total = f.kernel_self;
-        f.tc_total = f.tc_self;
-        let mut child_eligible = false;
-        for &c in &node.children {
-            let cf = figures[c];
-            f.device_total += cf.device_total;
-            f.kernel_total += cf.kernel_total;
-            f.tc_total += cf.tc_total;
-            child_eligible |= cf.eligible;
-            f.has_eligible_below |= cf.eligible || cf.has_eligible_below;
+    }
+    // Totals bottom-up: each op's own figures plus its (unfolded) children's totals.
+    for &n in &by_depth {
+        if folded(n) {
+            continue;
         }
-        f.eligible = name_has(&eligible_names, node.slice) || child_eligible || own_tc_kernel;
-        figures[n] = f;
+        let f = {
+            let f = &mut figures[n as usize];
+            f.device_total += f.device_self;
+            f.kernel_total += f.kernel_self;
+            f.tc_total += f.tc_self;
+            f.eligible = name_has(&eligible_names, slice_of[n as usize])
+                || f.child_eligible
+                || f.own_tc_kernel;
+            *f
+        };
+        let p = parent[n as usize];
+        if p == NONE {
+            continue;
+        }
+        let pf = &mut figures[owner[p as usize] as usize];
+        pf.device_total += f.device_total;
+        pf.kernel_total += f.kernel_total;
+        pf.tc_total += f.tc_total;
+        pf.host_below += t.slices.dur[slice_of[n as usize] as usize];
+        pf.child_eligible |= f.eligible;
+        pf.has_eligible_below |= f.eligible || f.has_eligible_below;
     }
     // Keyed by name id and shape index while counting: strings are made once per row.
     let mut by_name: FxHashMap<u32, OpAcc> = FxHashMap::default();
@@ -904,44 +901,34 @@ fn operators<'t>(
     let mut shape_texts: Vec<String> = vec!["[]".to_owned()];
     // A trace recorded with stacks has a `Call stack` on nearly every op; one without has none.
     // Looking among the first ops tells which, so the others' args are not searched in vain.
-    let has_stacks = nodes
+    let has_stacks = slice_of
         .iter()
         .take(STACK_PROBE)
-        .any(|n| t.arg_raw(n.slice, "Call stack").is_some());
+        .any(|&op| t.arg_raw(op, "Call stack").is_some());
     let (mut eligible_bottom_kernel, mut all_kernel_self) = (0i64, 0i64);
-    for &n in &order {
-        let node = &nodes[n];
-        if !name_has(&listed_names, node.slice) {
+    for &n in by_depth.iter().filter(|&&n| !folded(n)) {
+        let op = slice_of[n as usize];
+        if !name_has(&listed_names, op) {
             continue;
         }
-        let f = figures[n];
-        let host_total = t.slices.dur[node.slice as usize];
-        let children_host: i64 = node
-            .children
-            .iter()
-            .map(|&c| t.slices.dur[nodes[c].slice as usize])
-            .sum();
-        let runtimes_host: i64 = node
-            .runtimes
-            .iter()
-            .map(|&r| t.slices.dur[r as usize])
-            .sum();
-        let host_self = host_total - children_host - runtimes_host;
+        let f = figures[n as usize];
+        let host_total = t.slices.dur[op as usize];
+        let host_self = host_total - f.host_below;
         all_kernel_self += f.kernel_self;
         if f.eligible && !f.has_eligible_below {
             eligible_bottom_kernel += f.kernel_self;
         }
-        let shape = match op_arg(node.slice, OpArg::InputDims) {
+        let shape = match op_arg(op, OpArg::InputDims) {
             Some(raw) => *shape_index.entry(raw).or_insert_with(|| {
                 shape_texts.push(python_repr(raw));
                 shape_texts.len() - 1
             }),
             None => 0,
         };
-        let name_id = t.slices.name[node.slice as usize];
+        let name_id = t.slices.name[op as usize];
         // Raw bytes, compared as they are: decoded only for the five a row keeps.
         let stack = if has_stacks {
-            t.arg_raw(node.slice, "Call stack")
+            t.arg_raw(op, "Call stack")
         } else {
             None
         };
@@ -949,7 +936,7 @@ fn operators<'t>(
             by_name.entry(name_id).or_default(),
             by_shape.entry((name_id, shape)).or_default(),
         ] {
-            let start = (t.slices.start[node.slice as usize], node.slice);
+            let start = (t.slices.start[op as usize], op);
             if acc.calls == 0 || start < acc.first {
                 acc.first = start;
                 acc.tc_eligible = Some(f.eligible);
