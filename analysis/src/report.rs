@@ -207,22 +207,13 @@ pub struct Parts {
     /// `operators_by_shape`, `kernels`, `kernels_by_op`, each step's `breakdown`, the rank
     /// table's `distributed`). Without them those fields stay empty.
     pub views: bool,
-    /// The per-op performance model (`op_perf[]` and the `slow_gemm` detector). Every report
-    /// has it; `steplens-bench` leaves it out once to measure what it adds.
-    pub op_perf: bool,
 }
 
 impl Parts {
     /// Everything: what JSON, HTML, the viewer and Python get.
-    pub const ALL: Self = Self {
-        views: true,
-        op_perf: true,
-    };
+    pub const ALL: Self = Self { views: true };
     /// Without the TensorBoard views.
-    pub const WITHOUT_VIEWS: Self = Self {
-        views: false,
-        op_perf: true,
-    };
+    pub const WITHOUT_VIEWS: Self = Self { views: false };
 }
 
 /// Builds the report with `parts`, recording each pass in `ledger` when one is given.
@@ -237,9 +228,6 @@ pub fn build_report_parts(
     let mut ctx = Context::new(timeline, thresholds, &channels);
     if let Some(l) = ledger {
         ctx = ctx.with_ledger(l);
-    }
-    if !parts.op_perf {
-        ctx = ctx.without_op_perf();
     }
     if parts.views {
         ctx = ctx.with_views();

@@ -752,8 +752,6 @@ struct OpAcc<'t> {
     host_total: i64,
     tc_self: i64,
     tc_total: i64,
-    kernel_self: i64,
-    kernel_total: i64,
     tc_eligible: Option<bool>,
     /// Up to five distinct `Call stack` values, raw (decoded when the row is made).
     stacks: Vec<&'t [u8]>,
@@ -828,7 +826,6 @@ fn operators<'t>(
         device_self: i64,
         device_total: i64,
         kernel_self: i64,
-        kernel_total: i64,
         tc_self: i64,
         tc_total: i64,
         /// Host time of its child ops and its runtime calls (what its host self time leaves out).
@@ -874,7 +871,6 @@ fn operators<'t>(
         let f = {
             let f = &mut figures[n as usize];
             f.device_total += f.device_self;
-            f.kernel_total += f.kernel_self;
             f.tc_total += f.tc_self;
             f.eligible = name_has(&eligible_names, slice_of[n as usize])
                 || f.child_eligible
@@ -887,7 +883,6 @@ fn operators<'t>(
         }
         let pf = &mut figures[owner[p as usize] as usize];
         pf.device_total += f.device_total;
-        pf.kernel_total += f.kernel_total;
         pf.tc_total += f.tc_total;
         pf.host_below += t.slices.dur[slice_of[n as usize] as usize];
         pf.child_eligible |= f.eligible;
@@ -948,8 +943,6 @@ fn operators<'t>(
             acc.host_total += host_total;
             acc.tc_self += f.tc_self;
             acc.tc_total += f.tc_total;
-            acc.kernel_self += f.kernel_self;
-            acc.kernel_total += f.kernel_total;
             if let Some(s) = stack
                 && acc.stacks.len() < 5
                 && !acc.stacks.contains(&s)

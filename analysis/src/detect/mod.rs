@@ -193,9 +193,6 @@ pub struct Context<'a> {
     op_args_found: std::sync::OnceLock<()>,
     /// Whether the report computes the TensorBoard views.
     views: bool,
-    /// Whether the performance model runs (`op_perf[]` and `slow_gemm`); off only to measure
-    /// what it adds to a report.
-    op_perf_model: bool,
     /// Where each pass's time is recorded (`steplens-bench`), if anywhere.
     ledger: Option<&'a crate::ledger::Ledger>,
 }
@@ -260,22 +257,8 @@ impl<'a> Context<'a> {
             graph_launch_names: std::sync::OnceLock::new(),
             op_args_found: std::sync::OnceLock::new(),
             views: false,
-            op_perf_model: true,
             ledger: None,
         }
-    }
-
-    /// The same context without the performance model: no `op_perf[]` rows and no
-    /// `slow_gemm` findings.
-    #[must_use]
-    pub fn without_op_perf(mut self) -> Self {
-        self.op_perf_model = false;
-        self
-    }
-
-    /// Whether the performance model runs.
-    pub(crate) fn has_op_perf(&self) -> bool {
-        self.op_perf_model
     }
 
     /// The same context for a report that computes the TensorBoard views.
@@ -341,7 +324,10 @@ impl<'a> Context<'a> {
     pub(crate) fn op_signatures(&self) -> &crate::op_perf::Signatures {
         self.op_signatures.get_or_init(|| {
             let launches = self.launches();
-            self.find_op_args();
+            // Without launches no op's args are read.
+            if !launches.is_empty() {
+                self.find_op_args();
+            }
             self.timed("op perf: signatures", || {
                 crate::op_perf::Signatures::new(self.timeline, launches, &|op, arg| {
                     self.arg(op, arg)
@@ -354,9 +340,6 @@ impl<'a> Context<'a> {
     /// launched device work, by kernel time.
     #[must_use]
     pub fn op_perf(&self) -> Vec<crate::op_perf::OpPerf> {
-        if !self.op_perf_model {
-            return Vec::new();
-        }
         crate::op_perf::rows(self.timeline, self.op_signatures())
     }
 

@@ -130,9 +130,6 @@ impl Gemm<'_> {
 }
 
 pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
-    if !ctx.has_op_perf() {
-        return Vec::new();
-    }
     let t = ctx.timeline;
     let sigs = &ctx.op_signatures().list;
     if !sigs.iter().any(|s| s.work.family == Some(Family::Gemm)) {
