@@ -474,8 +474,13 @@ def truth(m, name):
         copies.setdefault(id(op), {"op": op, "memcpys": [], "syncs": []})["memcpys"].append(d)
     for c in copies.values():
         op = c["op"]
-        c["syncs"] = [(h.start, h.end) for h in m.host if h.cat == "cuda_runtime"
-                      and h.name == "cudaStreamSynchronize" and op in ancestors(h)]
+        # findings.md: the copy owns its synchronizes from the moment its memcpy started on the
+        # device; before that the host waited for work queued earlier (a sync's cost)
+        copy_start = min(d.start for d in c["memcpys"])
+        syncs = [h for h in m.host if h.cat == "cuda_runtime"
+                 and h.name == "cudaStreamSynchronize" and op in ancestors(h)]
+        c["syncs"] = [(max(h.start, copy_start), h.end) for h in syncs if h.end > copy_start]
+        c["waits"] = [(h.start, min(h.end, copy_start)) for h in syncs if h.start < copy_start]
         prev = [h for h in m.host if h.tid == op.tid and h.cat == "cpu_op" and outermost_op(h) is h
                 and h.end <= op.start]
         made = max(prev, key=lambda h: h.end) if prev else None
@@ -494,7 +499,10 @@ def truth(m, name):
     steps, expected = [], []
     for (sname, S, E), (WS, WE) in zip(m.steps, device_windows(m)):
         dur = E - S
-        owned = []     # what earlier kinds own in this step (findings.md's owner order)
+        # what earlier kinds own in this step (findings.md's owner order): first sync_point's
+        # part of the copies' synchronizes, their wait for work queued before the copy
+        owned = clip(union([w for c in copies.values() if c["kind"] and S <= c["op"].start < E
+                            for w in c["waits"]]), WS, WE)
         figures = {"name": sname, "start_ns": S, "dur_ns": dur, "device_start_ns": WS,
                    "device_dur_ns": WE - WS}
         for kind in ("host_created_tensor", "pageable_copy"):

@@ -16,7 +16,9 @@
 //!
 //! Both count copies per step and user call site. Lost time (the rule for both): the memcpy's
 //! time with no other device work beside it, plus the synchronize calls the copy made the host
-//! wait in (as a union on the clock). `sync_point` leaves these copies' synchronizes to them.
+//! wait in from the moment its memcpy started on the device (as a union on the clock). The part
+//! of a synchronize before that is the host waiting for device work queued earlier, not for the
+//! copy: `sync_point` prices it as a sync of the copy op, and leaves the rest to these kinds.
 
 use std::collections::BTreeMap;
 
@@ -59,8 +61,11 @@ pub(super) struct HostCopy {
     pub(super) op: SliceId,
     /// Device memcpys it launched.
     memcpys: Vec<SliceId>,
-    /// Blocking runtime calls inside the op.
+    /// Blocking runtime calls inside the op, from the moment its first memcpy started: the
+    /// host waiting for the copy.
     syncs: Vec<(i64, i64)>,
+    /// … and before it: the host waiting for device work queued before the copy.
+    waits: Vec<(i64, i64)>,
     /// The memcpy read pageable memory.
     pageable: bool,
     /// The factory op that made the copied tensor, just before the copy.
@@ -123,12 +128,26 @@ pub(super) fn host_copies(ctx: &Context<'_>) -> Vec<HostCopy> {
         .map(|(op, mut memcpys)| {
             memcpys.sort_unstable();
             memcpys.dedup();
-            let syncs = blocking_calls_in(ctx, op);
+            let blocked = blocking_calls_in(ctx, op);
+            let copy_start = memcpys
+                .iter()
+                .map(|&m| t.slices.start[m as usize])
+                .min()
+                .unwrap_or(i64::MIN);
+            let (mut syncs, mut waits) = (Vec::new(), Vec::new());
+            for (from, to) in blocked {
+                if from < copy_start {
+                    waits.push((from, to.min(copy_start)));
+                }
+                if to > copy_start {
+                    syncs.push((from.max(copy_start), to));
+                }
+            }
             let named = memcpys.iter().any(|&m| t.slice_name(m).contains("->"));
             let pageable = memcpys
                 .iter()
                 .any(|&m| t.slice_name(m).contains("Pageable"))
-                || (!named && !syncs.is_empty());
+                || (!named && (!syncs.is_empty() || !waits.is_empty()));
             let factory = ctx.previous_outermost_op(op).filter(|&p| {
                 FACTORY_OPS.contains(&t.slice_name(p))
                     && ctx.step_name(p).is_some()
@@ -140,6 +159,7 @@ pub(super) fn host_copies(ctx: &Context<'_>) -> Vec<HostCopy> {
                 op,
                 memcpys,
                 syncs,
+                waits,
                 pageable,
                 factory,
             }
@@ -191,14 +211,15 @@ fn blocking_calls_in(ctx: &Context<'_>, op: SliceId) -> Vec<(i64, i64)> {
         .collect()
 }
 
-/// The copy ops `sync_point` leaves to these detectors, sorted.
-pub(super) fn claimed_copy_ops(copies: &[HostCopy]) -> Vec<SliceId> {
-    let mut ops: Vec<SliceId> = copies
+/// The copy ops these detectors own, sorted, each with the part of its synchronizes that
+/// waited for device work queued before the copy: `sync_point` counts only that part of them.
+pub(super) fn claimed_copy_ops(copies: &[HostCopy]) -> Vec<(SliceId, Vec<(i64, i64)>)> {
+    let mut ops: Vec<(SliceId, Vec<(i64, i64)>)> = copies
         .iter()
         .filter(|c| c.kind().is_some())
-        .map(|c| c.op)
+        .map(|c| (c.op, c.waits.clone()))
         .collect();
-    ops.sort_unstable();
+    ops.sort_unstable_by_key(|c| c.0);
     ops
 }
 
@@ -264,7 +285,7 @@ fn device_work_besides(ctx: &Context<'_>, copies: &[HostCopy]) -> FxHashMap<u16,
 }
 
 /// Where a copy's lost time sits: its memcpys with no other device work beside them, and the
-/// synchronizes it blocked the host in.
+/// synchronizes it blocked the host in once its memcpy had started.
 fn lost_ranges(ctx: &Context<'_>, copy: &HostCopy, busy: &IntervalSet) -> Vec<(i64, i64)> {
     let mut ranges = alone_ranges(ctx, copy, busy);
     ranges.extend(copy.syncs.iter().copied());

@@ -40,6 +40,9 @@ struct Call {
     /// Blocking calls under (or folded into) the op. A union, not a sum: the Gaudi bridge logs
     /// each Synapse call on two lanes.
     blocked: Vec<(i64, i64)>,
+    /// A host-to-device copy (`pageable_copy` / `host_created_tensor` own the copy itself):
+    /// `blocked` is its wait for device work queued before it.
+    to_device: bool,
 }
 
 impl Call {
@@ -48,8 +51,9 @@ impl Call {
     }
 }
 
-/// The sync findings; `claimed` (sorted) are the copy ops `host_copies` owns.
-pub(crate) fn detect(ctx: &Context<'_>, claimed: &[SliceId]) -> Vec<Finding> {
+/// The sync findings; `claimed` (sorted) are the copy ops `host_copies` owns, each with the
+/// part of its synchronizes that waited for earlier device work: only that part is a sync's.
+pub(crate) fn detect(ctx: &Context<'_>, claimed: &[(SliceId, Vec<(i64, i64)>)]) -> Vec<Finding> {
     let t = ctx.timeline;
     let dtoh_launches = dtoh_launches(ctx);
     let mut calls: BTreeMap<SliceId, Call> = BTreeMap::new();
@@ -86,8 +90,19 @@ pub(crate) fn detect(ctx: &Context<'_>, claimed: &[SliceId]) -> Vec<Finding> {
             {
                 continue;
             }
-            if claimed.binary_search(&outer).is_ok()
-                || ctx.under_compile(outer)
+            if let Ok(k) = claimed.binary_search_by_key(&outer, |c| c.0) {
+                // The copy's own wait is the copy finding's; the wait for earlier work is this
+                // op's, once.
+                if runtime {
+                    calls.entry(outer).or_insert_with(|| Call {
+                        op: outer,
+                        blocked: claimed[k].1.clone(),
+                        to_device: true,
+                    });
+                }
+                continue;
+            }
+            if ctx.under_compile(outer)
                 || ctx.is_under(outer, Under::DATALOADER)
                 || ctx.is_under(outer, Under::OPTIMIZER_STEP)
             {
@@ -96,6 +111,7 @@ pub(crate) fn detect(ctx: &Context<'_>, claimed: &[SliceId]) -> Vec<Finding> {
             let call = calls.entry(outer).or_insert(Call {
                 op: outer,
                 blocked: Vec::new(),
+                to_device: false,
             });
             if runtime {
                 call.blocked
@@ -357,7 +373,10 @@ fn finding(
         recommendation: if idle_wait {
             IDLE_WAIT_ADVICE.to_owned()
         } else {
-            recommendation(&ops)
+            let copies_back = calls
+                .iter()
+                .any(|c| !c.to_device && COPY_OPS.contains(&t.slice_name(c.op)));
+            recommendation(&ops, copies_back, calls.iter().any(|c| c.to_device))
         },
         cost,
     }
@@ -371,7 +390,9 @@ const IDLE_WAIT_MAX_BUSY_SHARE: f64 = 0.1;
 
 const IDLE_WAIT_ADVICE: &str = "The host sat in a blocking call while the device had no work     to finish, so making the call non-blocking saves nothing here: it waited on something this     trace does not show — another process or rank (a scheduler, a data or tokenizer worker, an     IPC queue), the OS, or I/O. Profile that side (py-spy, the other processes' traces) to find     what it waited for.";
 
-fn recommendation(ops: &[String]) -> String {
+/// The advice for a sync of `ops`; `copies_back`: one of them copies a tensor to the host;
+/// `to_device`: one is a host-to-device copy that waited for earlier device work.
+fn recommendation(ops: &[String], copies_back: bool, to_device: bool) -> String {
     let has = |names: &[&str]| ops.iter().any(|o| names.contains(&o.as_str()));
     let mut advice = Vec::new();
     if has(&["aten::masked_select", "aten::is_nonzero"]) && has(&["aten::item"]) {
@@ -403,10 +424,17 @@ fn recommendation(ops: &[String]) -> String {
              read the result's size on the host: use fixed-shape masks (torch.where) instead.",
         );
     }
-    if has(COPY_OPS) {
+    if copies_back {
         advice.push(
             "`.cpu()` / `.to(\"cpu\")` copies to the host and waits: keep tensors on the device, \
              or copy with `non_blocking=True` into pinned memory and read it later.",
+        );
+    }
+    if to_device {
+        advice.push(
+            "A blocking `.to(device)` waits for every kernel queued before it, then for its own \
+             copy: copy from pinned memory with `non_blocking=True` (DataLoader(..., \
+             pin_memory=True)) so the host goes on queuing work while the device catches up.",
         );
     }
     if advice.is_empty() {
