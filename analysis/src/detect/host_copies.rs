@@ -2,7 +2,7 @@
 //!
 //! A host-to-device copy is an op (`aten::to`, `aten::_to_copy`, `aten::copy_`, outermost on
 //! its thread) whose runtime call launches a device memcpy named host-to-device (`Memcpy HtoD
-//! (…)`, HIP `CopyHostToDevice`), found through the launch flows. Two kinds claim such copies,
+//! (…)`, HIP `CopyHostToDevice`), found through the launch index. Two kinds claim such copies,
 //! the more specific first, so one copy is one finding's:
 //!
 //! - `host_created_tensor`: the op just before the copy on the same thread (nothing but Python
@@ -105,23 +105,27 @@ fn outermost_cpu_op(ctx: &Context<'_>, slice: SliceId) -> Option<SliceId> {
 pub(super) fn host_copies(ctx: &Context<'_>) -> Vec<HostCopy> {
     let t = ctx.timeline;
     let mut by_op: BTreeMap<SliceId, Vec<SliceId>> = BTreeMap::new();
-    for f in &t.flows {
-        if t.slice_class(f.to) != CategoryClass::Memcpy || !is_host_to_device(t.slice_name(f.to)) {
-            continue;
+    let launches = ctx.launches();
+    for track in t.tracks.iter().filter(|tr| tr.kind.is_device()) {
+        for memcpy in track.slices.clone() {
+            if t.slice_class(memcpy) != CategoryClass::Memcpy
+                || !is_host_to_device(t.slice_name(memcpy))
+            {
+                continue;
+            }
+            // The call that launched it, by the launch index (its runtime call, else its driver
+            // call).
+            let Some(call) = launches.launcher_or_driver(memcpy) else {
+                continue;
+            };
+            let Some(op) = outermost_cpu_op(ctx, call) else {
+                continue;
+            };
+            if ctx.under_compile(op) || ctx.is_under(op, Under::DATALOADER) {
+                continue;
+            }
+            by_op.entry(op).or_default().push(memcpy);
         }
-        if !matches!(
-            t.slice_class(f.from),
-            CategoryClass::Runtime | CategoryClass::Driver
-        ) {
-            continue;
-        }
-        let Some(op) = outermost_cpu_op(ctx, f.from) else {
-            continue;
-        };
-        if ctx.under_compile(op) || ctx.is_under(op, Under::DATALOADER) {
-            continue;
-        }
-        by_op.entry(op).or_default().push(f.to);
     }
     by_op
         .into_iter()

@@ -234,16 +234,17 @@ fn outermost_op(ctx: &Context<'_>, slice: SliceId) -> SliceId {
     outer
 }
 
-/// Runtime slices whose flow lands on a device-to-host copy, sorted.
+/// The calls that launched a device-to-host copy (by the launch index), sorted.
 fn dtoh_launches(ctx: &Context<'_>) -> Vec<SliceId> {
     let t = ctx.timeline;
+    let launches = ctx.launches();
     let mut out: Vec<SliceId> = t
-        .flows
+        .tracks
         .iter()
-        .filter(|f| {
-            t.slice_class(f.to) == CategoryClass::Memcpy && t.slice_name(f.to).contains("DtoH")
-        })
-        .map(|f| f.from)
+        .filter(|tr| tr.kind.is_device())
+        .flat_map(|tr| tr.slices.clone())
+        .filter(|&d| t.slice_class(d) == CategoryClass::Memcpy && t.slice_name(d).contains("DtoH"))
+        .filter_map(|d| launches.launcher_or_driver(d))
         .collect();
     out.sort_unstable();
     out.dedup();
