@@ -52,11 +52,6 @@ pub(crate) fn idle_breakdown_with(
     launches: &crate::step_windows::Launches,
     kernel_wait_max_ns: i64,
 ) -> Vec<StreamIdle> {
-    let launched_at = |d: SliceId| {
-        launches
-            .launcher_or_driver(d)
-            .map(|call| timeline.slices.start[call as usize])
-    };
     let mut out = Vec::new();
     for track in &timeline.tracks {
         let TrackKind::DeviceEngine { class, device } = &track.kind else {
@@ -90,7 +85,10 @@ pub(crate) fn idle_breakdown_with(
             let prev_end = timeline.slices.end(prev);
             let gap = timeline.slices.start[next as usize] - prev_end;
             row.idle_ns += gap;
-            if launched_at(next).is_some_and(|launch| launch > prev_end) {
+            if launches
+                .launched_at(timeline, next)
+                .is_some_and(|launch| launch > prev_end)
+            {
                 row.host_wait_ns += gap;
             } else if gap < kernel_wait_max_ns {
                 row.kernel_wait_ns += gap;

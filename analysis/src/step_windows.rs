@@ -77,6 +77,13 @@ impl Launches {
         self.launcher(d).or_else(|| self.driver_of.get(&d).copied())
     }
 
+    /// When device slice `d` was launched: the start of the call that launched it (its
+    /// runtime call, else its driver call).
+    pub(crate) fn launched_at(&self, t: &Timeline, d: SliceId) -> Option<i64> {
+        self.launcher_or_driver(d)
+            .map(|call| t.slices.start[call as usize])
+    }
+
     /// The device work runtime call `r` launched (empty when it launched none).
     pub(crate) fn launched_by(&self, r: SliceId) -> impl Iterator<Item = SliceId> + '_ {
         let from = self.launched.partition_point(|&(c, _)| c < r);

@@ -730,7 +730,6 @@ fn gpu_summary(
     out
 }
 
-/// One op of the plugin's op tree, after same-name single children were folded into it.
 /// Ops looked at to tell whether the trace was recorded with stacks.
 const STACK_PROBE: usize = 2000;
 

@@ -218,9 +218,7 @@ impl QueuedWork {
                     continue;
                 }
                 // Unlinked work sorts as launched at `i64::MAX`: never queued before a gap.
-                let launched = launches
-                    .launcher_or_driver(d)
-                    .map_or(i64::MAX, |call| t.slices.start[call as usize]);
+                let launched = launches.launched_at(t, d).unwrap_or(i64::MAX);
                 out.push((t.slices.start[d as usize], launched));
             }
         }

@@ -160,7 +160,6 @@ fn first_input_type(ctx: &Context<'_>, op: SliceId) -> Option<String> {
     all.first()?.as_str().map(str::to_owned)
 }
 
-/// A matrix kernel with the op that launched it.
 /// What a finding names a kernel by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Unit {
@@ -170,6 +169,7 @@ enum Unit {
     Graph(SliceId),
 }
 
+/// A matrix kernel with the op that launched it.
 struct MatrixKernel {
     kernel: SliceId,
     op: Option<SliceId>,
@@ -295,16 +295,18 @@ fn finding(
         ctx.graph_launch_of(m.kernel)
             .map_or(Unit::Op(m.op.unwrap_or(m.kernel)), Unit::Graph)
     };
-    let mut units: Vec<Unit> = kernels.iter().map(unit_of).collect();
-    units.sort_unstable();
-    units.dedup();
-    let mut by_label: FxHashMap<String, i64> = FxHashMap::default();
+    let mut by_unit: BTreeMap<Unit, i64> = BTreeMap::new();
     for m in kernels {
-        let label = match unit_of(m) {
+        *by_unit.entry(unit_of(m)).or_insert(0) += t.slices.dur[m.kernel as usize];
+    }
+    // Units of one name (ops called alike, graphs of one op and size) are listed as one.
+    let mut by_label: FxHashMap<String, i64> = FxHashMap::default();
+    for (&unit, &ns) in &by_unit {
+        let label = match unit {
             Unit::Graph(call) => ctx.graph_label(call),
             Unit::Op(op) => t.slice_name(op).to_owned(),
         };
-        *by_label.entry(label).or_insert(0) += t.slices.dur[m.kernel as usize];
+        *by_label.entry(label).or_insert(0) += ns;
     }
     let mut ranked: Vec<(String, i64)> = by_label.into_iter().collect();
     ranked.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
@@ -337,8 +339,8 @@ fn finding(
             "fp32 matrix work takes {share:.0}% of {} ({} in {} {}: {}); bf16/fp16 would take about {} off it ({rates})",
             s.name,
             human_ns(fp32_ns),
-            units.len(),
-            if units.iter().any(|u| matches!(u, Unit::Graph(_))) {
+            by_unit.len(),
+            if by_unit.keys().any(|u| matches!(u, Unit::Graph(_))) {
                 "ops and graphs"
             } else {
                 "ops"
@@ -352,7 +354,7 @@ fn finding(
         track: ctx.track_name(first),
         ops: names,
         call_site: None,
-        count: units.len() as u64,
+        count: by_unit.len() as u64,
         source: None,
         rank: None,
         lost_ns: lost,
