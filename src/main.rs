@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use steplens::run_input::{
     error_code, expand_dirs, one_line, parse_regex, read_optional_budget, with_budget_marker,
 };
@@ -232,8 +232,54 @@ struct InfoArgs {
     load: LoadArgs,
 }
 
+/// `report --help`'s list of detectors, from the registry: each one's kinds and what fixing them
+/// saves, the thresholds it owns with their defaults, and its advice.
+fn detectors_help() -> String {
+    use steplens_analysis::detect::registry::{DETECTORS, REPORT_THRESHOLDS, Saves, threshold_value};
+    let defaults = steplens_analysis::Thresholds::default();
+    let setting = |key: &str| match threshold_value(&defaults, key) {
+        Some(v) => format!("{key} = {v}"),
+        None => key.to_owned(),
+    };
+    let mut out = String::from(
+        "Detectors: the finding kinds each raises (and what fixing one saves), the thresholds it \
+         owns with their defaults (a budget file's [thresholds] table overrides them; \
+         docs/findings.md explains each), and its advice.\n",
+    );
+    for d in DETECTORS {
+        let kinds: Vec<String> = d
+            .raises
+            .iter()
+            .map(|r| {
+                let saves = match r.saves {
+                    Saves::HostTime => "host time",
+                    Saves::DeviceWork => "device work",
+                    Saves::NotStepTime => "not step time",
+                };
+                format!("{} ({saves})", r.kind.as_str())
+            })
+            .collect();
+        out.push_str(&format!("\n  {}: {}\n", d.name, kinds.join(", ")));
+        if !d.thresholds.is_empty() {
+            let owned: Vec<String> = d.thresholds.iter().map(|k| setting(k)).collect();
+            out.push_str(&format!("      {}\n", owned.join(", ")));
+        }
+        out.push_str(&format!("      {}\n", d.advice));
+    }
+    let report: Vec<String> = REPORT_THRESHOLDS
+        .iter()
+        .map(|(k, what)| format!("{} ({what})", setting(k)))
+        .collect();
+    out.push_str(&format!("\n  the report itself: {}\n", report.join(", ")));
+    out
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let command = Cli::command().mut_subcommand("report", |c| c.after_long_help(detectors_help()));
+    let cli = match Cli::from_arg_matches(&command.get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     #[cfg(unix)]
     steplens::run_input::before_mapping(sigbus::install);
     // What a load says while it waits (a FIFO with no writer), as the progress bar would.
@@ -354,14 +400,64 @@ impl Output {
                 .context("cannot write standard output");
         };
         output_path::write_atomically(&path, |file| Ok(file.write_all(&self.buf)?))?;
-        // A file written is said in one line, as `export` does.
-        let _ = writeln!(
-            io::stderr().lock(),
-            "wrote {} ({})",
-            steplens_output::escape::terminal(&path.display().to_string()),
-            steplens_analysis::units::human_bytes(self.buf.len() as u64)
-        );
+        said_written(&path, self.buf.len() as u64);
         Ok(())
+    }
+
+    /// Like [`Output::finish`], but what `render` writes goes to the destination as it renders
+    /// (after anything already written here) instead of being held: a large HTML page is never
+    /// whole in memory. A file still goes through a temporary file renamed into place.
+    pub(crate) fn stream(
+        self,
+        render: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+    ) -> Result<()> {
+        let Some(path) = self.file else {
+            let mut stdout = io::BufWriter::with_capacity(1 << 20, io::stdout().lock());
+            return stdout
+                .write_all(&self.buf)
+                .and_then(|()| render(&mut stdout))
+                .and_then(|()| stdout.flush())
+                .context("cannot write standard output");
+        };
+        let bytes = output_path::write_atomically(&path, |file| {
+            let mut counted = Counted {
+                inner: file,
+                bytes: 0,
+            };
+            counted.write_all(&self.buf)?;
+            render(&mut counted)?;
+            Ok(counted.bytes)
+        })?;
+        said_written(&path, bytes);
+        Ok(())
+    }
+}
+
+/// A file written is said in one line, as `export` does.
+fn said_written(path: &Path, bytes: u64) {
+    let _ = writeln!(
+        io::stderr().lock(),
+        "wrote {} ({})",
+        steplens_output::escape::terminal(&path.display().to_string()),
+        steplens_analysis::units::human_bytes(bytes)
+    );
+}
+
+/// A writer that counts the bytes through it (for the `wrote FILE (size)` line).
+struct Counted<W> {
+    inner: W,
+    bytes: u64,
+}
+
+impl<W: Write> Write for Counted<W> {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(bytes)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
     }
 }
 
@@ -452,7 +548,8 @@ fn report(args: &ReportArgs) -> Result<()> {
             }
         }
         ReportFormat::Html => {
-            out.write_all(steplens_output::html::report_page(&report, &timeline).as_bytes())?;
+            // Written to the file (or stdout) as it renders, never held whole (issue 45).
+            return out.stream(|w| steplens_output::html::write_report_page(w, &report, &timeline));
         }
     }
     out.finish()?;

@@ -70,6 +70,67 @@ impl Finding {
     }
 }
 
+/// What a detector raises: a finding before the report has settled it. It has no field the
+/// report sets (what fixing it saves, its input, its rank): [`Finding::from`] is the one
+/// constructor of a [`Finding`], and the report fills those in once every finding is in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Raised {
+    /// Stable kind.
+    pub kind: FindingKind,
+    /// Severity as the detector judges it (the savings pass judges it again by the saving).
+    pub severity: Severity,
+    /// One-line title.
+    pub title: String,
+    /// Step name, when the finding belongs to one step.
+    pub step: Option<String>,
+    /// Start of the affected range, ns.
+    pub start_ns: i64,
+    /// End of the affected range, ns.
+    pub end_ns: i64,
+    /// Track name.
+    pub track: Option<String>,
+    /// Ops involved.
+    pub ops: Vec<String>,
+    /// User call site (`file.py:line`).
+    pub call_site: Option<String>,
+    /// How many occurrences it groups.
+    pub count: u64,
+    /// The time it owns as its detector measured it, ns.
+    pub lost_ns: i64,
+    /// Evidence.
+    pub evidence: Vec<Evidence>,
+    /// What to change.
+    pub recommendation: String,
+    /// Where the lost time sits on the clock.
+    pub cost: Cost,
+}
+
+impl From<Raised> for Finding {
+    fn from(r: Raised) -> Self {
+        Self {
+            kind: r.kind,
+            severity: r.severity,
+            title: r.title,
+            step: r.step,
+            start_ns: r.start_ns,
+            end_ns: r.end_ns,
+            track: r.track,
+            ops: r.ops,
+            call_site: r.call_site,
+            count: r.count,
+            source: None,
+            rank: None,
+            lost_ns: r.lost_ns,
+            // What fixing it saves is the savings pass's, unless the detector measured it
+            // another way (a straggler's, from the rank matching).
+            saving_ns: r.cost.measured_saving_ns.unwrap_or(0),
+            evidence: r.evidence,
+            recommendation: r.recommendation,
+            cost: r.cost,
+        }
+    }
+}
+
 /// Where a finding's lost time sits on the clock. Detectors fill it in; `detect::run_all` uses
 /// it so that no wall-clock nanosecond of a step is lost to two findings, and to apply the
 /// materiality floor.
@@ -95,6 +156,9 @@ pub struct Cost {
     /// The most fixing the finding can save, when less than its cost on the path: a long
     /// blocking wait with the device idle saves at most the device work it waited for.
     pub saving_cap_ns: Option<i64>,
+    /// What fixing it saves, for a kind whose saving is not step time on this input's critical
+    /// path but measured by its detector (a straggler's: its extra time on every rank).
+    pub measured_saving_ns: Option<i64>,
 }
 
 impl Cost {
@@ -108,6 +172,7 @@ impl Cost {
             device_ranges: Vec::new(),
             saving_unknown: false,
             saving_cap_ns: None,
+            measured_saving_ns: None,
         }
     }
 
@@ -121,6 +186,7 @@ impl Cost {
             device_ranges: Vec::new(),
             saving_unknown: false,
             saving_cap_ns: None,
+            measured_saving_ns: None,
         }
     }
 }

@@ -40,7 +40,7 @@ pub struct StreamIdle {
 pub fn idle_breakdown(timeline: &Timeline, kernel_wait_max_ns: i64) -> Vec<StreamIdle> {
     idle_breakdown_with(
         timeline,
-        &crate::step_windows::Launches::new(timeline),
+        &timeline.launches(),
         kernel_wait_max_ns,
     )
 }
@@ -49,7 +49,7 @@ pub fn idle_breakdown(timeline: &Timeline, kernel_wait_max_ns: i64) -> Vec<Strea
 /// runtime call that launched it (else the driver call) started.
 pub(crate) fn idle_breakdown_with(
     timeline: &Timeline,
-    launches: &crate::step_windows::Launches,
+    launches: &steplens_ingest::model::Launches,
     kernel_wait_max_ns: i64,
 ) -> Vec<StreamIdle> {
     let mut out = Vec::new();

@@ -11,6 +11,7 @@ pub mod budget;
 pub mod check;
 pub mod columns;
 pub mod compare;
+pub mod context;
 pub mod critical_path;
 pub mod detect;
 pub mod device_rates;

@@ -16,8 +16,8 @@ use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use steplens_ingest::model::{CategoryClass, SliceId, Timeline};
 
-use crate::detect::Context;
-use crate::finding::{Cost, Finding, FindingKind, Severity};
+use crate::context::Context;
+use crate::finding::{Cost, FindingKind, Raised, Severity};
 
 /// Holders listed per device (largest first).
 const TOP_HOLDERS: usize = 10;
@@ -330,7 +330,7 @@ fn is_hpu(device: &str) -> bool {
 
 /// `memory_growth` and `reserved_slack` findings from the per-device memory.
 #[must_use]
-pub fn findings(ctx: &Context<'_>, memory: &[DeviceMemory]) -> Vec<Finding> {
+pub fn findings(ctx: &Context<'_>, memory: &[DeviceMemory]) -> Vec<Raised> {
     let th = ctx.thresholds;
     let source = ctx.timeline.steps.first().map_or(0, |s| s.source);
     let mut out = Vec::new();
@@ -351,7 +351,7 @@ pub fn findings(ctx: &Context<'_>, memory: &[DeviceMemory]) -> Vec<Finding> {
             && slack >= th.reserved_slack_min_bytes
             && slack as f64 >= m.peak_reserved_bytes as f64 * th.reserved_slack_min_pct / 100.0
         {
-            out.push(Finding {
+            out.push(Raised {
                 kind: FindingKind::ReservedSlack,
                 severity: Severity::Warning,
                 title: format!(
@@ -368,10 +368,7 @@ pub fn findings(ctx: &Context<'_>, memory: &[DeviceMemory]) -> Vec<Finding> {
                 ops: Vec::new(),
                 call_site: None,
                 count: 1,
-                source: None,
-                rank: None,
                 lost_ns: 0,
-                saving_ns: 0,
                 evidence: Vec::new(),
                 cost: Cost::pattern(source, Vec::new()),
                 recommendation: SLACK_ADVICE.into(),
@@ -383,7 +380,7 @@ pub fn findings(ctx: &Context<'_>, memory: &[DeviceMemory]) -> Vec<Finding> {
 
 /// The longest run of ≥ 3 steps whose start baseline rises at every step, when it rises by at
 /// least `memory_growth_min_bytes` in all.
-fn growth(ctx: &Context<'_>, m: &DeviceMemory, source: u16) -> Option<Finding> {
+fn growth(ctx: &Context<'_>, m: &DeviceMemory, source: u16) -> Option<Raised> {
     let steps = &m.steps;
     let (mut best, mut run_start) = ((0, 0), 0);
     for k in 1..steps.len() {
@@ -414,7 +411,7 @@ fn growth(ctx: &Context<'_>, m: &DeviceMemory, source: u16) -> Option<Finding> {
         window(&steps[last].step).map_or(0, |s| s.start),
     );
     let top = m.never_freed.first();
-    Some(Finding {
+    Some(Raised {
         kind: FindingKind::MemoryGrowth,
         severity: Severity::Warning,
         title: format!(
@@ -439,10 +436,7 @@ fn growth(ctx: &Context<'_>, m: &DeviceMemory, source: u16) -> Option<Finding> {
         ops: m.never_freed.iter().take(3).map(|h| h.op.clone()).collect(),
         call_site: top.and_then(|h| h.call_site.clone()),
         count: top.map_or(0, |h| h.count),
-        source: None,
-        rank: None,
         lost_ns: 0,
-        saving_ns: 0,
         evidence: Vec::new(),
         cost: Cost::pattern(source, Vec::new()),
         recommendation: if is_hpu(&m.device) {

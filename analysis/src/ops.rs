@@ -77,14 +77,16 @@ fn graph_launches(timeline: &Timeline) -> FxHashMap<u32, (u64, i64)> {
             .unwrap_or(false)
             && timeline.slice_class(slice) == CategoryClass::Runtime
     };
+    let launches = timeline.launches();
     let mut ranges: FxHashMap<u32, Vec<(i64, i64)>> = FxHashMap::default();
-    for f in &timeline.flows {
-        if is_graph(f.from) {
-            let to = f.to as usize;
-            ranges
-                .entry(f.from)
-                .or_default()
-                .push((timeline.slices.start[to], timeline.slices.end(f.to)));
+    let calls = (0..timeline.slices.len() as u32).filter(|&s| is_graph(s));
+    for call in calls {
+        let launched: Vec<(i64, i64)> = launches
+            .launched_by(call)
+            .map(|d| (timeline.slices.start[d as usize], timeline.slices.end(d)))
+            .collect();
+        if !launched.is_empty() {
+            ranges.insert(call, launched);
         }
     }
     ranges

@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use steplens_ingest::model::Timeline;
 
-use crate::detect::{Context, Thresholds, run_all};
+use crate::context::Context;
+use crate::detect::{Thresholds, run_all};
 use crate::engines::{EngineStats, engine_utilization};
 use crate::finding::FindingKind;
 pub use crate::finding::{Cost, Finding};
@@ -252,9 +253,7 @@ pub fn build_report_parts(
         mut steps,
         ops,
         memory,
-        memory_findings,
         mut ranks,
-        straggler,
         idle,
         engines,
         mme_tpc_overlap_ns,
@@ -279,9 +278,6 @@ pub fn build_report_parts(
     if let Some(r) = ranks.as_mut() {
         r.distributed.clone_from(&views.distributed);
     }
-    findings.extend(memory_findings);
-    findings.extend(straggler);
-    crate::detect::rank_by_saving(&mut findings);
     for f in &mut findings {
         f.source = f.cost.source;
         f.rank = rank_of(f.cost.source);
@@ -370,9 +366,7 @@ struct Tables {
     steps: Vec<StepStats>,
     ops: Vec<OpStats>,
     memory: Vec<crate::memory::DeviceMemory>,
-    memory_findings: Vec<Finding>,
     ranks: Option<crate::ranks::RanksReport>,
-    straggler: Vec<Finding>,
     idle: Vec<StreamIdle>,
     engines: Vec<EngineStats>,
     mme_tpc_overlap_ns: Option<i64>,
@@ -409,12 +403,8 @@ fn tables(ctx: &Context<'_>) -> Tables {
         .iter()
         .max_by_key(|(_, p)| p.total_ns)
         .map(|(_, p)| p.clone());
-    let memory = ctx.timed("memory", || crate::memory::memory_by_device(ctx));
-    let memory_findings = ctx.timed("memory findings", || crate::memory::findings(ctx, &memory));
-    let (ranks, straggler) = match ctx.ranks() {
-        Some(a) => (Some(a.report.clone()), a.straggler.clone()),
-        None => (None, Vec::new()),
-    };
+    let memory = ctx.memory().to_vec();
+    let ranks = ctx.ranks().map(|a| a.report.clone());
     if let Some(primary) = crate::memory::primary(&memory) {
         for (step, m) in steps.iter_mut().zip(&primary.steps) {
             if step.name == m.step {
@@ -431,9 +421,7 @@ fn tables(ctx: &Context<'_>) -> Tables {
         steps,
         ops,
         memory,
-        memory_findings,
         ranks,
-        straggler,
         idle,
         engines,
         mme_tpc_overlap_ns,

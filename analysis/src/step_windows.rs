@@ -15,89 +15,10 @@
 //! keeps the host ranges. One definition, used by the step table, the detectors' step shares,
 //! the critical path and the plugin's Overview.
 
-use rustc_hash::FxHashMap;
-use steplens_ingest::model::{CategoryClass, NO_PARENT, SliceId, Timeline, TrackKind};
+use steplens_ingest::model::{SliceId, Timeline, TrackKind};
 
-/// Which host call launched which device work, from the trace's launch flows (a runtime or
-/// driver call → a kernel, copy or memset), built once per analysis (`Context::launches`).
-/// A device slice with several incoming runtime links keeps the first in flow order; one runtime
-/// call may launch many (a graph launch). Runtime links are the TensorBoard plugin's rule and
-/// what steps and views read; driver-API links (cuBLASLt and Triton launch through
-/// `cuLaunchKernel`) count only for readers that ask for them, and only where a device slice has
-/// no runtime link.
-pub(crate) struct Launches {
-    /// Device slice → the runtime call that launched it (`NO_PARENT`: none).
-    launch_of: Vec<SliceId>,
-    /// Device slices with no runtime link → the driver call that launched them.
-    driver_of: FxHashMap<SliceId, SliceId>,
-    /// (runtime call, device slice) for every runtime link, sorted.
-    launched: Vec<(SliceId, SliceId)>,
-}
-
-impl Launches {
-    /// The launch links of `t`.
-    pub(crate) fn new(t: &Timeline) -> Self {
-        let mut launch_of = vec![NO_PARENT; t.slices.len()];
-        let mut driver_of: FxHashMap<SliceId, SliceId> = FxHashMap::default();
-        let mut launched: Vec<(SliceId, SliceId)> = Vec::new();
-        for flow in &t.flows {
-            if !t.slice_class(flow.to).is_device_work() {
-                continue;
-            }
-            match t.slice_class(flow.from) {
-                CategoryClass::Runtime if launch_of.get(flow.to as usize) == Some(&NO_PARENT) => {
-                    launch_of[flow.to as usize] = flow.from;
-                    launched.push((flow.from, flow.to));
-                }
-                CategoryClass::Driver => {
-                    driver_of.entry(flow.to).or_insert(flow.from);
-                }
-                _ => {}
-            }
-        }
-        driver_of.retain(|&d, _| launch_of.get(d as usize) == Some(&NO_PARENT));
-        launched.sort_unstable();
-        Self {
-            launch_of,
-            driver_of,
-            launched,
-        }
-    }
-
-    /// The runtime call that launched device slice `d`.
-    pub(crate) fn launcher(&self, d: SliceId) -> Option<SliceId> {
-        self.launch_of
-            .get(d as usize)
-            .copied()
-            .filter(|&r| r != NO_PARENT)
-    }
-
-    /// The runtime call that launched device slice `d`, else the driver call that did.
-    pub(crate) fn launcher_or_driver(&self, d: SliceId) -> Option<SliceId> {
-        self.launcher(d).or_else(|| self.driver_of.get(&d).copied())
-    }
-
-    /// When device slice `d` was launched: the start of the call that launched it (its
-    /// runtime call, else its driver call).
-    pub(crate) fn launched_at(&self, t: &Timeline, d: SliceId) -> Option<i64> {
-        self.launcher_or_driver(d)
-            .map(|call| t.slices.start[call as usize])
-    }
-
-    /// The device work runtime call `r` launched (empty when it launched none).
-    pub(crate) fn launched_by(&self, r: SliceId) -> impl Iterator<Item = SliceId> + '_ {
-        let from = self.launched.partition_point(|&(c, _)| c < r);
-        self.launched[from..]
-            .iter()
-            .take_while(move |&&(c, _)| c == r)
-            .map(|&(_, d)| d)
-    }
-
-    /// Whether the trace has any runtime launch link.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.launched.is_empty()
-    }
-}
+/// The launch index now lives with the Timeline; this path is kept while the views move to it.
+pub(crate) use steplens_ingest::model::Launches;
 
 /// One step as the device lived it (its host range is the `timeline.steps` entry of the same
 /// index). All times ns on the step's clock.
@@ -122,7 +43,7 @@ impl StepWindow {
 /// The device-inclusive window of every step of `t`, in `t.steps` order.
 #[must_use]
 pub fn step_windows(t: &Timeline) -> Vec<StepWindow> {
-    step_windows_with(t, &Launches::new(t))
+    step_windows_with(t, t.launches())
 }
 
 /// [`step_windows`] with the launch links already built.

@@ -279,22 +279,18 @@ struct Launched {
     engines: BTreeMap<String, Vec<(i64, i64)>>,
 }
 
-/// Per step (index into `timeline.steps`): the device work whose launch call started in it;
+/// Per step (index into `timeline.steps`): the device work whose launching host slice (the
+/// launch index's any-tier link) started in it;
 /// `None` for the steps of an input without any launch link.
 fn launched_per_step(timeline: &Timeline) -> Vec<Option<Launched>> {
     let steps = &timeline.steps;
     let mut out: Vec<Option<Launched>> = vec![None; steps.len()];
     let mut linked_sources: Vec<u16> = Vec::new();
     let slices = &timeline.slices;
-    for flow in &timeline.flows {
-        if !timeline.slice_class(flow.from).is_host_work()
-            || !timeline.slice_class(flow.to).is_device_work()
-        {
-            continue;
-        }
+    for (device_slice, host_slice) in timeline.launches().host_links() {
         let (Some(host), Some(device)) = (
-            timeline.slice_track(flow.from),
-            timeline.slice_track(flow.to),
+            timeline.slice_track(host_slice),
+            timeline.slice_track(device_slice),
         ) else {
             continue;
         };
@@ -305,10 +301,10 @@ fn launched_per_step(timeline: &Timeline) -> Vec<Option<Launched>> {
         if !linked_sources.contains(&source) {
             linked_sources.push(source);
         }
-        let Some(i) = timeline.step_at(host.source, slices.start[flow.from as usize]) else {
+        let Some(i) = timeline.step_at(host.source, slices.start[host_slice as usize]) else {
             continue;
         };
-        let to = flow.to as usize;
+        let to = device_slice as usize;
         let range = (
             slices.start[to],
             slices.start[to].saturating_add(slices.dur[to]),

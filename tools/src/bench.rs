@@ -273,7 +273,7 @@ fn measure(trace: &Path, runs: usize) -> Result<Figures> {
         let t3 = Instant::now();
         let channels = steplens_analysis::steps::channels(&timeline);
         let findings = steplens_analysis::detect::run_all(
-            &steplens_analysis::detect::Context::new(&timeline, &thresholds, &channels),
+            &steplens_analysis::context::Context::new(&timeline, &thresholds, &channels),
         );
         detectors.push(t3.elapsed().as_secs_f64());
         drop(findings);
@@ -284,7 +284,7 @@ fn measure(trace: &Path, runs: usize) -> Result<Figures> {
         // The performance model alone: its launch links and signatures, then the rows.
         let t5 = Instant::now();
         let rows =
-            steplens_analysis::detect::Context::new(&timeline, &thresholds, &channels).op_perf();
+            steplens_analysis::context::Context::new(&timeline, &thresholds, &channels).op_perf();
         op_perf.push(t5.elapsed().as_secs_f64());
         drop(rows);
         ingest.push((t1 - t0).as_secs_f64());

@@ -20,8 +20,18 @@
 
 use std::collections::BTreeMap;
 
-use super::{Context, human_ns};
-use crate::finding::{Cost, Finding, FindingKind, Severity};
+use super::human_ns;
+use crate::context::Context;
+use crate::finding::{Cost, FindingKind, Raised, Severity};
+use super::registry::{Detector, Raises, Saves};
+/// This detector's entry in the registry.
+pub(super) const DETECTOR: Detector = Detector {
+    name: "collectives",
+    raises: &[Raises::new(FindingKind::FragmentedCollectives, Saves::DeviceWork)],
+    thresholds: &["fragmented_min_per_step", "fragmented_over_needed"],
+    advice: "Bucket the gradients into fewer, larger all-reduces (DDP bucket_cap_mb, gradient accumulation with no_sync).",
+    detect: detect,
+};
 
 /// DDP's default bucket size.
 const DEFAULT_BUCKET_BYTES: i64 = 25 << 20;
@@ -51,7 +61,7 @@ const ADVICE: &str = "Many small collectives each pay the full launch and networ
     a few large all-reduces; in a custom loop, flatten the tensors (torch._utils.\
     _flatten_dense_tensors) or use the coalesced collectives instead of one call per tensor.";
 
-pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
+pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Raised> {
     let t = ctx.timeline;
     let th = ctx.thresholds;
     let mut findings = Vec::new();
@@ -104,7 +114,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
                 .map(|b| format!(", median {}", crate::units::human_bytes(b.unsigned_abs())))
                 .unwrap_or_default();
             let who = rank_label(&known, source);
-            findings.push(Finding {
+            findings.push(Raised {
                 kind: FindingKind::FragmentedCollectives,
                 severity: Severity::of_share(lost, s.dur),
                 title: format!(
@@ -120,10 +130,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
                 ops: vec![name.to_owned()],
                 call_site: None,
                 count: members.len() as u64,
-                source: None,
-                rank: None,
                 lost_ns: lost,
-                saving_ns: 0,
                 evidence: Vec::new(),
                 cost: Cost::pattern(
                     source,

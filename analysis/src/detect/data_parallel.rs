@@ -16,9 +16,19 @@ use std::collections::BTreeMap;
 
 use steplens_ingest::model::{CategoryClass, SliceId};
 
-use super::{Context, MAX_EVIDENCE, human_ns};
-use crate::finding::{Cost, Finding, FindingKind, Severity};
+use super::{MAX_EVIDENCE, human_ns};
+use crate::context::Context;
+use crate::finding::{Cost, FindingKind, Raised, Severity};
 use crate::intervals::IntervalSet;
+use super::registry::{Detector, Raises, Saves};
+/// This detector's entry in the registry.
+pub(super) const DETECTOR: Detector = Detector {
+    name: "data_parallel",
+    raises: &[Raises::new(FindingKind::DataParallel, Saves::DeviceWork)],
+    thresholds: &[],
+    advice: "Use DistributedDataParallel, one process per device, instead of nn.DataParallel.",
+    detect: detect,
+};
 
 /// Autograd functions of DataParallel's forward, as the profiler names them.
 const REPLICATE: &str = "Broadcast";
@@ -39,7 +49,7 @@ struct StepCalls {
     forward_frames: usize,
 }
 
-pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
+pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Raised> {
     let t = ctx.timeline;
     if t.strings.lookup(REPLICATE).is_none() {
         return Vec::new();
@@ -92,7 +102,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
                 .collect();
             ops.sort();
             ops.dedup();
-            Finding {
+            Raised {
                 kind: FindingKind::DataParallel,
                 severity: Severity::Warning,
                 title: format!(
@@ -107,10 +117,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
                 ops,
                 call_site: ctx.call_site(first),
                 count: count as u64,
-                source: None,
-                rank: None,
                 lost_ns: lost,
-                saving_ns: 0,
                 evidence: calls
                     .machinery
                     .iter()

@@ -15,12 +15,22 @@
 
 use steplens_ingest::model::SliceId;
 
-use super::{Context, human_ns};
-use crate::finding::{Cost, Finding, FindingKind, Severity};
+use super::human_ns;
+use crate::context::Context;
+use crate::finding::{Cost, FindingKind, Raised, Severity};
 use crate::intervals::IntervalSet;
 use crate::op_names::DATALOADER_PREFIX;
+use super::registry::{Detector, Raises, Saves};
+/// This detector's entry in the registry.
+pub(super) const DETECTOR: Detector = Detector {
+    name: "dataloader_stall",
+    raises: &[Raises::new(FindingKind::DataloaderStall, Saves::HostTime)],
+    thresholds: &["dataloader_stall_min_pct", "dataloader_stall_min_ns"],
+    advice: "Give the DataLoader more workers (num_workers), pin_memory=True and persistent_workers, or move the input transforms off the training loop.",
+    detect: detect,
+};
 
-pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
+pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Raised> {
     let mut findings = annotated(ctx);
     findings.extend(gaudi_wait_before_launch(ctx));
     findings
@@ -32,7 +42,7 @@ const LAUNCHES: &[&str] = &["synLaunchWithExternalEvents", "synLaunchExt", "synL
 /// Gaudi lazy mode without DataLoader annotations: the time at the start of a step before its
 /// first graph launch during which no op ran on any host thread — the host was waiting for the
 /// batch.
-fn gaudi_wait_before_launch(ctx: &Context<'_>) -> Vec<Finding> {
+fn gaudi_wait_before_launch(ctx: &Context<'_>) -> Vec<Raised> {
     let t = ctx.timeline;
     if t.device.kind != steplens_ingest::model::DeviceKind::Hpu {
         return Vec::new();
@@ -79,7 +89,7 @@ fn gaudi_wait_before_launch(ctx: &Context<'_>) -> Vec<Finding> {
         if wait < th.dataloader_stall_min_ns || pct < th.dataloader_stall_min_pct {
             continue;
         }
-        findings.push(Finding {
+        findings.push(Raised {
             kind: FindingKind::DataloaderStall,
             severity: Severity::of_share(wait, step.dur),
             title: format!(
@@ -94,10 +104,7 @@ fn gaudi_wait_before_launch(ctx: &Context<'_>) -> Vec<Finding> {
             ops: vec![t.slice_name(launch).to_owned()],
             call_site: None,
             count: 1,
-            source: None,
-            rank: None,
             lost_ns: wait,
-            saving_ns: 0,
             evidence: vec![ctx.evidence(t.steps[index].slice), ctx.evidence(launch)],
             recommendation: RECOMMENDATION.into(),
             cost: Cost::measured(step.source, idle),
@@ -112,7 +119,7 @@ const RECOMMENDATION: &str = "Load batches in the background: DataLoader(num_wor
     of the step.";
 
 /// The PyTorch DataLoader's `__next__` ranges.
-fn annotated(ctx: &Context<'_>) -> Vec<Finding> {
+fn annotated(ctx: &Context<'_>) -> Vec<Raised> {
     let t = ctx.timeline;
     // Per step: (data wait, DataLoader time, the DataLoader slices).
     let mut per_step: Vec<(i64, i64, Vec<SliceId>)> = vec![(0, 0, Vec::new()); t.steps.len()];
@@ -166,7 +173,7 @@ fn annotated(ctx: &Context<'_>) -> Vec<Finding> {
                 .map(|&i| t.slices.end(i))
                 .max()
                 .unwrap_or(s.start);
-            Some(Finding {
+            Some(Raised {
                 kind: FindingKind::DataloaderStall,
                 severity: Severity::of_share(wait, s.dur),
                 title: format!(
@@ -182,10 +189,7 @@ fn annotated(ctx: &Context<'_>) -> Vec<Finding> {
                 ops: vec![t.slice_name(first).to_owned()],
                 call_site: ctx.call_site(first),
                 count: slices.len() as u64,
-                source: None,
-                rank: None,
                 lost_ns: wait,
-                saving_ns: 0,
                 evidence: slices.iter().map(|&i| ctx.evidence(i)).collect(),
                 cost: Cost {
                     saving_cap_ns: Some((wait - residual[step]).max(0)),

@@ -25,8 +25,18 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use steplens_ingest::model::{CategoryClass, SliceId, StrId};
 
 use super::torch_ops::{EVALUATE_PREFIX, children, in_backward};
-use super::{Context, MAX_EVIDENCE, human_ns};
-use crate::finding::{Cost, Finding, FindingKind, Severity};
+use super::{MAX_EVIDENCE, human_ns};
+use crate::context::Context;
+use crate::finding::{Cost, FindingKind, Raised, Severity};
+use super::registry::{Detector, Raises, Saves};
+/// This detector's entry in the registry.
+pub(super) const DETECTOR: Detector = Detector {
+    name: "debug_api",
+    raises: &[Raises::new(FindingKind::DebugApiEnabled, Saves::HostTime)],
+    thresholds: &[],
+    advice: "Turn off anomaly detection, profiler debug APIs and synchronous launches outside debugging.",
+    detect: detect,
+};
 
 /// Ops anomaly mode adds after each backward node, directly under its `evaluate_function`.
 const NAN_CHECK_OPS: &[&str] = &[
@@ -43,7 +53,7 @@ enum Api {
     GradGradCheck,
 }
 
-pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
+pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Raised> {
     let t = ctx.timeline;
     // Names are interned: classify each distinct name once, compare ids per slice.
     let check_ids: FxHashSet<StrId> = NAN_CHECK_OPS
@@ -116,7 +126,7 @@ fn finding(
     step: Option<usize>,
     api: Api,
     slices: &[SliceId],
-) -> Option<Finding> {
+) -> Option<Raised> {
     let t = ctx.timeline;
     let count_of = |name: &str| slices.iter().filter(|&&i| t.slice_name(i) == name).count();
     let checks = count_of("aten::isnan");
@@ -213,7 +223,7 @@ fn finding(
             )
         }
     };
-    Some(Finding {
+    Some(Raised {
         kind: FindingKind::DebugApiEnabled,
         severity: Severity::of_share(lost, step_ns),
         title,
@@ -224,10 +234,7 @@ fn finding(
         ops,
         call_site: site,
         count,
-        source: None,
-        rank: None,
         lost_ns: lost,
-        saving_ns: 0,
         cost: Cost::pattern(
             t.slice_track(first).map_or(0, |tr| tr.source),
             slices

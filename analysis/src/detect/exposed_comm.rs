@@ -27,10 +27,20 @@
 
 use std::collections::BTreeMap;
 
-use super::{Context, MAX_EVIDENCE, human_ns};
-use crate::finding::{Cost, Finding, FindingKind, Severity};
+use super::{MAX_EVIDENCE, human_ns};
+use crate::context::Context;
+use crate::finding::{Cost, FindingKind, Raised, Severity};
 use crate::intervals::IntervalSet;
 use crate::ranks::Occurrence;
+use super::registry::{Detector, Raises, Saves};
+/// This detector's entry in the registry.
+pub(super) const DETECTOR: Detector = Detector {
+    name: "exposed_comm",
+    raises: &[Raises::new(FindingKind::ExposedCommunication, Saves::DeviceWork)],
+    thresholds: &["exposed_comm_min_pct"],
+    advice: "Overlap communication with compute: DDP's bucketed backward, FSDP prefetch, or fewer, larger collectives.",
+    detect: detect,
+};
 
 /// A call this large should approach the link's bus bandwidth.
 const LARGE_CALL_BYTES: i64 = 8 << 20;
@@ -59,7 +69,7 @@ enum Fix {
     Network,
 }
 
-pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
+pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Raised> {
     let t = ctx.timeline;
     let collectives = ctx.collectives();
     let known = crate::ranks::known_ranks(t);
@@ -137,7 +147,7 @@ fn step_finding(
     busy: &Busy<'_>,
     class: Option<&crate::device_rates::DeviceClass>,
     who: &str,
-) -> Option<Finding> {
+) -> Option<Raised> {
     let t = ctx.timeline;
     let th = ctx.thresholds;
     let comm = IntervalSet::from_ranges(
@@ -247,7 +257,7 @@ fn step_finding(
     by_exposed.sort_by_key(|&(ns, o)| (std::cmp::Reverse(ns), o.start));
     let first = calls.first()?;
     let last = calls.last()?;
-    Some(Finding {
+    Some(Raised {
         kind: FindingKind::ExposedCommunication,
         severity: Severity::of_share(hideable, w.dur()),
         title,
@@ -258,10 +268,7 @@ fn step_finding(
         ops,
         call_site: None,
         count: calls.len() as u64,
-        source: None,
-        rank: None,
         lost_ns: hideable,
-        saving_ns: 0,
         evidence: by_exposed
             .iter()
             .take(MAX_EVIDENCE)

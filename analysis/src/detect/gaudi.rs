@@ -9,10 +9,20 @@ use std::collections::BTreeMap;
 
 use steplens_ingest::model::{CategoryClass, MetricDump};
 
-use super::{Context, MAX_EVIDENCE, human_ns};
-use crate::finding::{Cost, Evidence, Finding, FindingKind, Severity};
+use super::{MAX_EVIDENCE, human_ns};
+use crate::context::Context;
+use crate::finding::{Cost, Evidence, FindingKind, Raised, Severity};
+use super::registry::{Detector, Raises, Saves};
+/// This detector's entry in the registry.
+pub(super) const DETECTOR: Detector = Detector {
+    name: "gaudi",
+    raises: &[Raises::new(FindingKind::CpuFallback, Saves::DeviceWork), Raises::new(FindingKind::Recompile, Saves::HostTime)],
+    thresholds: &["gaudi_warmup_steps"],
+    advice: "Replace ops the Gaudi runs on the CPU with supported ones, and keep graph inputs static so the graph is not recompiled.",
+    detect: detect,
+};
 
-pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
+pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Raised> {
     let mut findings = cpu_fallback(ctx);
     let from_trace = compile_calls(ctx);
     // The metrics file counts the same compiles the trace shows; it only speaks when no loaded
@@ -41,7 +51,7 @@ fn graph_index(name: &str) -> Option<u32> {
 /// engine sat idle just before its first node. Graphs of the first derived iteration are the
 /// loop's own; a new graph in a later iteration is a recompile. Lost time: the all-idle gap
 /// before its first node (an estimate: the capture does not show the compile itself).
-fn new_graphs_without_host(ctx: &Context<'_>) -> Vec<Finding> {
+fn new_graphs_without_host(ctx: &Context<'_>) -> Vec<Raised> {
     use steplens_ingest::model::TrackKind;
     let t = ctx.timeline;
     let mut findings = Vec::new();
@@ -101,7 +111,7 @@ fn new_graphs_without_host(ctx: &Context<'_>) -> Vec<Finding> {
                 continue;
             };
             let s = &t.steps[step];
-            findings.push(Finding {
+            findings.push(Raised {
                 kind: FindingKind::Recompile,
                 severity: if lost > 0 {
                     Severity::of_share(lost, s.dur)
@@ -129,10 +139,7 @@ fn new_graphs_without_host(ctx: &Context<'_>) -> Vec<Finding> {
                 ops: vec![format!("g_{graph}")],
                 call_site: None,
                 count: 1,
-                source: None,
-                rank: None,
                 lost_ns: lost,
-                saving_ns: 0,
                 evidence: vec![ctx.evidence(slice)],
                 recommendation: HPU_RECOMPILE_ADVICE.into(),
                 // The compile itself is not in a device-only capture: the finding is the new
@@ -159,7 +166,7 @@ fn sources_with_metrics(ctx: &Context<'_>) -> Vec<u16> {
     sources
 }
 
-fn cpu_fallback(ctx: &Context<'_>) -> Vec<Finding> {
+fn cpu_fallback(ctx: &Context<'_>) -> Vec<Raised> {
     let t = ctx.timeline;
     let mut findings = Vec::new();
     for source in sources_with_metrics(ctx) {
@@ -209,7 +216,7 @@ fn cpu_fallback(ctx: &Context<'_>) -> Vec<Finding> {
             .take(5)
             .map(|(op, n)| format!("{op} ×{n}"))
             .collect();
-        findings.push(Finding {
+        findings.push(Raised {
             kind: FindingKind::CpuFallback,
             severity: Severity::Warning,
             title: format!(
@@ -229,10 +236,7 @@ fn cpu_fallback(ctx: &Context<'_>) -> Vec<Finding> {
             ops: names,
             call_site: None,
             count: total,
-            source: None,
-            rank: None,
             lost_ns: lost,
-            saving_ns: 0,
             evidence,
             // The ops may sit in any loaded trace; their count, not a time range, is the point.
             cost: Cost {
@@ -249,7 +253,7 @@ fn cpu_fallback(ctx: &Context<'_>) -> Vec<Finding> {
     findings
 }
 
-fn metric_recompiles(ctx: &Context<'_>) -> Vec<Finding> {
+fn metric_recompiles(ctx: &Context<'_>) -> Vec<Raised> {
     let warmup = ctx.thresholds.gaudi_warmup_steps;
     let mut findings = Vec::new();
     for source in sources_with_metrics(ctx) {
@@ -272,7 +276,7 @@ fn metric_recompiles(ctx: &Context<'_>) -> Vec<Finding> {
                 continue;
             }
             let lost = ((time_us(pair[1]) - time_us(pair[0])) * 1000.0).round() as i64;
-            findings.push(Finding {
+            findings.push(Raised {
                 kind: FindingKind::Recompile,
                 severity: Severity::Warning,
                 title: format!(
@@ -287,10 +291,7 @@ fn metric_recompiles(ctx: &Context<'_>) -> Vec<Finding> {
                 ops: vec!["graph_compilation".into()],
                 call_site: None,
                 count: new as u64,
-                source: None,
-                rank: None,
                 lost_ns: lost.max(0),
-                saving_ns: 0,
                 // A metrics-file count: no time range to own.
                 cost: Cost::default(),
                 evidence: vec![Evidence::Metric {
@@ -310,7 +311,7 @@ const HPU_RECOMPILE_ADVICE: &str = "A new graph (recipe) was compiled after the 
     data-dependent control flow between mark_steps, and consider \
     PT_HPU_ENABLE_REFINE_DYNAMIC_SHAPES=1 for truly dynamic inputs.";
 
-fn compile_calls(ctx: &Context<'_>) -> Vec<Finding> {
+fn compile_calls(ctx: &Context<'_>) -> Vec<Raised> {
     let t = ctx.timeline;
     let warmup = ctx.thresholds.gaudi_warmup_steps;
     let mut per_step: BTreeMap<usize, Vec<u32>> = BTreeMap::new();
@@ -359,7 +360,7 @@ fn compile_calls(ctx: &Context<'_>) -> Vec<Finding> {
         .map(|(step, calls)| {
             let s = &t.steps[step];
             let lost: i64 = calls.iter().map(|&i| t.slices.dur[i as usize]).sum();
-            Finding {
+            Raised {
                 kind: FindingKind::Recompile,
                 severity: Severity::of_share(lost, s.dur),
                 title: format!(
@@ -379,10 +380,7 @@ fn compile_calls(ctx: &Context<'_>) -> Vec<Finding> {
                 ops: vec!["synGraphCompile".into()],
                 call_site: ctx.call_site(calls[0]),
                 count: calls.len() as u64,
-                source: None,
-                rank: None,
                 lost_ns: lost,
-                saving_ns: 0,
                 evidence: calls
                     .iter()
                     .take(MAX_EVIDENCE)

@@ -15,9 +15,19 @@
 use rustc_hash::FxHashMap;
 use steplens_ingest::model::{CategoryClass, NO_PARENT, SliceId};
 
-use super::{BLOCKING_CALLS, Context, NameSet, human_ns, ranked_names};
-use crate::finding::{Cost, Evidence, Finding, FindingKind, Severity};
+use super::{BLOCKING_CALLS, human_ns, ranked_names};
+use crate::context::{Context, NameSet};
+use crate::finding::{Cost, Evidence, FindingKind, Raised, Severity};
 use crate::intervals::IntervalSet;
+use super::registry::{Detector, Raises, Saves};
+/// This detector's entry in the registry.
+pub(super) const DETECTOR: Detector = Detector {
+    name: "host_bound_gap",
+    raises: &[Raises::new(FindingKind::HostBoundGap, Saves::HostTime)],
+    thresholds: &["host_gap_min_ns", "host_gap_min_pct"],
+    advice: "Launch less from Python per step: larger batches, torch.compile or CUDA graphs, fused ops.",
+    detect: detect,
+};
 
 /// A device-idle gap: `(start, end, host-bound ns)`.
 type Gap = (i64, i64, i64);
@@ -30,7 +40,7 @@ const TOP_OPS: usize = 5;
 /// Gaps kept as evidence.
 const MAX_EVIDENCE: usize = 10;
 
-pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
+pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Raised> {
     let t = ctx.timeline;
     let th = ctx.thresholds;
     // Outermost host ops per input, sorted by start, and the blocked intervals.
@@ -159,7 +169,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
             .collect();
         let start = gaps.iter().map(|g| g.0).min().unwrap_or(step.start);
         let end = gaps.iter().map(|g| g.1).max().unwrap_or(step.end());
-        findings.push(Finding {
+        findings.push(Raised {
             kind: FindingKind::HostBoundGap,
             severity: Severity::of_share(lost, step.dur),
             title: format!(
@@ -184,10 +194,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
             // A gap counts when its host-bound part is itself past the jitter threshold; the
             // small remainders still add to the lost time.
             count: gaps.iter().filter(|g| g.2 >= ctx.thresholds.host_gap_min_ns).count().max(1) as u64,
-            source: None,
-            rank: None,
             lost_ns: lost,
-            saving_ns: 0,
             evidence,
             cost: Cost::measured(step.source, ranges),
             recommendation: "The device waits for the host to issue work. Give it more work \

@@ -26,9 +26,19 @@ use rustc_hash::FxHashMap;
 use steplens_ingest::model::{CategoryClass, OpArg, SliceId, TrackKind};
 
 use super::torch_ops::tensor_arg;
-use super::{BLOCKING_CALLS, Context, MAX_EVIDENCE, Under, at_site, human_ns};
-use crate::finding::{Cost, Finding, FindingKind, Severity};
+use super::{BLOCKING_CALLS, MAX_EVIDENCE, Under, at_site, human_ns};
+use crate::context::Context;
+use crate::finding::{Cost, FindingKind, Raised, Severity};
 use crate::intervals::IntervalSet;
+use super::registry::{Detector, Raises, Saves};
+/// This detector's entry in the registry.
+pub(super) const DETECTOR: Detector = Detector {
+    name: "host_copies",
+    raises: &[Raises::new(FindingKind::PageableCopy, Saves::HostTime), Raises::new(FindingKind::HostCreatedTensor, Saves::HostTime)],
+    thresholds: &[],
+    advice: "Copy from pinned memory with non_blocking=True, and make tensors on the device (device=...) instead of on the host.",
+    detect: |ctx| detect(ctx, ctx.host_copies()),
+};
 
 /// Ops that make a new tensor from nothing (sizes and a fill rule).
 const FACTORY_OPS: &[&str] = &[
@@ -56,7 +66,7 @@ const HOST_CREATED_ADVICE: &str = "This tensor is built on the host every step o
     torch.arange(..., device=device)), or build it once outside the loop and reuse it.";
 
 /// A host-to-device copy op.
-pub(super) struct HostCopy {
+pub(crate) struct HostCopy {
     /// The outermost copy op on the host.
     pub(super) op: SliceId,
     /// Device memcpys it launched.
@@ -102,7 +112,7 @@ fn outermost_cpu_op(ctx: &Context<'_>, slice: SliceId) -> Option<SliceId> {
 }
 
 /// Every host-to-device copy op of the trace, in op order.
-pub(super) fn host_copies(ctx: &Context<'_>) -> Vec<HostCopy> {
+pub(crate) fn host_copies(ctx: &Context<'_>) -> Vec<HostCopy> {
     let t = ctx.timeline;
     let mut by_op: BTreeMap<SliceId, Vec<SliceId>> = BTreeMap::new();
     let launches = ctx.launches();
@@ -228,7 +238,7 @@ pub(super) fn claimed_copy_ops(copies: &[HostCopy]) -> Vec<(SliceId, Vec<(i64, i
 }
 
 /// The findings over `copies` ([`host_copies`] of the same context).
-pub(crate) fn detect(ctx: &Context<'_>, copies: &[HostCopy]) -> Vec<Finding> {
+pub(crate) fn detect(ctx: &Context<'_>, copies: &[HostCopy]) -> Vec<Raised> {
     let t = ctx.timeline;
     if copies.iter().all(|c| c.kind().is_none()) {
         return Vec::new();
@@ -315,7 +325,7 @@ fn finding(
     step: usize,
     copies: &[&HostCopy],
     busy: &IntervalSet,
-) -> Finding {
+) -> Raised {
     let t = ctx.timeline;
     let s = &t.steps[step];
     let ranges: Vec<(i64, i64)> = copies
@@ -378,7 +388,7 @@ fn finding(
         .take(MAX_EVIDENCE)
         .map(|i| ctx.evidence(i))
         .collect();
-    Finding {
+    Raised {
         kind,
         severity: Severity::of_share(lost, s.dur),
         title,
@@ -389,10 +399,7 @@ fn finding(
         ops,
         call_site,
         count: copies.len() as u64,
-        source: None,
-        rank: None,
         lost_ns: lost,
-        saving_ns: 0,
         evidence,
         cost: Cost {
             // A pinned copy issued without blocking runs at full bandwidth behind the previous

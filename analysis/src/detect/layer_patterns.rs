@@ -19,8 +19,18 @@ use std::collections::BTreeMap;
 use steplens_ingest::model::{CategoryClass, OpArg, SliceId};
 
 use super::torch_ops::tensor_arg;
-use super::{Context, at_site, human_ns};
-use crate::finding::{Cost, Finding, FindingKind, Severity};
+use super::{at_site, human_ns};
+use crate::context::Context;
+use crate::finding::{Cost, FindingKind, Raised, Severity};
+use super::registry::{Detector, Raises, Saves};
+/// This detector's entry in the registry.
+pub(super) const DETECTOR: Detector = Detector {
+    name: "layer_patterns",
+    raises: &[Raises::new(FindingKind::ExplicitPad, Saves::DeviceWork), Raises::new(FindingKind::BiasBeforeBatchnorm, Saves::DeviceWork)],
+    thresholds: &[],
+    advice: "Let the layer pad itself (padding=...), and drop the bias of a layer that batch norm follows (bias=False).",
+    detect: detect,
+};
 
 const PAD_OPS: &[&str] = &["aten::pad", "aten::constant_pad_nd"];
 const CONV_OPS: &[&str] = &[
@@ -76,13 +86,13 @@ fn is_padded(shape: &[i64], padded: &[i64]) -> bool {
         && shape.first() == padded.first()
 }
 
-pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
+pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Raised> {
     let mut findings = explicit_pad(ctx);
     findings.extend(bias_before_batchnorm(ctx));
     findings
 }
 
-fn explicit_pad(ctx: &Context<'_>) -> Vec<Finding> {
+fn explicit_pad(ctx: &Context<'_>) -> Vec<Raised> {
     let t = ctx.timeline;
     if PAD_OPS.iter().all(|n| t.strings.lookup(n).is_none()) {
         return Vec::new();
@@ -126,7 +136,7 @@ fn explicit_pad(ctx: &Context<'_>) -> Vec<Finding> {
                 .collect();
             let lost = crate::intervals::IntervalSet::from_ranges(ranges.clone()).total();
             let first = pads[0];
-            Finding {
+            Raised {
                 kind: FindingKind::ExplicitPad,
                 severity: Severity::of_share(lost, s.dur),
                 title: format!(
@@ -143,10 +153,7 @@ fn explicit_pad(ctx: &Context<'_>) -> Vec<Finding> {
                 ops: vec![t.slice_name(first).to_owned()],
                 call_site,
                 count: pads.len() as u64,
-                source: None,
-                rank: None,
                 lost_ns: lost,
-                saving_ns: 0,
                 evidence: pads.iter().map(|&p| ctx.evidence(p)).collect(),
                 cost: Cost::pattern(source, ranges),
                 recommendation: PAD_ADVICE.into(),
@@ -193,7 +200,7 @@ fn pad_backward_nodes(
     out
 }
 
-fn bias_before_batchnorm(ctx: &Context<'_>) -> Vec<Finding> {
+fn bias_before_batchnorm(ctx: &Context<'_>) -> Vec<Raised> {
     let t = ctx.timeline;
     if t.strings.lookup("aten::batch_norm").is_none() {
         return Vec::new();
@@ -230,7 +237,7 @@ fn bias_before_batchnorm(ctx: &Context<'_>) -> Vec<Finding> {
             let first = layers[0];
             let mut names: Vec<&str> = layers.iter().map(|&l| t.slice_name(l)).collect();
             names.dedup();
-            Finding {
+            Raised {
                 kind: FindingKind::BiasBeforeBatchnorm,
                 severity: Severity::Info,
                 title: format!(
@@ -246,10 +253,7 @@ fn bias_before_batchnorm(ctx: &Context<'_>) -> Vec<Finding> {
                 ops: names.iter().map(|n| (*n).to_owned()).collect(),
                 call_site: ctx.call_site(first),
                 count: layers.len() as u64,
-                source: None,
-                rank: None,
                 lost_ns: 0,
-                saving_ns: 0,
                 evidence: layers.iter().map(|&l| ctx.evidence(l)).collect(),
                 cost: Cost::pattern(source, Vec::new()),
                 recommendation: BIAS_ADVICE.into(),

@@ -10,9 +10,19 @@
 use rustc_hash::FxHashMap;
 use steplens_ingest::model::{EngineClass, SliceId, TrackKind};
 
-use super::{Context, human_ns, ranked_names};
-use crate::finding::{Cost, Evidence, Finding, FindingKind, Severity};
+use super::{human_ns, ranked_names};
+use crate::context::Context;
+use crate::finding::{Cost, Evidence, FindingKind, Raised, Severity};
 use crate::intervals::IntervalSet;
+use super::registry::{Detector, Raises, Saves};
+/// This detector's entry in the registry.
+pub(super) const DETECTOR: Detector = Detector {
+    name: "mme_idle",
+    raises: &[Raises::new(FindingKind::MmeIdleBehindTpc, Saves::DeviceWork)],
+    thresholds: &["mme_idle_min_ns", "mme_idle_stretch_min_ns", "graph_gap_ns"],
+    advice: "Cut the vector (TPC) work between matrix ops: fuse or drop the elementwise and layout ops the MME waits behind.",
+    detect: detect,
+};
 
 /// TPC kernels named in a finding.
 const TOP_KERNELS: usize = 5;
@@ -37,7 +47,7 @@ fn bursts(mme: &IntervalSet, tpc: &IntervalSet, gap_ns: i64) -> Vec<(Option<usiz
     out
 }
 
-pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
+pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Raised> {
     let t = ctx.timeline;
     let mut per_source: FxHashMap<u16, Engines> = FxHashMap::default();
     for track in &t.tracks {
@@ -135,7 +145,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
             let where_ = step_name
                 .as_deref()
                 .map_or_else(String::new, |s| format!(" in {s}"));
-            findings.push(Finding {
+            findings.push(Raised {
                 kind: FindingKind::MmeIdleBehindTpc,
                 severity: Severity::of_share(lost, step_ns),
                 title: format!(
@@ -153,10 +163,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
                 ops,
                 call_site: None,
                 count: stretches.len() as u64,
-                source: None,
-                rank: None,
                 lost_ns: lost,
-                saving_ns: 0,
                 cost: Cost::measured(
                     source,
                     stretches

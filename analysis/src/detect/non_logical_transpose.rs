@@ -32,10 +32,20 @@ use steplens_ingest::model::{CategoryClass, OpArg, SliceId, StrId, Timeline};
 use super::torch_ops::{
     EVALUATE_PREFIX, children, concrete_inputs, dtype_bytes, in_backward, ints, tensor_arg,
 };
-use super::{Context, MAX_EVIDENCE, Under, human_ns};
-use crate::finding::{Cost, Finding, FindingKind, Severity};
+use super::{MAX_EVIDENCE, Under, human_ns};
+use crate::context::Context;
+use crate::finding::{Cost, FindingKind, Raised, Severity};
 use crate::nodes::{DeviceNode, NodeKernels, device_nodes};
 use crate::units::human_bytes;
+use super::registry::{Detector, Raises, Saves};
+/// This detector's entry in the registry.
+pub(super) const DETECTOR: Detector = Detector {
+    name: "non_logical_transpose",
+    raises: &[Raises::new(FindingKind::NonLogicalTranspose, Saves::DeviceWork)],
+    thresholds: &["device_transpose_min_pct"],
+    advice: "Keep the layout the next op wants (channels-last, a transposed weight kept once) instead of transposing and making it contiguous each step.",
+    detect: detect,
+};
 
 /// Transpose-like ops and how they permute their input.
 const TRANSPOSE_OPS: &[&str] = &[
@@ -108,7 +118,7 @@ struct Pair {
     node: Option<SliceId>,
 }
 
-pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
+pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Raised> {
     let mut findings = host_transposes(ctx);
     findings.extend(gaudi_device_transposes(ctx));
     findings
@@ -118,7 +128,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
 /// `transpose_*` kernels) or `DmaTranspose` on a DMA engine — the device side of the same copy.
 /// A node split over many engines is one transpose (`crate::nodes`); its cost is its wall time.
 /// One finding per step, counted in nodes.
-fn gaudi_device_transposes(ctx: &Context<'_>) -> Vec<Finding> {
+fn gaudi_device_transposes(ctx: &Context<'_>) -> Vec<Raised> {
     let t = ctx.timeline;
     let mut per_step: BTreeMap<(u16, Option<usize>), Vec<&DeviceNode>> = BTreeMap::new();
     let nodes = device_nodes(t);
@@ -169,7 +179,7 @@ fn gaudi_device_transposes(ctx: &Context<'_>) -> Vec<Finding> {
         let where_ = step_name
             .as_deref()
             .map_or_else(String::new, |s| format!(" in {s}"));
-        findings.push(Finding {
+        findings.push(Raised {
             kind: FindingKind::NonLogicalTranspose,
             severity: Severity::of_share(lost, step.map_or(0, |s| t.steps[s].dur)),
             title: format!(
@@ -187,10 +197,7 @@ fn gaudi_device_transposes(ctx: &Context<'_>) -> Vec<Finding> {
             ops,
             call_site: None,
             count: nodes.len() as u64,
-            source: None,
-            rank: None,
             lost_ns: lost,
-            saving_ns: 0,
             evidence: nodes
                 .iter()
                 .take(MAX_EVIDENCE)
@@ -207,7 +214,7 @@ fn gaudi_device_transposes(ctx: &Context<'_>) -> Vec<Finding> {
     findings
 }
 
-fn host_transposes(ctx: &Context<'_>) -> Vec<Finding> {
+fn host_transposes(ctx: &Context<'_>) -> Vec<Raised> {
     let t = ctx.timeline;
     let names = Names::new(t);
     if names.transposes.is_empty() || names.copies.is_empty() {
@@ -603,7 +610,7 @@ fn finding(
     step: Option<usize>,
     pairs: &[Pair],
     fwd_of: &FxHashMap<SliceId, SliceId>,
-) -> Finding {
+) -> Raised {
     let t = ctx.timeline;
     let first = &pairs[0];
     let lost: i64 = pairs.iter().map(|p| t.slices.dur[p.copy as usize]).sum();
@@ -672,7 +679,7 @@ fn finding(
         .take(MAX_EVIDENCE)
         .map(|s| ctx.evidence(s))
         .collect();
-    Finding {
+    Raised {
         kind: FindingKind::NonLogicalTranspose,
         severity: Severity::of_share(lost, step_ns),
         title,
@@ -683,10 +690,7 @@ fn finding(
         ops,
         call_site: site,
         count,
-        source: None,
-        rank: None,
         lost_ns: lost,
-        saving_ns: 0,
         evidence,
         recommendation: recommendation(first.node.is_some()),
         // The layout choice is the finding, however small the copy is on this trace.

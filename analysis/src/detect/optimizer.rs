@@ -20,8 +20,18 @@ use rustc_hash::FxHashMap;
 use steplens_ingest::model::{CategoryClass, DeviceKind, OpArg, SliceId};
 
 use super::torch_ops::tensor_arg;
-use super::{Context, MAX_EVIDENCE, Under, human_ns};
-use crate::finding::{Cost, Finding, FindingKind, Severity};
+use super::{MAX_EVIDENCE, Under, human_ns};
+use crate::context::Context;
+use crate::finding::{Cost, FindingKind, Raised, Severity};
+use super::registry::{Detector, Raises, Saves};
+/// This detector's entry in the registry.
+pub(super) const DETECTOR: Detector = Detector {
+    name: "optimizer",
+    raises: &[Raises::new(FindingKind::UnfusedOptimizer, Saves::DeviceWork)],
+    thresholds: &["optimizer_loop_min_ops", "optimizer_loop_min_pct"],
+    advice: "Use the optimizer's foreach=True or fused=True implementation.",
+    detect: detect,
+};
 
 const STEP_PREFIX: &str = "Optimizer.step#";
 
@@ -80,7 +90,7 @@ fn on_a_tensor(ctx: &Context<'_>, op: SliceId) -> bool {
     }
 }
 
-pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
+pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Raised> {
     let t = ctx.timeline;
     let min_ops = ctx.thresholds.optimizer_loop_min_ops.max(2);
     let mut findings = Vec::new();
@@ -127,7 +137,7 @@ fn finding(
     annotation: SliceId,
     math: &[SliceId],
     others_ns: i64,
-) -> Finding {
+) -> Raised {
     let t = ctx.timeline;
     let s = &t.steps[step];
     // Per op name: (calls, total time).
@@ -154,7 +164,7 @@ fn finding(
         .next()
         .unwrap_or("optimizer")
         .to_owned();
-    Finding {
+    Raised {
         kind: FindingKind::UnfusedOptimizer,
         severity: Severity::of_share(lost, s.dur),
         title: format!(
@@ -171,10 +181,7 @@ fn finding(
         ops: names.into_iter().map(|(n, _)| n).collect(),
         call_site: ctx.call_site(annotation),
         count: math.len() as u64,
-        source: None,
-        rank: None,
         lost_ns: lost,
-        saving_ns: 0,
         evidence: std::iter::once(annotation)
             .chain(math.iter().copied())
             .take(MAX_EVIDENCE)

@@ -17,8 +17,18 @@ use std::collections::{BTreeMap, BTreeSet};
 use steplens_ingest::model::{CategoryClass, OpArg, SliceId};
 
 use super::torch_ops::tensor_arg;
-use super::{Context, MAX_EVIDENCE, Under, at_site, human_ns};
-use crate::finding::{Cost, Finding, FindingKind, Severity};
+use super::{MAX_EVIDENCE, Under, at_site, human_ns};
+use crate::context::Context;
+use crate::finding::{Cost, FindingKind, Raised, Severity};
+use super::registry::{Detector, Raises, Saves};
+/// This detector's entry in the registry.
+pub(super) const DETECTOR: Detector = Detector {
+    name: "pointwise",
+    raises: &[Raises::new(FindingKind::UnfusedPointwise, Saves::DeviceWork)],
+    thresholds: &["pointwise_chain_min_ops", "pointwise_min_elems"],
+    advice: "Fuse the chain: torch.compile, a fused op (e.g. F.gelu, addcmul) or a custom kernel.",
+    detect: detect,
+};
 
 const ADVICE: &str = "These elementwise ops each read and write the whole tensor and launch \
     their own kernel. Wrap the function in torch.compile (or write it as one fused op, e.g. \
@@ -31,7 +41,7 @@ struct Chain {
     ops: Vec<SliceId>,
 }
 
-pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
+pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Raised> {
     let t = ctx.timeline;
     let th = ctx.thresholds;
     let min_ops = th.pointwise_chain_min_ops.max(2);
@@ -175,7 +185,7 @@ fn chain_site(ctx: &Context<'_>, chain: &Chain) -> Option<String> {
         .or_else(|| ctx.call_site(chain.ops[0]))
 }
 
-fn finding(ctx: &Context<'_>, source: u16, step: usize, chains: &[Chain]) -> Finding {
+fn finding(ctx: &Context<'_>, source: u16, step: usize, chains: &[Chain]) -> Raised {
     let t = ctx.timeline;
     let s = &t.steps[step];
     let mut ranges = Vec::new();
@@ -197,7 +207,7 @@ fn finding(ctx: &Context<'_>, source: u16, step: usize, chains: &[Chain]) -> Fin
         .map(|&i| t.slice_name(i).trim_start_matches("aten::").to_owned())
         .collect();
     let call_site = chain_site(ctx, &chains[0]);
-    Finding {
+    Raised {
         kind: FindingKind::UnfusedPointwise,
         severity: Severity::of_share(lost, s.dur),
         title: format!(
@@ -227,10 +237,7 @@ fn finding(ctx: &Context<'_>, source: u16, step: usize, chains: &[Chain]) -> Fin
         },
         call_site,
         count: chains.len() as u64,
-        source: None,
-        rank: None,
         lost_ns: lost,
-        saving_ns: 0,
         evidence: chains
             .iter()
             .flat_map(|c| c.ops.iter())

@@ -27,9 +27,19 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap;
 use steplens_ingest::model::{CategoryClass, DeviceKind, OpArg, SliceId, TrackKind};
 
-use super::{Context, MAX_EVIDENCE, human_ns};
-use crate::finding::{Cost, Finding, FindingKind, Severity};
+use super::{MAX_EVIDENCE, human_ns};
+use crate::context::Context;
+use crate::finding::{Cost, FindingKind, Raised, Severity};
 use crate::intervals::IntervalSet;
+use super::registry::{Detector, Raises, Saves};
+/// This detector's entry in the registry.
+pub(super) const DETECTOR: Detector = Detector {
+    name: "precision",
+    raises: &[Raises::new(FindingKind::NoMixedPrecision, Saves::DeviceWork)],
+    thresholds: &["fp32_compute_min_pct"],
+    advice: "Run the matrix work in bf16/fp16 under torch.autocast, or allow TF32 (torch.backends.cuda.matmul.allow_tf32).",
+    detect: detect,
+};
 
 /// Ops whose kernels are matrix work.
 const COMPUTE_OPS: &[&str] = &[
@@ -177,7 +187,7 @@ struct MatrixKernel {
     tf32: bool,
 }
 
-pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
+pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Raised> {
     if !has_fast_reduced_precision(ctx) {
         return Vec::new();
     }
@@ -285,7 +295,7 @@ fn finding(
     ranges: Vec<(i64, i64)>,
     fp32_ns: i64,
     class: Option<&crate::device_rates::DeviceClass>,
-) -> Finding {
+) -> Raised {
     let t = ctx.timeline;
     let s = &t.steps[step];
     let step_ns = ctx.step_window(step).map_or(s.dur, |w| w.dur());
@@ -332,7 +342,7 @@ fn finding(
             )
         },
     );
-    Finding {
+    Raised {
         kind: FindingKind::NoMixedPrecision,
         severity: Severity::of_share(lost, step_ns),
         title: format!(
@@ -355,10 +365,7 @@ fn finding(
         ops: names,
         call_site: None,
         count: by_unit.len() as u64,
-        source: None,
-        rank: None,
         lost_ns: lost,
-        saving_ns: 0,
         // A graph's kernels are shown by its launch, once.
         evidence: {
             let mut shown: Vec<SliceId> = Vec::new();

@@ -16,8 +16,18 @@ use std::collections::BTreeMap;
 
 use steplens_ingest::model::{CategoryClass, SliceId};
 
-use super::{Context, MAX_EVIDENCE, Under, at_site, human_ns};
-use crate::finding::{Cost, Finding, FindingKind, Severity};
+use super::{MAX_EVIDENCE, Under, at_site, human_ns};
+use crate::context::Context;
+use crate::finding::{Cost, FindingKind, Raised, Severity};
+use super::registry::{Detector, Raises, Saves};
+/// This detector's entry in the registry.
+pub(super) const DETECTOR: Detector = Detector {
+    name: "python_data_tensor",
+    raises: &[Raises::new(FindingKind::HostCreatedTensor, Saves::HostTime)],
+    thresholds: &[],
+    advice: "Build the tensor on the device, or once outside the loop, instead of from Python data every step.",
+    detect: detect,
+};
 
 const ADVICE: &str = "This tensor is built from Python data (a list, or scalars) every step: \
     torch.tensor walks the Python objects one by one and copies them. Build it once before the \
@@ -36,7 +46,7 @@ struct Construction {
     slices: Vec<SliceId>,
 }
 
-pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
+pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Raised> {
     let t = ctx.timeline;
     let Some(lift) = t.strings.lookup("aten::lift_fresh") else {
         return Vec::new();
@@ -116,7 +126,7 @@ fn construction(ctx: &Context<'_>, lift: SliceId) -> Construction {
     }
 }
 
-fn finding(ctx: &Context<'_>, source: u16, step: usize, cs: &[Construction]) -> Finding {
+fn finding(ctx: &Context<'_>, source: u16, step: usize, cs: &[Construction]) -> Raised {
     let t = ctx.timeline;
     let s = &t.steps[step];
     let ranges: Vec<(i64, i64)> = cs.iter().map(|c| c.range).collect();
@@ -124,7 +134,7 @@ fn finding(ctx: &Context<'_>, source: u16, step: usize, cs: &[Construction]) -> 
     let first = cs[0].slices[0];
     let call_site = ctx.call_site(*cs[0].slices.last().unwrap_or(&first));
     let at = at_site(call_site.as_deref());
-    Finding {
+    Raised {
         kind: FindingKind::HostCreatedTensor,
         severity: Severity::of_share(lost, s.dur),
         title: format!(
@@ -140,10 +150,7 @@ fn finding(ctx: &Context<'_>, source: u16, step: usize, cs: &[Construction]) -> 
         ops: vec!["aten::lift_fresh".to_owned()],
         call_site,
         count: cs.len() as u64,
-        source: None,
-        rank: None,
         lost_ns: lost,
-        saving_ns: 0,
         evidence: cs
             .iter()
             .flat_map(|c| c.slices.iter().copied())

@@ -11,8 +11,18 @@ use std::collections::BTreeMap;
 
 use steplens_ingest::model::{CategoryClass, OpArg, SliceId};
 
-use super::{Context, NameSet, human_ns};
-use crate::finding::{Cost, Evidence, Finding, FindingKind, Severity};
+use super::human_ns;
+use crate::context::{Context, NameSet};
+use crate::finding::{Cost, Evidence, FindingKind, Raised, Severity};
+use super::registry::{Detector, Raises, Saves};
+/// This detector's entry in the registry.
+pub(super) const DETECTOR: Detector = Detector {
+    name: "recompile",
+    raises: &[Raises::new(FindingKind::Recompile, Saves::HostTime)],
+    thresholds: &["recompile_warmup_compiles"],
+    advice: "Keep shapes, dtypes and Python values the compiled code depends on stable (pad to fixed sizes, mark dynamic dims), so the graph compiles once.",
+    detect: detect,
+};
 
 /// Outermost spans of a compile.
 const COMPILE_ROOTS: &[&str] = &["dynamo", "entire_frame_compile", "entire_backward_compile"];
@@ -39,7 +49,7 @@ struct Compile {
     region: Option<SliceId>,
 }
 
-pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
+pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Raised> {
     let t = ctx.timeline;
     let mut compiles: BTreeMap<(u16, u32, u32), Compile> = BTreeMap::new();
     let marks = NameSet::new(t, |name| {
@@ -108,7 +118,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
         if let Some(change) = &change {
             title.push_str(&format!("; inputs changed: {change}"));
         }
-        findings.push(Finding {
+        findings.push(Raised {
             kind: FindingKind::Recompile,
             severity: Severity::of_share(lost, step.map_or(0, |s| t.steps[s].dur)),
             title,
@@ -119,10 +129,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
             ops: vec![format!("Torch-Compiled Region: {frame}/{index}")],
             call_site: ctx.call_site(marker),
             count: 1,
-            source: None,
-            rank: None,
             lost_ns: lost,
-            saving_ns: 0,
             evidence,
             cost: Cost::measured(
                 source,

@@ -13,41 +13,15 @@
 //!   copy hides) names those ranges (`Cost::device_ranges`), and only there do its device
 //!   stretches count.
 //!
-//! Within a step, savings have one owner per nanosecond, taken in [`FindingKind::OWNER_ORDER`],
+//! Within a step, savings have one owner per nanosecond, taken in [`FindingKind::OWNER_ORDER`](crate::finding::FindingKind::OWNER_ORDER),
 //! so they add up to at most the step.
 
 use rustc_hash::FxHashMap;
 
-use super::Context;
-use crate::finding::{Finding, FindingKind};
+use crate::context::Context;
+use super::registry::Saves;
+use crate::finding::Finding;
 use crate::intervals::IntervalSet;
-
-/// Whether fixing a finding of `kind` removes device work (not just host-side waiting).
-fn removes_device_work(kind: FindingKind) -> bool {
-    matches!(
-        kind,
-        FindingKind::NonLogicalTranspose
-            | FindingKind::ExplicitPad
-            | FindingKind::UnfusedPointwise
-            | FindingKind::UnfusedOptimizer
-            | FindingKind::NoMixedPrecision
-            | FindingKind::SlowGemm
-            | FindingKind::DataParallel
-            | FindingKind::FragmentedCollectives
-            | FindingKind::ExposedCommunication
-            | FindingKind::BiasBeforeBatchnorm
-            | FindingKind::MmeIdleBehindTpc
-            | FindingKind::CpuFallback
-    )
-}
-
-/// Whether fixing a finding of `kind` shortens the step at all (memory findings do not).
-fn saves_time(kind: FindingKind) -> bool {
-    !matches!(
-        kind,
-        FindingKind::MemoryGrowth | FindingKind::ReservedSlack | FindingKind::Straggler
-    )
-}
 
 /// Fills in `saving_ns` of every finding that has a measured cost; `claimed[i]` is finding
 /// `i`'s lost time as its detector measured it, before the one-owner settling.
@@ -60,7 +34,8 @@ pub(super) fn settle_savings(ctx: &Context<'_>, findings: &mut [Finding], claime
     let mut taken: FxHashMap<(u16, Option<String>), IntervalSet> = FxHashMap::default();
     for i in order {
         let f = &mut findings[i];
-        if !saves_time(f.kind) {
+        let saves = super::registry::saves(f.kind);
+        if saves == Saves::NotStepTime {
             continue;
         }
         f.saving_ns = 0;
@@ -83,7 +58,7 @@ pub(super) fn settle_savings(ctx: &Context<'_>, findings: &mut [Finding], claime
         if measured <= 0 {
             continue;
         }
-        let device_too = removes_device_work(f.kind);
+        let device_too = saves == Saves::DeviceWork;
         let mut on_path =
             IntervalSet::from_ranges(path.runs_of(|b| device_too || !b.is_device_work()))
                 .intersect(&ranges);

@@ -32,10 +32,20 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashSet;
 use steplens_ingest::model::{CategoryClass, NO_PARENT, SliceId};
 
-use super::{Context, MAX_EVIDENCE, human_ns};
-use crate::finding::{Cost, Finding, FindingKind, Severity};
+use super::{MAX_EVIDENCE, human_ns};
+use crate::context::Context;
+use crate::finding::{Cost, FindingKind, Raised, Severity};
 use crate::intervals::IntervalSet;
 use crate::op_perf::{Family, GemmDims, Signature};
+use super::registry::{Detector, Raises, Saves};
+/// This detector's entry in the registry.
+pub(super) const DETECTOR: Detector = Detector {
+    name: "slow_gemm",
+    raises: &[Raises::new(FindingKind::SlowGemm, Saves::DeviceWork)],
+    thresholds: &["slow_gemm_max_pct"],
+    advice: "Give the GEMM well-aligned shapes (multiples of 8/16 in the inner dims) and batch small ones together.",
+    detect: detect,
+};
 
 /// Ops that copy a tensor into a new layout on the device.
 const LAYOUT_COPY_OPS: &[&str] = &["aten::copy_", "aten::contiguous", "aten::clone"];
@@ -129,7 +139,7 @@ impl Gemm<'_> {
     }
 }
 
-pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
+pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Raised> {
     let t = ctx.timeline;
     let sigs = &ctx.op_signatures().list;
     if !sigs.iter().any(|s| s.work.family == Some(Family::Gemm)) {
@@ -357,7 +367,7 @@ fn label<'s>(g: &Gemm<'s>) -> SigLabel<'s> {
     )
 }
 
-fn finding(ctx: &Context<'_>, source: u16, step: usize, cause: Cause, group: Group<'_>) -> Finding {
+fn finding(ctx: &Context<'_>, source: u16, step: usize, cause: Cause, group: Group<'_>) -> Raised {
     let t = ctx.timeline;
     let s = &t.steps[step];
     let step_ns = ctx.step_window(step).map_or(s.dur, |w| w.dur());
@@ -372,7 +382,7 @@ fn finding(ctx: &Context<'_>, source: u16, step: usize, cause: Cause, group: Gro
     let achieved = group.flops / group.kernel_ns.max(1) as f64 / 1000.0;
     let reachable = group.flops / group.attainable_ns.max(1.0) / 1000.0;
     let first = group.kernels[0];
-    Finding {
+    Raised {
         kind: FindingKind::SlowGemm,
         severity: Severity::of_share(lost, step_ns),
         title: format!(
@@ -393,10 +403,7 @@ fn finding(ctx: &Context<'_>, source: u16, step: usize, cause: Cause, group: Gro
         ops: names,
         call_site: None,
         count: ranked.len() as u64,
-        source: None,
-        rank: None,
         lost_ns: lost,
-        saving_ns: 0,
         evidence: group
             .kernels
             .iter()

@@ -18,8 +18,18 @@ use rustc_hash::FxHashMap;
 use steplens_ingest::model::{CategoryClass, OpArg, SliceId};
 
 use super::torch_ops::{children, tensor_arg, tensor_list_arg};
-use super::{Context, MAX_EVIDENCE, human_ns};
-use crate::finding::{Cost, Finding, FindingKind, Severity};
+use super::{MAX_EVIDENCE, human_ns};
+use crate::context::Context;
+use crate::finding::{Cost, FindingKind, Raised, Severity};
+use super::registry::{Detector, Raises, Saves};
+/// This detector's entry in the registry.
+pub(super) const DETECTOR: Detector = Detector {
+    name: "slow_zero_grad",
+    raises: &[Raises::new(FindingKind::SlowZeroGrad, Saves::HostTime)],
+    thresholds: &[],
+    advice: "Call optimizer.zero_grad(set_to_none=True) (the default since PyTorch 2.0).",
+    detect: detect,
+};
 
 /// In-place zeroing ops a `zero_grad(set_to_none=False)` issues.
 const ZEROING_OPS: &[&str] = &["aten::zero_", "aten::_foreach_zero_"];
@@ -38,7 +48,7 @@ struct StepOps {
     adds: Vec<(SliceId, Vec<i64>)>,
 }
 
-pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Finding> {
+pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Raised> {
     let t = ctx.timeline;
     let zero_ids: Vec<_> = ZEROING_OPS
         .iter()
@@ -137,7 +147,7 @@ fn inside_op(ctx: &Context<'_>, slice: SliceId) -> bool {
         })
 }
 
-fn finding(ctx: &Context<'_>, step: Option<usize>, ops: &StepOps) -> Option<Finding> {
+fn finding(ctx: &Context<'_>, step: Option<usize>, ops: &StepOps) -> Option<Raised> {
     let t = ctx.timeline;
     if ops.zeroing.is_empty() || ops.adds.is_empty() {
         return None;
@@ -236,7 +246,7 @@ fn finding(ctx: &Context<'_>, step: Option<usize>, ops: &StepOps) -> Option<Find
         .take(MAX_EVIDENCE)
         .map(|&i| ctx.evidence(i))
         .collect();
-    Some(Finding {
+    Some(Raised {
         kind: FindingKind::SlowZeroGrad,
         severity: Severity::of_share(lost, step_ns),
         title,
@@ -247,10 +257,7 @@ fn finding(ctx: &Context<'_>, step: Option<usize>, ops: &StepOps) -> Option<Find
         ops: names,
         call_site: ctx.call_site(first),
         count: grads,
-        source: None,
-        rank: None,
         lost_ns: lost,
-        saving_ns: 0,
         cost: Cost::pattern(
             t.slice_track(first).map_or(0, |tr| tr.source),
             zero_ops

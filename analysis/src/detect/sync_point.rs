@@ -14,9 +14,19 @@ use std::collections::BTreeMap;
 
 use steplens_ingest::model::{CategoryClass, SliceId};
 
-use super::{BLOCKING_CALLS, Context, MAX_EVIDENCE, NameSet, Under, human_ns};
-use crate::finding::{Cost, Finding, FindingKind, Severity};
+use super::{BLOCKING_CALLS, MAX_EVIDENCE, Under, human_ns};
+use crate::context::{Context, NameSet};
+use crate::finding::{Cost, FindingKind, Raised, Severity};
 use crate::intervals::IntervalSet;
+use super::registry::{Detector, Raises, Saves};
+/// This detector's entry in the registry.
+pub(super) const DETECTOR: Detector = Detector {
+    name: "sync_point",
+    raises: &[Raises::new(FindingKind::SyncPoint, Saves::HostTime)],
+    thresholds: &[],
+    advice: "Keep values on the device: log .item()/.cpu()/print results every N steps, or accumulate on the device and read once.",
+    detect: |ctx| detect(ctx, &super::host_copies::claimed_copy_ops(ctx.host_copies())),
+};
 
 /// Ops that read a device value (or a value-dependent shape) on the host.
 const VALUE_OPS: &[&str] = &[
@@ -53,7 +63,7 @@ impl Call {
 
 /// The sync findings; `claimed` (sorted) are the copy ops `host_copies` owns, each with the
 /// part of its synchronizes that waited for earlier device work: only that part is a sync's.
-pub(crate) fn detect(ctx: &Context<'_>, claimed: &[(SliceId, Vec<(i64, i64)>)]) -> Vec<Finding> {
+pub(crate) fn detect(ctx: &Context<'_>, claimed: &[(SliceId, Vec<(i64, i64)>)]) -> Vec<Raised> {
     let t = ctx.timeline;
     let dtoh_launches = dtoh_launches(ctx);
     let mut calls: BTreeMap<SliceId, Call> = BTreeMap::new();
@@ -257,7 +267,7 @@ fn finding(
     site: &str,
     calls: &[Call],
     has_device: bool,
-) -> Finding {
+) -> Raised {
     let t = ctx.timeline;
     let mut ops: Vec<String> = calls
         .iter()
@@ -347,7 +357,7 @@ fn finding(
             ops.join(" + ")
         )
     };
-    Finding {
+    Raised {
         kind: FindingKind::SyncPoint,
         severity: if has_device {
             Severity::of_share(lost, step_ns)
@@ -362,10 +372,7 @@ fn finding(
         ops: ops.clone(),
         call_site: site.contains(".py:").then(|| site.to_owned()),
         count,
-        source: None,
-        rank: None,
         lost_ns: lost,
-        saving_ns: 0,
         evidence: calls
             .iter()
             .take(MAX_EVIDENCE)

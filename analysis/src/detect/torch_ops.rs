@@ -5,7 +5,8 @@
 
 use steplens_ingest::model::{OpArg, SliceId, Timeline};
 
-use super::{Context, Under};
+use super::Under;
+use crate::context::Context;
 
 /// Name prefix of the autograd engine's per-node range.
 pub(crate) const EVALUATE_PREFIX: &str = "autograd::engine::evaluate_function: ";

@@ -58,7 +58,7 @@ impl Signatures {
     /// analysis' memo).
     pub(crate) fn new<'t>(
         t: &'t Timeline,
-        launches: &crate::step_windows::Launches,
+        launches: &steplens_ingest::model::Launches,
         arg: &dyn Fn(SliceId, OpArg) -> Option<&'t [u8]>,
     ) -> Self {
         // cuBLASLt launches its GEMMs through the driver API: those links count here.
@@ -242,7 +242,7 @@ pub(crate) fn peak_for(class: &DeviceClass, dtype: &str) -> Option<f64> {
 }
 
 /// The `op_perf[]` rows of `t`'s signatures: one per op signature whose calls launched device
-/// work, by kernel time (`detect::Context::op_perf` gives them for an analysis).
+/// work, by kernel time (`context::Context::op_perf` gives them for an analysis).
 #[must_use]
 pub(crate) fn rows(t: &Timeline, signatures: &Signatures) -> Vec<OpPerf> {
     let class = t
@@ -315,13 +315,13 @@ fn row(sig: &Signature, class: Option<&DeviceClass>) -> OpPerf {
 }
 
 /// The `op_perf[]` row of the op that slice `slice` of `t` is, or that launched it (device
-/// work: the innermost op around the runtime call its flow comes from), matched by name, raw
+/// work: the innermost op around the host call that launched it), matched by name, raw
 /// `Input Dims` and first `Input type`.
 #[must_use]
 pub fn row_of<'r>(rows: &'r [OpPerf], t: &Timeline, slice: SliceId) -> Option<&'r OpPerf> {
     let mut op = slice;
     if t.slice_class(slice).is_device_work() {
-        op = t.flows.iter().find(|f| f.to == slice)?.from;
+        op = t.launches().host_of(slice)?;
     }
     while t.slice_class(op) != CategoryClass::CpuOp {
         op = *t.slices.parent.get(op as usize)?;

@@ -298,19 +298,15 @@ pub(crate) fn collect(t: &Timeline, source: u16, by_name: &CollectiveNames) -> V
 /// [`collective_of`]'s level of a device kernel (`ncclDevKernel_…`).
 const KERNEL_LEVEL: u8 = 3;
 
-/// The launching host slice of each of `kernels`, from the trace's launch flows.
+/// The launching host slice of each of `kernels` (the launch index's any-tier link).
 fn launches_of(
     t: &Timeline,
     kernels: impl Iterator<Item = SliceId>,
 ) -> FxHashMap<SliceId, SliceId> {
-    let wanted: rustc_hash::FxHashSet<SliceId> = kernels.collect();
-    let mut out = FxHashMap::default();
-    for flow in &t.flows {
-        if wanted.contains(&flow.to) && t.slice_class(flow.from).is_host_work() {
-            out.entry(flow.to).or_insert(flow.from);
-        }
-    }
-    out
+    let launches = t.launches();
+    kernels
+        .filter_map(|k| Some((k, launches.host_of(k)?)))
+        .collect()
 }
 
 /// What the host ops around a kernel's launch say about its collective.

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use steplens_ingest::model::Timeline;
 
-use crate::finding::{Cost, Finding, FindingKind, Severity};
+use crate::finding::{Cost, Finding, FindingKind, Raised, Severity};
 use crate::stats::{median, median_f64};
 
 mod collectives;
@@ -171,7 +171,7 @@ pub const CLOCK_TOLERANCE_NS: i64 = 10_000_000;
 /// inputs without collectives.
 #[must_use]
 pub fn ranks(t: &Timeline) -> Option<(RanksReport, Vec<Finding>)> {
-    rank_analysis(t).map(|a| (a.report, a.straggler))
+    rank_analysis(t).map(|a| (a.report, a.straggler.into_iter().map(Finding::from).collect()))
 }
 
 /// Everything the rank matching of a multi-input run gives: the rank table, the `straggler`
@@ -180,8 +180,8 @@ pub fn ranks(t: &Timeline) -> Option<(RanksReport, Vec<Finding>)> {
 pub struct RankAnalysis {
     /// The rank and collective tables.
     pub report: RanksReport,
-    /// The `straggler` findings.
-    pub straggler: Vec<Finding>,
+    /// The `straggler` findings, as raised.
+    pub straggler: Vec<Raised>,
     /// Per input (in input order), the intervals from its own arrival at a matched collective
     /// to the last arrival (within the collective), on its own clock.
     pub waits: Vec<Vec<(i64, i64)>>,
@@ -229,7 +229,7 @@ pub fn rank_analysis_with(
 #[must_use]
 pub fn ranks_of(summaries: &[RankSummary]) -> Option<(RanksReport, Vec<Finding>)> {
     ranks_and_waits(summaries, &crate::Thresholds::default())
-        .map(|(report, findings, _, _)| (report, findings))
+        .map(|(report, findings, _, _)| (report, findings.into_iter().map(Finding::from).collect()))
 }
 
 /// Per input, the intervals it waited for the last rank at matched collectives.
@@ -242,7 +242,7 @@ type LateArrivals = Vec<Vec<(usize, i64)>>;
 fn ranks_and_waits(
     summaries: &[RankSummary],
     thresholds: &crate::Thresholds,
-) -> Option<(RanksReport, Vec<Finding>, RankWaits, LateArrivals)> {
+) -> Option<(RanksReport, Vec<Raised>, RankWaits, LateArrivals)> {
     // One rank's trace is a run of one: its collectives, bandwidths and exposed communication
     // are still worth a table (no clocks to align, no one to wait for).
     if summaries.is_empty() {
@@ -677,7 +677,7 @@ fn straggler(
     late: &LateArrivals,
     matched: usize,
     thresholds: &crate::Thresholds,
-) -> Vec<Finding> {
+) -> Vec<Raised> {
     let n = rows.len();
     if matched < thresholds.straggler_min_collectives || n < 2 {
         return Vec::new();
@@ -722,7 +722,7 @@ fn straggler(
     let start_ns = own.iter().map(|o| o.start).min().unwrap_or(0);
     let end_ns = own.iter().map(|o| o.end).max().unwrap_or(0);
     let grew = grown_ops(summaries, row.source as usize);
-    vec![Finding {
+    vec![Raised {
         kind: FindingKind::Straggler,
         severity: if extra * 5 >= step {
             Severity::Critical
@@ -750,18 +750,18 @@ fn straggler(
         ops: Vec::new(),
         call_site: None,
         count: row.last_arrivals as u64,
-        source: None,
-        rank: None,
         lost_ns: caused[worst],
-        // Without its extra work the straggler arrives with the others: every rank's step
-        // shortens by the others' average wait, at most by the straggler's extra compute; the
-        // run saves that once per rank.
-        saving_ns: crate::finding::run_saving_ns(
-            (caused[worst] / (n as i64 - 1)).min(extra * row.steps.max(1) as i64),
-            n,
-        ),
         evidence: Vec::new(),
-        cost: Cost::pattern(row.source, Vec::new()),
+        cost: Cost {
+            // Without its extra work the straggler arrives with the others: every rank's step
+            // shortens by the others' average wait, at most by the straggler's extra compute;
+            // the run saves that once per rank.
+            measured_saving_ns: Some(crate::finding::run_saving_ns(
+                (caused[worst] / (n as i64 - 1)).min(extra * row.steps.max(1) as i64),
+                n,
+            )),
+            ..Cost::pattern(row.source, Vec::new())
+        },
         recommendation: STRAGGLER_ADVICE.into(),
     }]
 }
@@ -772,7 +772,7 @@ fn late_arrival_evidence(
     t: &Timeline,
     summaries: &[RankSummary],
     late: &LateArrivals,
-    f: &mut Finding,
+    f: &mut Raised,
 ) {
     let Some(source) = f.cost.source.map(usize::from) else {
         return;

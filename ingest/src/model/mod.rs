@@ -18,12 +18,14 @@ use serde::Serialize;
 mod arg_keys;
 mod columns;
 mod gaudi;
+mod launches;
 mod source_data;
 mod strings;
 
 pub use arg_keys::{ArgKeys, OpArg};
 pub use columns::{ArgsRef, Counters, Flow, Instants, Slices};
 pub use gaudi::{MetricDump, NodeMetrics};
+pub use launches::Launches;
 pub use source_data::SourceData;
 pub use strings::{Categories, CategoryClass, StringTable};
 
@@ -388,9 +390,17 @@ pub struct Timeline {
     /// Synapse calls) and no other accelerator. See [`memory_device_name`].
     pub memory_on_hpu: Vec<bool>,
     pub(crate) data: Vec<Arc<SourceData>>,
+    /// The launch index, built on first use ([`Timeline::launches`]).
+    launches: std::sync::OnceLock<Launches>,
 }
 
 impl Timeline {
+    /// Which host call launched which device work: the one launch index ([`Launches`]), built
+    /// on first use. The trace must be fully built (its flows final) before the first call.
+    pub fn launches(&self) -> &Launches {
+        self.launches.get_or_init(|| Launches::new(self))
+    }
+
     /// Name of slice `i`.
     #[must_use]
     pub fn slice_name(&self, i: SliceId) -> &str {

@@ -1,0 +1,236 @@
+//! The detector registry: every detector in one list ([`DETECTORS`]), each declared in its own
+//! file with the finding kinds it raises and what fixing each saves, the thresholds it owns,
+//! its advice in one line and its `detect` function. The report runs them from this list; the
+//! savings read the saving model from it; `steplens report --help` and `docs/findings.md`'s
+//! threshold table are checked against it.
+
+use crate::context::Context;
+use crate::detect::Thresholds;
+use crate::finding::{FindingKind, Raised};
+
+/// What fixing a finding of a kind takes off the step's critical path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Saves {
+    /// Host-side waste (a sync, a copy, a gap, data loading, a compile): only the path's host,
+    /// launch, gap and wait stretches shorten; a host thread that waits while the device
+    /// computes costs the step nothing. A kind whose fix also removes device work the step
+    /// waited for names those ranges itself (`Cost::device_ranges`).
+    HostTime,
+    /// Device work the fix removes (a transpose copy, an unfused chain, fp32 matrix work): the
+    /// path's device stretches shorten too.
+    DeviceWork,
+    /// Not step time: memory, or a straggler whose per-rank figure the rank matching gives.
+    NotStepTime,
+}
+
+/// One kind a detector raises, and what fixing it saves.
+#[derive(Debug, Clone, Copy)]
+pub struct Raises {
+    /// The finding kind.
+    pub kind: FindingKind,
+    /// What fixing it saves.
+    pub saves: Saves,
+}
+
+impl Raises {
+    /// Kind `kind`, saving `saves`.
+    #[must_use]
+    pub const fn new(kind: FindingKind, saves: Saves) -> Self {
+        Self { kind, saves }
+    }
+}
+
+/// A detector: one file, one entry of [`DETECTORS`].
+pub struct Detector {
+    /// Its name (the ledger's `detector <name>` line; the file under `detect/`).
+    pub name: &'static str,
+    /// The kinds it raises.
+    pub raises: &'static [Raises],
+    /// The [`Thresholds`] fields it owns (budget-file keys); their defaults are
+    /// `Thresholds::default()`'s, their meaning `docs/findings.md`'s table.
+    pub thresholds: &'static [&'static str],
+    /// What to change, in one line.
+    pub advice: &'static str,
+    /// Looks for its problem in one analysis.
+    pub detect: fn(&Context<'_>) -> Vec<Raised>,
+}
+
+/// Every detector, in the order their findings are concatenated before ranking (ties in the
+/// ranking keep this order, so the report does not depend on scheduling).
+pub static DETECTORS: &[&Detector] = &[
+    &super::dataloader_stall::DETECTOR,
+    &super::recompile::DETECTOR,
+    &super::mme_idle::DETECTOR,
+    &super::gaudi::DETECTOR,
+    &super::non_logical_transpose::DETECTOR,
+    &super::sync_point::DETECTOR,
+    &super::host_copies::DETECTOR,
+    &super::python_data_tensor::DETECTOR,
+    &super::host_bound_gap::DETECTOR,
+    &super::slow_zero_grad::DETECTOR,
+    &super::debug_api::DETECTOR,
+    &super::layer_patterns::DETECTOR,
+    &super::precision::DETECTOR,
+    &super::slow_gemm::DETECTOR,
+    &super::data_parallel::DETECTOR,
+    &super::pointwise::DETECTOR,
+    &super::optimizer::DETECTOR,
+    &super::collectives::DETECTOR,
+    &super::exposed_comm::DETECTOR,
+    &super::memory::DETECTOR,
+    &super::straggler::DETECTOR,
+];
+
+/// Thresholds no one detector owns: the report's own passes read them (key, what reads it).
+pub const REPORT_THRESHOLDS: &[(&str, &str)] = &[
+    ("kernel_wait_max_ns", "the report's per-stream idle breakdown"),
+    ("min_finding_pct", "materiality of every measured finding"),
+    ("min_finding_ns", "materiality of every measured finding"),
+];
+
+/// What fixing a finding of `kind` saves (the first detector that raises it says).
+#[must_use]
+pub fn saves(kind: FindingKind) -> Saves {
+    DETECTORS
+        .iter()
+        .flat_map(|d| d.raises)
+        .find(|r| r.kind == kind)
+        .map_or(Saves::HostTime, |r| r.saves)
+}
+
+/// The detector that owns threshold `key`, if one does.
+#[must_use]
+pub fn owner_of_threshold(key: &str) -> Option<&'static Detector> {
+    DETECTORS
+        .iter()
+        .copied()
+        .find(|d| d.thresholds.contains(&key))
+}
+
+/// Threshold `key`'s value in `thresholds`, as a number (`None` for an unknown key).
+#[must_use]
+pub fn threshold_value(thresholds: &Thresholds, key: &str) -> Option<f64> {
+    serde_json::to_value(thresholds).ok()?.get(key)?.as_f64()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::{DETECTORS, REPORT_THRESHOLDS, Saves, saves};
+    use crate::detect::Thresholds;
+    use crate::finding::FindingKind;
+
+    #[test]
+    fn every_kind_is_raised_and_every_raiser_agrees_on_its_saving() {
+        for &kind in FindingKind::ALL {
+            let raisers: Vec<Saves> = DETECTORS
+                .iter()
+                .flat_map(|d| d.raises)
+                .filter(|r| r.kind == kind)
+                .map(|r| r.saves)
+                .collect();
+            assert!(!raisers.is_empty(), "{kind} is raised by no detector");
+            assert!(
+                raisers.iter().all(|&s| s == saves(kind)),
+                "the detectors raising {kind} disagree on what fixing it saves"
+            );
+        }
+    }
+
+    #[test]
+    fn every_threshold_has_exactly_one_owner() {
+        let fields: BTreeSet<String> = serde_json::to_value(Thresholds::default())
+            .unwrap_or_default()
+            .as_object()
+            .map(|o| o.keys().cloned().collect())
+            .unwrap_or_default();
+        let mut declared: Vec<&str> = DETECTORS
+            .iter()
+            .flat_map(|d| d.thresholds.iter().copied())
+            .chain(REPORT_THRESHOLDS.iter().map(|(k, _)| *k))
+            .collect();
+        declared.sort_unstable();
+        let unique: BTreeSet<String> = declared.iter().map(|k| (*k).to_owned()).collect();
+        assert_eq!(declared.len(), unique.len(), "a threshold has two owners");
+        assert_eq!(unique, fields);
+    }
+
+    #[test]
+    fn detector_names_are_unique_and_advice_is_one_line() {
+        let names: BTreeSet<&str> = DETECTORS.iter().map(|d| d.name).collect();
+        assert_eq!(names.len(), DETECTORS.len());
+        for d in DETECTORS {
+            assert!(!d.advice.is_empty() && !d.advice.contains('\n'), "{}", d.name);
+        }
+    }
+
+    /// A table cell's leading quantity in the threshold's own unit: `5.0 % of the step` → 5,
+    /// `1 ms` → 1e6 (ns), `256 MiB` → 2^28 (bytes), `2 × …` → 2.
+    fn quantity(cell: &str) -> Option<f64> {
+        let mut words = cell.split_whitespace();
+        let number: f64 = words.next()?.parse().ok()?;
+        let scale = match words.next() {
+            Some("ns") => 1.0,
+            Some("µs") => 1e3,
+            Some("ms") => 1e6,
+            Some("s") => 1e9,
+            Some("KiB") => 1024.0,
+            Some("MiB") => 1024.0 * 1024.0,
+            Some("GiB") => 1024.0 * 1024.0 * 1024.0,
+            _ => 1.0,
+        };
+        Some(number * scale)
+    }
+
+    /// `docs/findings.md`'s threshold table is the registry's: one row per threshold, its
+    /// default the code's, and its "used by" naming a kind its owner raises (or what reads a
+    /// report-wide threshold).
+    #[test]
+    fn findings_md_threshold_table_is_the_registry() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/findings.md");
+        let doc = std::fs::read_to_string(path).unwrap_or_default();
+        let start = doc.find("| threshold | default | used by |").unwrap_or(doc.len());
+        let rows: Vec<Vec<&str>> = doc[start..]
+            .lines()
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .map(|l| l.trim_matches('|').split('|').map(str::trim).collect())
+            .collect();
+        let defaults = Thresholds::default();
+        let mut documented = BTreeSet::new();
+        for row in &rows {
+            let [key, default, used_by] = row[..] else {
+                panic!("a threshold row has three cells: {row:?}");
+            };
+            let key = key.trim_matches('`');
+            documented.insert(key.to_owned());
+            let value = super::threshold_value(&defaults, key);
+            assert!(value.is_some(), "{key} is no threshold");
+            assert_eq!(quantity(default), value, "{key}'s documented default");
+            match super::owner_of_threshold(key) {
+                Some(d) => assert!(
+                    d.raises
+                        .iter()
+                        .any(|r| used_by.contains(&format!("`{}`", r.kind.as_str()))),
+                    "{key}: '{used_by}' names no kind of detector {}",
+                    d.name
+                ),
+                None => {
+                    let reader = REPORT_THRESHOLDS.iter().find(|(k, _)| *k == key);
+                    assert!(
+                        reader.is_some_and(|(_, what)| used_by.contains(what)),
+                        "{key}: no owner, and '{used_by}' is not what the registry says reads it"
+                    );
+                }
+            }
+        }
+        let declared: BTreeSet<String> = DETECTORS
+            .iter()
+            .flat_map(|d| d.thresholds.iter())
+            .chain(REPORT_THRESHOLDS.iter().map(|(k, _)| k))
+            .map(|k| (*k).to_owned())
+            .collect();
+        assert_eq!(documented, declared);
+    }
+}
