@@ -558,17 +558,15 @@ fn report(args: &ReportArgs) -> Result<()> {
 
 fn info(args: &InfoArgs) -> Result<()> {
     let timeline = load(std::slice::from_ref(&args.trace), &args.load.options())?;
+    let info = steplens_analysis::trace_info::TraceInfo::of(&timeline, args.tracks);
     let (mut out, color) = output(None, &[])?;
     if args.json {
-        serde_json::to_writer_pretty(
-            &mut out,
-            &steplens_output::info::info_json(&timeline, args.tracks),
-        )?;
+        serde_json::to_writer_pretty(&mut out, &steplens_output::info::info_json(&info))?;
         writeln!(out)?;
     } else {
-        steplens_output::info::info_text(&mut out, &timeline, color)?;
+        steplens_output::info::info_text(&mut out, &info, color)?;
         if args.tracks {
-            steplens_output::info::tracks_text(&mut out, &timeline)?;
+            steplens_output::info::tracks_text(&mut out, &info)?;
         }
     }
     out.finish()?;

@@ -137,7 +137,11 @@ pub fn slices_table<'a>(timeline: &'a Timeline, extra: &SliceColumns<'_>) -> Col
     let slices = &timeline.slices;
     let n = slices.len();
     let child_ns = crate::ops::child_time(timeline);
-    let step_of = StepLookup::new(timeline);
+    let mut steps = timeline.step_cursor();
+    let mut step_of = |source: u16, ts: i64| {
+        let i = steps.step_at(source, ts)?;
+        Some(timeline.steps[i].name.as_str())
+    };
 
     let mut source = Vec::with_capacity(n);
     let mut track_name = Vec::with_capacity(n);
@@ -162,7 +166,7 @@ pub fn slices_table<'a>(timeline: &'a Timeline, extra: &SliceColumns<'_>) -> Col
         self_ns.push((slices.dur[i] - children).max(0));
         depth.push(u32::from(slices.depth[i]));
         parent.push((slices.parent[i] != NO_PARENT).then_some(slices.parent[i]));
-        step.push(step_of.step(t.source, slices.start[i]).map(Cow::Borrowed));
+        step.push(step_of(t.source, slices.start[i]).map(Cow::Borrowed));
     }
     let mut columns = vec![
         Column::new("source", Values::U32(source)),
@@ -187,39 +191,6 @@ pub fn slices_table<'a>(timeline: &'a Timeline, extra: &SliceColumns<'_>) -> Col
         columns.push(Column::new(key.clone(), arg_values(timeline, key)));
     }
     table("slices", n, columns)
-}
-
-/// The step each slice starts in, per clock.
-struct StepLookup<'a> {
-    timeline: &'a Timeline,
-    by_source: FxHashMap<u16, Vec<(i64, i64, &'a str)>>,
-}
-
-impl<'a> StepLookup<'a> {
-    fn new(timeline: &'a Timeline) -> Self {
-        let mut by_source: FxHashMap<u16, Vec<(i64, i64, &str)>> = FxHashMap::default();
-        for step in &timeline.steps {
-            by_source.entry(step.source).or_default().push((
-                step.start,
-                step.end(),
-                step.name.as_str(),
-            ));
-        }
-        for steps in by_source.values_mut() {
-            steps.sort_unstable_by_key(|s| s.0);
-        }
-        Self {
-            timeline,
-            by_source,
-        }
-    }
-
-    fn step(&self, source: u16, ts: i64) -> Option<&'a str> {
-        let steps = self.by_source.get(&self.timeline.step_source(source))?;
-        let idx = steps.partition_point(|s| s.0 <= ts).checked_sub(1)?;
-        let (start, end, name) = steps[idx];
-        (start <= ts && ts < end).then_some(name)
-    }
 }
 
 /// `rank`, `file`, `pid`, `tid`, `engine`, `device` and `correlation` of every slice.

@@ -38,6 +38,7 @@ pub mod steps;
 #[cfg(feature = "tables")]
 pub mod table;
 pub mod tensorboard;
+pub mod trace_info;
 pub mod units;
 pub mod whatif;
 

@@ -77,16 +77,13 @@ fn graph_launches(timeline: &Timeline) -> FxHashMap<u32, (u64, i64)> {
             .unwrap_or(false)
             && timeline.slice_class(slice) == CategoryClass::Runtime
     };
-    let launches = timeline.launches();
     let mut ranges: FxHashMap<u32, Vec<(i64, i64)>> = FxHashMap::default();
-    let calls = (0..timeline.slices.len() as u32).filter(|&s| is_graph(s));
-    for call in calls {
-        let launched: Vec<(i64, i64)> = launches
-            .launched_by(call)
-            .map(|d| (timeline.slices.start[d as usize], timeline.slices.end(d)))
-            .collect();
-        if !launched.is_empty() {
-            ranges.insert(call, launched);
+    for &(call, d) in timeline.launches().runtime_links() {
+        if is_graph(call) {
+            ranges
+                .entry(call)
+                .or_default()
+                .push((timeline.slices.start[d as usize], timeline.slices.end(d)));
         }
     }
     ranges
@@ -323,27 +320,13 @@ fn self_time_per_step(
         .collect();
     let mut table = vec![vec![0i64; ranked.len()]; timeline.steps.len()];
     let slices = &timeline.slices;
-    // Slices come track by track in time order: the step of the previous one (or the next
-    // step) usually holds the next, and the binary search is the fallback.
-    let mut cursor: Option<usize> = None;
+    let mut steps = timeline.step_cursor();
     for (g, i, own) in members {
         let Some(c) = group_column[g as usize] else {
             continue;
         };
         let source = timeline.tracks[slices.track[i] as usize].source;
-        let ts = slices.start[i];
-        let holds = |k: usize| {
-            timeline.steps.get(k).is_some_and(|s| {
-                s.source == timeline.step_source(source) && s.start <= ts && ts < s.end()
-            })
-        };
-        let step = match cursor {
-            Some(k) if holds(k) => Some(k),
-            Some(k) if holds(k + 1) => Some(k + 1),
-            _ => timeline.step_at(source, ts),
-        };
-        if let Some(step) = step {
-            cursor = Some(step);
+        if let Some(step) = steps.step_at(source, slices.start[i]) {
             table[step][c] += own;
         }
     }

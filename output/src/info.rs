@@ -1,46 +1,19 @@
 //! `steplens info`: what a trace holds (inputs, events by phase, tracks by kind, steps), as
-//! text or JSON.
+//! text or JSON, rendered from [`TraceInfo`] (computed in analysis).
 
 use std::io::{self, Write};
 
-use serde_json::json;
-use steplens_ingest::Timeline;
-use steplens_ingest::model::TrackKind;
+use steplens_analysis::trace_info::TraceInfo;
+use steplens_analysis::units::{human_bytes, human_ns};
 
 use crate::escape;
 use crate::table::{Style, Table};
 use crate::text::thousands;
-use steplens_analysis::units::{human_bytes, human_ns};
-
-struct TrackCounts {
-    host: usize,
-    device: usize,
-    counter: usize,
-    other: usize,
-}
-
-fn track_counts(timeline: &Timeline) -> TrackCounts {
-    let mut c = TrackCounts {
-        host: 0,
-        device: 0,
-        counter: 0,
-        other: 0,
-    };
-    for t in &timeline.tracks {
-        match t.kind {
-            TrackKind::HostThread => c.host += 1,
-            TrackKind::DeviceEngine { .. } => c.device += 1,
-            TrackKind::Counter => c.counter += 1,
-            TrackKind::Async => c.other += 1,
-        }
-    }
-    c
-}
 
 /// `steplens info` as text.
-pub fn info_text(out: &mut dyn Write, timeline: &Timeline, color: bool) -> io::Result<()> {
+pub fn info_text(out: &mut dyn Write, info: &TraceInfo, color: bool) -> io::Result<()> {
     let style = Style { color };
-    for source in &timeline.sources {
+    for source in &info.sources {
         writeln!(out, "{}", style.bold(&source.path))?;
         let stored = if source.compressed {
             format!(
@@ -74,58 +47,52 @@ pub fn info_text(out: &mut dyn Write, timeline: &Timeline, color: bool) -> io::R
             writeln!(out, "  rank       {rank}{world}")?;
         }
     }
-    let d = &timeline.device;
+    let d = &info.device;
     let device = crate::text::device_text(d.kind.as_str(), d.name.as_deref(), d.count);
     writeln!(out, "  device     {}", escape::terminal(&device))?;
-    let (engines, _) = steplens_analysis::engines::engine_utilization(timeline);
-    if !engines.is_empty() {
-        let list: Vec<String> = engines
+    if !info.engines.is_empty() {
+        let list: Vec<String> = info
+            .engines
             .iter()
             .map(|e| format!("{} {} ({:.1}% busy)", e.class, e.engines, e.busy_pct))
             .collect();
         writeln!(out, "  engines    {}", list.join(", "))?;
     }
-    if !timeline.metrics.is_empty() {
-        let mut names: Vec<&str> = timeline.metrics.iter().map(|m| m.metric.as_str()).collect();
-        names.sort_unstable();
-        names.dedup();
+    let (dumps, names) = &info.metric_dumps;
+    if *dumps > 0 {
         writeln!(
             out,
             "  metrics    {} ({})",
-            crate::count::plural(timeline.metrics.len() as u64, "dump"),
+            crate::count::plural(*dumps as u64, "dump"),
             escape::terminal(&names.join(", "))
         )?;
     }
-    let c = track_counts(timeline);
+    let c = &info.tracks;
     writeln!(
         out,
         "  tracks     {} (host {}, device {}, counter {}, other {})",
-        timeline.tracks.len(),
-        c.host,
-        c.device,
-        c.counter,
-        c.other
+        c.total, c.host, c.device, c.counter, c.other
     )?;
     writeln!(
         out,
         "  slices     {}  flows {}  instants {}  counter samples {}",
-        thousands(timeline.slices.len() as u64),
-        thousands(timeline.flows.len() as u64),
-        thousands(timeline.instants.len() as u64),
-        thousands(timeline.counters.len() as u64)
+        thousands(info.slices as u64),
+        thousands(info.flows as u64),
+        thousands(info.instants as u64),
+        thousands(info.counter_samples as u64)
     )?;
-    let steps = match (timeline.steps.first(), timeline.steps.last()) {
-        (Some(first), Some(last)) if timeline.steps.len() > 1 => {
-            format!("{} ({} … {})", timeline.steps.len(), first.name, last.name)
+    let steps = match (info.steps.first(), info.steps.last()) {
+        (Some(first), Some(last)) if info.steps.len() > 1 => {
+            format!("{} ({first} … {last})", info.steps.len())
         }
-        (Some(first), _) => format!("1 ({})", first.name),
+        (Some(first), _) => format!("1 ({first})"),
         _ => "0 (no ProfilerStep#N annotations)".into(),
     };
     writeln!(out, "  steps      {}", escape::terminal(&steps))?;
-    if let Some((a, b)) = timeline.time_range() {
-        writeln!(out, "  time span  {}", human_ns(b - a))?;
+    if let Some(span) = info.time_span_ns {
+        writeln!(out, "  time span  {}", human_ns(span))?;
     }
-    for source in &timeline.sources {
+    for source in &info.sources {
         for w in &source.warnings {
             writeln!(
                 out,
@@ -138,35 +105,8 @@ pub fn info_text(out: &mut dyn Write, timeline: &Timeline, color: bool) -> io::R
     Ok(())
 }
 
-fn track_rows(timeline: &Timeline) -> Vec<[String; 6]> {
-    timeline
-        .tracks
-        .iter()
-        .map(|t| {
-            let (kind, class) = match &t.kind {
-                TrackKind::DeviceEngine { class, device } => (
-                    "device".to_owned(),
-                    match device {
-                        Some(d) => format!("{class} (device {d})"),
-                        None => class.to_string(),
-                    },
-                ),
-                other => (other.label().to_owned(), String::new()),
-            };
-            [
-                kind,
-                class,
-                t.process_name.clone(),
-                t.name.clone(),
-                thousands(u64::from(t.slices.end - t.slices.start)),
-                t.max_depth.to_string(),
-            ]
-        })
-        .collect()
-}
-
-/// `steplens info --tracks`: one line per track.
-pub fn tracks_text(out: &mut dyn Write, timeline: &Timeline) -> io::Result<()> {
+/// `steplens info --tracks`: one line per track (`info` built with its track list).
+pub fn tracks_text(out: &mut dyn Write, info: &TraceInfo) -> io::Result<()> {
     writeln!(out)?;
     let mut table = Table::new(&[
         ("kind", false),
@@ -176,51 +116,21 @@ pub fn tracks_text(out: &mut dyn Write, timeline: &Timeline) -> io::Result<()> {
         ("slices", true),
         ("depth", true),
     ]);
-    for row in track_rows(timeline) {
-        table.row(row.to_vec());
+    for t in &info.track_list {
+        table.row(vec![
+            t.kind.clone(),
+            t.engine.clone(),
+            t.process.clone(),
+            t.name.clone(),
+            thousands(u64::from(t.slices)),
+            t.max_depth.to_string(),
+        ]);
     }
     table.text(out, Style { color: false })
 }
 
 /// `steplens info --json`.
-pub fn info_json(timeline: &Timeline, with_tracks: bool) -> serde_json::Value {
-    let c = track_counts(timeline);
-    let tracks: Vec<serde_json::Value> = if with_tracks {
-        track_rows(timeline)
-            .into_iter()
-            .zip(&timeline.tracks)
-            .map(|(row, t)| {
-                json!({ "kind": row[0], "engine": row[1], "process": row[2], "name": row[3],
-                        "slices": t.slices.end - t.slices.start, "max_depth": t.max_depth })
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
-    json!({
-        "track_list": tracks,
-        "sources": timeline.sources.iter().map(|s| json!({
-            "path": s.path,
-            "format": s.format,
-            "compressed": s.compressed,
-            "stored_bytes": s.stored_bytes,
-            "bytes": s.bytes,
-            "events": s.events,
-            "events_by_phase": s.events_by_phase.iter()
-                .map(|(ph, n)| (ph.to_string(), json!(n)))
-                .collect::<serde_json::Map<_, _>>(),
-            "rank": s.rank,
-            "world_size": s.world_size,
-            "warnings": s.warnings,
-        })).collect::<Vec<_>>(),
-        "device": timeline.device,
-        "tracks": { "total": timeline.tracks.len(), "host": c.host, "device": c.device,
-                    "counter": c.counter, "other": c.other },
-        "slices": timeline.slices.len(),
-        "flows": timeline.flows.len(),
-        "instants": timeline.instants.len(),
-        "counter_samples": timeline.counters.len(),
-        "steps": timeline.steps.iter().map(|s| &s.name).collect::<Vec<_>>(),
-        "time_span_ns": timeline.time_range().map(|(a, b)| b - a),
-    })
+#[must_use]
+pub fn info_json(info: &TraceInfo) -> serde_json::Value {
+    serde_json::to_value(info).unwrap_or_default()
 }

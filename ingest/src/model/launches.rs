@@ -120,6 +120,12 @@ impl Launches {
             .map(|&(_, d)| d)
     }
 
+    /// Every runtime link as (runtime call, device slice), sorted by call.
+    #[must_use]
+    pub fn runtime_links(&self) -> &[(SliceId, SliceId)] {
+        &self.launched
+    }
+
     /// Every device slice with a host link of any tier, with that host slice, in device-slice
     /// order.
     pub fn host_links(&self) -> impl Iterator<Item = (SliceId, SliceId)> + '_ {

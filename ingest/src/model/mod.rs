@@ -394,6 +394,36 @@ pub struct Timeline {
     launches: std::sync::OnceLock<Launches>,
 }
 
+/// Which step times fall in, for lookups that come mostly in time order (slices track by
+/// track): the one step lookup, [`Timeline::step_at`], with a memory of the last answer.
+#[derive(Debug)]
+pub struct StepCursor<'a> {
+    timeline: &'a Timeline,
+    last: Option<usize>,
+}
+
+impl StepCursor<'_> {
+    /// The step (index into `steps`) whose range holds `ts` on input `source`'s clock.
+    pub fn step_at(&mut self, source: u16, ts: i64) -> Option<usize> {
+        let t = self.timeline;
+        let clock = t.step_source(source);
+        let holds = |k: usize| {
+            t.steps
+                .get(k)
+                .is_some_and(|s| s.source == clock && s.start <= ts && ts < s.end())
+        };
+        let step = match self.last {
+            Some(k) if holds(k) => Some(k),
+            Some(k) if holds(k + 1) => Some(k + 1),
+            _ => t.step_at(source, ts),
+        };
+        if step.is_some() {
+            self.last = step;
+        }
+        step
+    }
+}
+
 impl Timeline {
     /// Which host call launched which device work: the one launch index ([`Launches`]), built
     /// on first use. The trace must be fully built (its flows final) before the first call.
@@ -582,6 +612,16 @@ impl Timeline {
         let i = after.checked_sub(1)?;
         let s = &self.steps[i];
         (s.source == source && ts < s.end()).then_some(i)
+    }
+
+    /// A [`Self::step_at`] for many lookups in track order: it tries the step of the previous
+    /// lookup and the one after it before searching.
+    #[must_use]
+    pub fn step_cursor(&self) -> StepCursor<'_> {
+        StepCursor {
+            timeline: self,
+            last: None,
+        }
     }
 
     /// Total events read over all sources.
