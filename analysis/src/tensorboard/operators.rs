@@ -1,0 +1,285 @@
+//! The operator tables (by name, and by name and input shape): calls, device and host self and
+//! total time, Tensor Core eligibility and share, call stacks.
+
+use rustc_hash::FxHashMap;
+use steplens_ingest::Timeline;
+use steplens_ingest::model::{CategoryClass, OpArg, SliceId, TrackKind};
+
+use super::arg_text::{json_text, python_repr};
+use super::steps_and_links::{enclosing_op, is_dataloader, is_step};
+use super::{Links, OperatorRow, pct, tensor_cores};
+
+/// Ops looked at to tell whether the trace was recorded with stacks.
+const STACK_PROBE: usize = 2000;
+
+/// Ops the operator table lists (others are walked through).
+fn listed(name: &str) -> bool {
+    !(is_step(name)
+        || is_dataloader(name)
+        || name == "DataParallel.forward"
+        || name == "DistributedDataParallel.forward"
+        || name.starts_with("Optimizer."))
+}
+
+#[derive(Default)]
+struct OpAcc<'t> {
+    calls: u64,
+    device_self: i64,
+    device_total: i64,
+    host_self: i64,
+    host_total: i64,
+    tc_self: i64,
+    tc_total: i64,
+    tc_eligible: Option<bool>,
+    /// Up to five distinct `Call stack` values, raw (decoded when the row is made).
+    stacks: Vec<&'t [u8]>,
+    first: (i64, SliceId),
+}
+
+pub(super) fn operators<'t>(
+    t: &'t Timeline,
+    links: &Links,
+    op_arg: &dyn Fn(SliceId, OpArg) -> Option<&'t [u8]>,
+) -> (Vec<OperatorRow>, Vec<OperatorRow>, f64) {
+    // The op tree as flat arrays (a trace holds millions of ops): each op's nearest op
+    // ancestor is its parent; each runtime call belongs to its nearest op. Slice → node by a
+    // dense array.
+    const NONE: u32 = u32::MAX;
+    let mut index: Vec<u32> = vec![NONE; t.slices.len()];
+    let mut slice_of: Vec<SliceId> = Vec::new();
+    for track in &t.tracks {
+        if track.kind != TrackKind::HostThread {
+            continue;
+        }
+        for i in track.slices.clone() {
+            if t.slice_class(i) == CategoryClass::CpuOp {
+                index[i as usize] = slice_of.len() as u32;
+                slice_of.push(i);
+            }
+        }
+    }
+    let node_of = |slice: SliceId| index.get(slice as usize).copied().filter(|&n| n != NONE);
+    let parent: Vec<u32> = slice_of
+        .iter()
+        .map(|&s| enclosing_op(t, s).and_then(node_of).unwrap_or(NONE))
+        .collect();
+    let mut child_count = vec![0u32; slice_of.len()];
+    for &p in parent.iter().filter(|&&p| p != NONE) {
+        child_count[p as usize] += 1;
+    }
+    // Children before parents: by depth, deepest first.
+    let mut by_depth: Vec<u32> = (0..slice_of.len() as u32).collect();
+    by_depth.sort_by_key(|&n| std::cmp::Reverse(t.slices.depth[slice_of[n as usize] as usize]));
+    // An op whose only child op has its name takes over that child's children and runtimes:
+    // `owner` is the node whose figures a node's go to, itself unless folded (parents first).
+    let mut owner: Vec<u32> = (0..slice_of.len() as u32).collect();
+    for &n in by_depth.iter().rev() {
+        let p = parent[n as usize];
+        if p != NONE
+            && child_count[p as usize] == 1
+            && t.slices.name[slice_of[n as usize] as usize]
+                == t.slices.name[slice_of[p as usize] as usize]
+        {
+            owner[n as usize] = owner[p as usize];
+        }
+    }
+    let folded = |n: u32| owner[n as usize] != n;
+    // Name tests, once per interned name: a trace has far fewer names than slices.
+    let per_name = |test: &dyn Fn(&str) -> bool| -> Vec<bool> {
+        t.strings.iter().map(|(_, name)| test(name)).collect()
+    };
+    let tc_names = per_name(&tensor_cores::kernel_uses_tensor_cores);
+    let eligible_names = per_name(&tensor_cores::op_is_eligible);
+    let listed_names = per_name(&listed);
+    let name_has = |names: &[bool], slice: SliceId| {
+        names
+            .get(t.slices.name[slice as usize] as usize)
+            .copied()
+            .unwrap_or(false)
+    };
+    let tc_kernel =
+        |k: SliceId| t.slice_class(k) == CategoryClass::Kernel && name_has(&tc_names, k);
+    #[derive(Clone, Copy, Default)]
+    struct Figures {
+        device_self: i64,
+        device_total: i64,
+        kernel_self: i64,
+        tc_self: i64,
+        tc_total: i64,
+        /// Host time of its child ops and its runtime calls (what its host self time leaves out).
+        host_below: i64,
+        eligible: bool,
+        has_eligible_below: bool,
+        child_eligible: bool,
+        own_tc_kernel: bool,
+    }
+    let mut figures = vec![Figures::default(); slice_of.len()];
+    // Self figures: the device work each op's runtime calls launched.
+    for track in &t.tracks {
+        if track.kind != TrackKind::HostThread {
+            continue;
+        }
+        for r in track.slices.clone() {
+            if t.slice_class(r) != CategoryClass::Runtime {
+                continue;
+            }
+            let Some(n) = enclosing_op(t, r).and_then(node_of) else {
+                continue;
+            };
+            let f = &mut figures[owner[n as usize] as usize];
+            f.host_below += t.slices.dur[r as usize];
+            for d in links.launched_by(r) {
+                let dur = t.slices.dur[d as usize];
+                f.device_self += dur;
+                if t.slice_class(d) == CategoryClass::Kernel {
+                    f.kernel_self += dur;
+                }
+                if tc_kernel(d) {
+                    f.tc_self += dur;
+                    f.own_tc_kernel = true;
+                }
+            }
+        }
+    }
+    // Totals bottom-up: each op's own figures plus its (unfolded) children's totals.
+    for &n in &by_depth {
+        if folded(n) {
+            continue;
+        }
+        let f = {
+            let f = &mut figures[n as usize];
+            f.device_total += f.device_self;
+            f.tc_total += f.tc_self;
+            f.eligible = name_has(&eligible_names, slice_of[n as usize])
+                || f.child_eligible
+                || f.own_tc_kernel;
+            *f
+        };
+        let p = parent[n as usize];
+        if p == NONE {
+            continue;
+        }
+        let pf = &mut figures[owner[p as usize] as usize];
+        pf.device_total += f.device_total;
+        pf.tc_total += f.tc_total;
+        pf.host_below += t.slices.dur[slice_of[n as usize] as usize];
+        pf.child_eligible |= f.eligible;
+        pf.has_eligible_below |= f.eligible || f.has_eligible_below;
+    }
+    // Keyed by name id and shape index while counting: strings are made once per row.
+    let mut by_name: FxHashMap<u32, OpAcc> = FxHashMap::default();
+    let mut by_shape: FxHashMap<(u32, usize), OpAcc> = FxHashMap::default();
+    // Shapes repeat: each distinct `Input Dims` text is printed once.
+    let mut shape_index: FxHashMap<&[u8], usize> = FxHashMap::default();
+    let mut shape_texts: Vec<String> = vec!["[]".to_owned()];
+    // A trace recorded with stacks has a `Call stack` on nearly every op; one without has none.
+    // Looking among the first ops tells which, so the others' args are not searched in vain.
+    let has_stacks = slice_of
+        .iter()
+        .take(STACK_PROBE)
+        .any(|&op| t.arg_raw(op, "Call stack").is_some());
+    let (mut eligible_bottom_kernel, mut all_kernel_self) = (0i64, 0i64);
+    for &n in by_depth.iter().filter(|&&n| !folded(n)) {
+        let op = slice_of[n as usize];
+        if !name_has(&listed_names, op) {
+            continue;
+        }
+        let f = figures[n as usize];
+        let host_total = t.slices.dur[op as usize];
+        let host_self = host_total - f.host_below;
+        all_kernel_self += f.kernel_self;
+        if f.eligible && !f.has_eligible_below {
+            eligible_bottom_kernel += f.kernel_self;
+        }
+        let shape = match op_arg(op, OpArg::InputDims) {
+            Some(raw) => *shape_index.entry(raw).or_insert_with(|| {
+                shape_texts.push(python_repr(raw));
+                shape_texts.len() - 1
+            }),
+            None => 0,
+        };
+        let name_id = t.slices.name[op as usize];
+        // Raw bytes, compared as they are: decoded only for the five a row keeps.
+        let stack = if has_stacks {
+            t.arg_raw(op, "Call stack")
+        } else {
+            None
+        };
+        for acc in [
+            by_name.entry(name_id).or_default(),
+            by_shape.entry((name_id, shape)).or_default(),
+        ] {
+            let start = (t.slices.start[op as usize], op);
+            if acc.calls == 0 || start < acc.first {
+                acc.first = start;
+                acc.tc_eligible = Some(f.eligible);
+            }
+            acc.calls += 1;
+            acc.device_self += f.device_self;
+            acc.device_total += f.device_total;
+            acc.host_self += host_self;
+            acc.host_total += host_total;
+            acc.tc_self += f.tc_self;
+            acc.tc_total += f.tc_total;
+            if let Some(s) = stack
+                && acc.stacks.len() < 5
+                && !acc.stacks.contains(&s)
+            {
+                acc.stacks.push(s);
+            }
+        }
+    }
+    let has_device = t.tracks.iter().any(|tr| tr.kind.is_device());
+    let row = |name: String, shape: Option<String>, a: OpAcc| OperatorRow {
+        name,
+        input_shape: shape,
+        calls: a.calls,
+        device_self_ns: a.device_self,
+        device_total_ns: a.device_total,
+        host_self_ns: a.host_self,
+        host_total_ns: a.host_total,
+        tc_eligible: a.tc_eligible.unwrap_or(false),
+        tc_self_pct: pct(a.tc_self, a.device_self),
+        tc_total_pct: pct(a.tc_total, a.device_total),
+        call_stacks: a.stacks.iter().map(|raw| json_text(raw)).collect(),
+    };
+    let sort = |rows: &mut Vec<OperatorRow>| {
+        if has_device {
+            rows.sort_by(|a, b| {
+                b.device_self_ns
+                    .cmp(&a.device_self_ns)
+                    .then(a.name.cmp(&b.name))
+                    .then(a.input_shape.cmp(&b.input_shape))
+            });
+        } else {
+            rows.sort_by(|a, b| {
+                b.host_self_ns
+                    .cmp(&a.host_self_ns)
+                    .then(a.name.cmp(&b.name))
+                    .then(a.input_shape.cmp(&b.input_shape))
+            });
+        }
+    };
+    let mut names: Vec<OperatorRow> = by_name
+        .into_iter()
+        .map(|(name, a)| row(t.strings.get(name).to_owned(), None, a))
+        .collect();
+    sort(&mut names);
+    let mut shapes: Vec<OperatorRow> = by_shape
+        .into_iter()
+        .map(|((name, shape), a)| {
+            row(
+                t.strings.get(name).to_owned(),
+                Some(shape_texts[shape].clone()),
+                a,
+            )
+        })
+        .collect();
+    sort(&mut shapes);
+    let share = if all_kernel_self > 0 {
+        eligible_bottom_kernel as f64 / all_kernel_self as f64
+    } else {
+        0.0
+    };
+    (names, shapes, share)
+}

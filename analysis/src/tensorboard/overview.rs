@@ -1,0 +1,64 @@
+//! The Overview: each of the plugin's steps split by role in its priority order, and the mean
+//! step of each input.
+
+use std::collections::BTreeMap;
+
+use steplens_ingest::Timeline;
+
+use super::steps_and_links::{PluginSteps, plugin_steps, role_ranges};
+use super::{AverageStep, Breakdown, Links, MeanBreakdown, Overview, OverviewStep};
+use crate::intervals::IntervalSet;
+
+/// The Overview of every input.
+pub(super) fn overview(t: &Timeline, links: &Links) -> (Overview, PluginSteps) {
+    let mut out = Overview::default();
+    let mut all_steps = BTreeMap::new();
+    for (source, info) in t.sources.iter().enumerate() {
+        let source = source as u16;
+        let steps = plugin_steps(t, links, source);
+        if steps.is_empty() {
+            continue;
+        }
+        let roles = role_ranges(t, links, source);
+        let mut slots = IntervalSet::from_ranges(steps.iter().map(|s| (s.1, s.2)).collect());
+        let mut costs: Vec<IntervalSet> = Vec::with_capacity(8);
+        for role in &roles {
+            let cost = role.intersect(&slots);
+            slots = slots.minus(&cost);
+            costs.push(cost);
+        }
+        costs.push(slots);
+        let mut sum = MeanBreakdown::default();
+        let mut total = 0i64;
+        for (name, start, end) in &steps {
+            let mut b = Breakdown::default();
+            for (part, cost) in b.parts_mut().into_iter().zip(&costs) {
+                *part = cost.covered(*start, *end);
+            }
+            for (acc, v) in sum.parts_mut().into_iter().zip(b.parts()) {
+                *acc += v as f64;
+            }
+            total += end - start;
+            out.steps.push(OverviewStep {
+                name: name.clone(),
+                source,
+                rank: info.rank,
+                start_ns: *start,
+                dur_ns: end - start,
+                breakdown: b,
+            });
+        }
+        let n = steps.len() as f64;
+        for acc in sum.parts_mut() {
+            *acc /= n;
+        }
+        out.average.push(AverageStep {
+            source,
+            rank: info.rank,
+            dur_ns: total as f64 / n,
+            breakdown: sum,
+        });
+        all_steps.insert(source, steps);
+    }
+    (out, all_steps)
+}
