@@ -28,6 +28,11 @@
 //! The path is the longest one from the step's start to its end on the step's thread. Its edges
 //! cover the step without overlap, so `by_bound` adds up to the step (within a step no
 //! nanosecond is owned twice).
+//!
+//! The public types and entry points are here; `walk.rs` builds each window's graph
+//! (`graph.rs`: nodes, edges, the longest path) from the host threads, launches and device work,
+//! under the blocking and `cuda_sync` rules of `sync.rs`; `summary.rs` turns the path into
+//! figures per bound and `stretches.rs` into the named stretches reports show.
 
 use std::collections::BTreeMap;
 
