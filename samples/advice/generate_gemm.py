@@ -210,7 +210,7 @@ def truth(m, gm, name):
     for (step, cause), f in sorted(found.items()):
         expected.append({"kind": "slow_gemm", "step": step, "cause": cause, "count": len(f["sigs"]),
                          "lost_ns": f["lost_ns"]})
-    # tests/advice.rs compares per (kind, step): the causes' sums
+    # tests/it/advice.rs compares per (kind, step): the causes' sums
     per_step = {}
     for e in expected:
         p = per_step.setdefault(e["step"], {"kind": "slow_gemm", "step": e["step"], "count": 0, "lost_ns": 0})

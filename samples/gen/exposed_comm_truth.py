@@ -1,5 +1,5 @@
 """Exposed communication of one rank's Kineto trace, read from its raw events with plain `json`
-(independently of steplens), for `tests/ranks.rs`.
+(independently of steplens), for `tests/it/ranks.rs`.
 
 Rules (docs/findings.md, `exposed_communication`):
 - a step runs from its `ProfilerStep#N` host start (or the previous step's end, when later) to
