@@ -196,10 +196,10 @@ impl Session {
         let mut name = first.into_os_string();
         name.push(".report.html");
         let path = PathBuf::from(name);
-        std::fs::write(
-            &path,
-            steplens_output::html::report_page(&self.data.report, &self.data.timeline),
-        )?;
+        // Written as it renders, never held whole (issue 45).
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&path)?);
+        steplens_output::html::write_report_page(&mut out, &self.data.report, &self.data.timeline)?;
+        std::io::Write::flush(&mut out)?;
         Ok(path)
     }
 

@@ -1,16 +1,31 @@
 //! The diff page (`steplens diff -f html`) and the check page (`steplens check --html`).
 
 use std::fmt::Write as _;
+use std::io;
 
 use steplens_analysis::FindingKind;
 use steplens_analysis::units::human_ns;
 
-use super::{PALETTE, close_page, esc, hbars, legend, ns_cell, open_page, table, text_cell};
+use super::{Html, PALETTE, close_page, esc, hbars, legend, ns_cell, open_page, table, text_cell};
 
 /// `steplens diff -f html`: the two runs' figures, lost time by kind before and after, the
 /// findings that appeared or went, and every op change (sortable, filterable).
+#[must_use]
 pub fn diff_page(d: &steplens_analysis::diff::Diff) -> String {
-    let mut h = open_page(
+    super::sink::page_string(|out| write_diff_page(out, d))
+}
+
+/// [`diff_page`] written to `out` as it renders (wrap a file or stdout in a `BufWriter`).
+///
+/// # Errors
+/// The first error `out` returns; nothing is written after it.
+pub fn write_diff_page(
+    out: &mut dyn io::Write,
+    d: &steplens_analysis::diff::Diff,
+) -> io::Result<()> {
+    let mut h = Html::new(out);
+    open_page(
+        &mut h,
         &format!("steplens diff — {} vs {}", d.a_label, d.b_label),
         "steplens diff",
     );
@@ -110,18 +125,33 @@ pub fn diff_page(d: &steplens_analysis::diff::Diff) -> String {
         &rows,
     );
     close_page(&mut h);
-    h
+    h.finish()
 }
 
 /// `steplens check --html FILE`: the verdict, every rule with its interval, and lost time per
 /// step by kind, baseline beside current.
+#[must_use]
 pub fn check_page(
     outcome: &steplens_analysis::check::CheckOutcome,
     baseline: &str,
     current: &str,
 ) -> String {
+    super::sink::page_string(|out| write_check_page(out, outcome, baseline, current))
+}
+
+/// [`check_page`] written to `out` as it renders (wrap a file or stdout in a `BufWriter`).
+///
+/// # Errors
+/// The first error `out` returns; nothing is written after it.
+pub fn write_check_page(
+    out: &mut dyn io::Write,
+    outcome: &steplens_analysis::check::CheckOutcome,
+    baseline: &str,
+    current: &str,
+) -> io::Result<()> {
     use steplens_analysis::check::Status;
-    let mut h = open_page("steplens check", "steplens check");
+    let mut h = Html::new(out);
+    open_page(&mut h, "steplens check", "steplens check");
     let count = |st: Status| outcome.rules.iter().filter(|r| r.status == st).count();
     let _ = write!(
         h,
@@ -228,5 +258,5 @@ pub fn check_page(
         &rows,
     );
     close_page(&mut h);
-    h
+    h.finish()
 }

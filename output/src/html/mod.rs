@@ -19,10 +19,12 @@ use steplens_analysis::units::human_ns;
 mod compare;
 mod report;
 mod roofline;
+mod sink;
 mod views;
 
-pub use compare::{check_page, diff_page};
-pub use report::report_page;
+pub use compare::{check_page, diff_page, write_check_page, write_diff_page};
+pub use report::{report_page, write_report_page};
+use sink::Html;
 
 /// Okabe–Ito: orange, sky blue, bluish green, yellow, blue, vermillion, reddish purple, grey.
 const PALETTE: [&str; 8] = [
@@ -85,8 +87,8 @@ if(kinds){kinds.addEventListener('change',function(){
 "#;
 
 /// The page's head, its styles and its first heading.
-fn open_page(title: &str, heading: &str) -> String {
-    let mut h = String::from("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
+fn open_page(h: &mut Html<'_>, title: &str, heading: &str) {
+    h.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
     h.push_str("<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">");
     let _ = write!(
         h,
@@ -94,11 +96,10 @@ fn open_page(title: &str, heading: &str) -> String {
         esc(title),
         esc(heading)
     );
-    h
 }
 
 /// The page's script (sorting, filtering) and its end.
-fn close_page(h: &mut String) {
+fn close_page(h: &mut Html<'_>) {
     let _ = writeln!(h, "<script>{SCRIPT}</script></body></html>");
 }
 
@@ -112,7 +113,7 @@ fn pct(part: i64, whole: i64) -> f64 {
 
 /// A chart's legend: `(name, colour, value)` per series, listing only the series with a nonzero
 /// value in the chart (a category the chart does not draw is not named).
-fn legend(h: &mut String, items: &[(&str, &str, f64)]) {
+fn legend(h: &mut Html<'_>, items: &[(&str, &str, f64)]) {
     let shown: Vec<&(&str, &str, f64)> = items.iter().filter(|(_, _, v)| *v != 0.0).collect();
     if shown.is_empty() {
         return;
@@ -204,7 +205,7 @@ impl Ticks {
 
 /// A y axis with round ticks in time units (see [`Ticks`]); the chart scales its bars to the
 /// returned top.
-fn axis_y(h: &mut String, left: f64, base: f64, max: i64) -> f64 {
+fn axis_y(h: &mut Html<'_>, left: f64, base: f64, max: i64) -> f64 {
     let ticks = Ticks::new(max);
     let _ = write!(
         h,
@@ -226,7 +227,7 @@ fn axis_y(h: &mut String, left: f64, base: f64, max: i64) -> f64 {
 }
 
 /// Horizontal bars with a label, a value shown as text and a tooltip.
-fn hbars(h: &mut String, rows: &[(String, i64, &str)]) {
+fn hbars(h: &mut Html<'_>, rows: &[(String, i64, &str)]) {
     let max = rows.iter().map(|r| r.1).max().unwrap_or(1).max(1) as f64;
     let (w, left, row_h) = (1100.0, 360.0, 20.0);
     let ht = rows.len() as f64 * row_h + 10.0;
@@ -259,7 +260,7 @@ fn hbars(h: &mut String, rows: &[(String, i64, &str)]) {
 }
 
 /// A sortable, filterable table: `cells` are (shown text, sort value for numbers).
-fn table(h: &mut String, id: &str, heads: &[(&str, bool)], rows: &[Vec<(String, Option<f64>)>]) {
+fn table(h: &mut Html<'_>, id: &str, heads: &[(&str, bool)], rows: &[Vec<(String, Option<f64>)>]) {
     let _ = write!(
         h,
         "<input class=\"filter noprint\" data-table=\"{id}\" placeholder=\"filter rows…\"><table class=\"sortable\" id=\"{id}\"><thead><tr>"
@@ -308,7 +309,17 @@ fn bytes_cell(b: i64) -> (String, Option<f64>) {
 
 #[cfg(test)]
 mod tests {
+    use super::sink::{Html, page_string};
     use super::{Ticks, esc, legend};
+
+    /// What `legend` writes for `items`.
+    fn legend_of(items: &[(&str, &str, f64)]) -> String {
+        page_string(|out| {
+            let mut h = Html::new(out);
+            legend(&mut h, items);
+            h.finish()
+        })
+    }
 
     /// 1, 2 or 5 × 10^k.
     fn round(v: i64) -> bool {
@@ -363,19 +374,14 @@ mod tests {
 
     #[test]
     fn a_legend_names_only_what_the_chart_draws() {
-        let mut h = String::new();
-        legend(
-            &mut h,
-            &[
-                ("busy", "#000", 3.0),
-                ("compile", "#111", 0.0),
-                ("idle", "#222", 1.0),
-            ],
-        );
+        let h = legend_of(&[
+            ("busy", "#000", 3.0),
+            ("compile", "#111", 0.0),
+            ("idle", "#222", 1.0),
+        ]);
         assert!(h.contains("busy") && h.contains("idle"));
         assert!(!h.contains("compile"), "{h}");
-        let mut h = String::new();
-        legend(&mut h, &[("compile", "#111", 0.0)]);
+        let h = legend_of(&[("compile", "#111", 0.0)]);
         assert!(
             h.is_empty(),
             "no legend for a chart that draws nothing: {h}"

@@ -2,6 +2,7 @@
 //! findings with their evidence timelines, rank and memory tables, and the report's tables.
 
 use std::fmt::Write as _;
+use std::io;
 
 use steplens_analysis::critical_path::{Bound, CriticalPath};
 use steplens_analysis::memory::human_bytes;
@@ -11,13 +12,28 @@ use steplens_analysis::{Evidence, FindingKind, Report};
 use steplens_ingest::Timeline;
 
 use super::{
-    PALETTE, STYLE, axis_y, bytes_cell, close_page, esc, hbars, legend, ns_cell, opt_ns_cell, pct,
-    table, text_cell,
+    Html, PALETTE, STYLE, axis_y, bytes_cell, close_page, esc, hbars, legend, ns_cell, opt_ns_cell,
+    pct, table, text_cell,
 };
 
-/// The whole page.
+/// The whole page as one `String`: [`write_report_page`] into memory.
+#[must_use]
 pub fn report_page(report: &Report, timeline: &Timeline) -> String {
-    let mut h = String::new();
+    super::sink::page_string(|out| write_report_page(out, report, timeline))
+}
+
+/// The whole page, written to `out` section by section as it renders, so that it is never held
+/// whole in memory (wrap a file or stdout in a `BufWriter`).
+///
+/// # Errors
+/// The first error `out` returns; nothing is written after it.
+pub fn write_report_page(
+    out: &mut dyn io::Write,
+    report: &Report,
+    timeline: &Timeline,
+) -> io::Result<()> {
+    let mut page = Html::new(out);
+    let h = &mut page;
     h.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
     h.push_str("<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">");
     let _ = write!(
@@ -27,20 +43,20 @@ pub fn report_page(report: &Report, timeline: &Timeline) -> String {
     );
     let _ = write!(h, "<style>{STYLE}</style></head><body>");
     let _ = write!(h, "<h1>steplens report</h1>");
-    overview(&mut h, report);
-    top_findings(&mut h, report);
-    step_chart(&mut h, report);
-    critical_path_chart(&mut h, report);
-    utilization_chart(&mut h, timeline);
-    savings_chart(&mut h, report);
-    ops_chart(&mut h, report);
-    findings(&mut h, report);
-    ranks_and_memory(&mut h, report);
-    tables(&mut h, report);
-    super::roofline::roofline(&mut h, report);
-    super::views::views(&mut h, report);
-    close_page(&mut h);
-    h
+    overview(h, report);
+    top_findings(h, report);
+    step_chart(h, report);
+    critical_path_chart(h, report);
+    utilization_chart(h, timeline);
+    savings_chart(h, report);
+    ops_chart(h, report);
+    findings(h, report);
+    ranks_and_memory(h, report);
+    tables(h, report);
+    super::roofline::roofline(h, report);
+    super::views::views(h, report);
+    close_page(h);
+    page.finish()
 }
 
 fn sources_label(report: &Report) -> String {
@@ -99,7 +115,7 @@ fn headline(report: &Report) -> String {
     line
 }
 
-fn overview(h: &mut String, report: &Report) {
+fn overview(h: &mut Html<'_>, report: &Report) {
     let _ = write!(h, "<p class=\"headline\">{}</p>", esc(&headline(report)));
     if let Some(p) = report.profiler_overhead.as_ref().filter(|p| p.distorts) {
         let _ = write!(h, "<p class=\"advice\">Profiler: {}</p>", esc(&p.message));
@@ -145,7 +161,7 @@ fn overview(h: &mut String, report: &Report) {
     h.push_str("</table>");
 }
 
-fn top_findings(h: &mut String, report: &Report) {
+fn top_findings(h: &mut Html<'_>, report: &Report) {
     h.push_str("<h2>What to change first</h2>");
     let groups = report.groups();
     if groups.is_empty() {
@@ -175,7 +191,7 @@ fn top_findings(h: &mut String, report: &Report) {
 /// Stacked bar per step: with a device, device busy and then the rest of the step split into
 /// compile, sync, data-loader and other (host) time; without one, compile, sync and data-loader
 /// time first and then the rest of the host's busy time, so a compile step draws as compile.
-fn step_chart(h: &mut String, report: &Report) {
+fn step_chart(h: &mut Html<'_>, report: &Report) {
     if report.steps.is_empty() {
         return;
     }
@@ -324,7 +340,7 @@ fn step_chart(h: &mut String, report: &Report) {
 /// Under a chart of one bar per step (in [`crate::steps::steps_by_rank`] order): each rank's
 /// (else input's) name under its first bar, after a divider. Nothing for one input.
 fn rank_groups(
-    h: &mut String,
+    h: &mut Html<'_>,
     report: &Report,
     steps: &[&StepStats],
     x_of: impl Fn(usize) -> f64,
@@ -372,7 +388,7 @@ fn bound_colour(b: Bound) -> &'static str {
 }
 
 /// One stacked bar per step: its critical path by what bounds it.
-fn critical_path_chart(h: &mut String, report: &Report) {
+fn critical_path_chart(h: &mut Html<'_>, report: &Report) {
     let multi = report.sources.len() > 1;
     let steps: Vec<&StepStats> = crate::steps::steps_by_rank(report)
         .into_iter()
@@ -456,7 +472,7 @@ fn critical_path_chart(h: &mut String, report: &Report) {
 }
 
 /// Busy share per engine class in 120 bins over the trace, with step boundaries.
-fn utilization_chart(h: &mut String, timeline: &Timeline) {
+fn utilization_chart(h: &mut Html<'_>, timeline: &Timeline) {
     let channels = steplens_analysis::steps::channels(timeline);
     let mut engines: std::collections::BTreeMap<&String, Vec<&Channels>> = Default::default();
     for c in channels.values() {
@@ -544,7 +560,7 @@ fn utilization_chart(h: &mut String, timeline: &Timeline) {
 /// each after `prefix` (`+` for a time from a window's start), with a short mark down from
 /// `mark` when given and `attrs` on each label; a tick never lies past `span`.
 fn time_ticks(
-    h: &mut String,
+    h: &mut Html<'_>,
     span: i64,
     xs: (f64, f64),
     y: f64,
@@ -600,7 +616,7 @@ fn kind_colour(kind: FindingKind) -> &'static str {
 
 /// What fixing the findings of each kind saves (`summary.saving_ns_by_kind`), largest first: the
 /// same figure the headline and the findings' ranking use.
-fn savings_chart(h: &mut String, report: &Report) {
+fn savings_chart(h: &mut Html<'_>, report: &Report) {
     let mut kinds: Vec<(FindingKind, i64)> = report
         .summary
         .saving_ns_by_kind
@@ -635,7 +651,7 @@ fn owns_tooltip(figures: &str) -> String {
     )
 }
 
-fn ops_chart(h: &mut String, report: &Report) {
+fn ops_chart(h: &mut Html<'_>, report: &Report) {
     let mut ops: Vec<&steplens_analysis::ops::OpStats> = report.ops.iter().collect();
     ops.sort_by_key(|o| std::cmp::Reverse(o.self_ns));
     let rows: Vec<(String, i64, &str)> = ops
@@ -671,7 +687,7 @@ fn ops_chart(h: &mut String, report: &Report) {
     hbars(h, &rows);
 }
 
-fn findings(h: &mut String, report: &Report) {
+fn findings(h: &mut Html<'_>, report: &Report) {
     h.push_str("<h2>Findings</h2>");
     if report.findings.is_empty() {
         h.push_str("<p>None.</p>");
@@ -725,7 +741,7 @@ fn findings(h: &mut String, report: &Report) {
 
 /// The evidence slices of a finding drawn in its step's window (else around the finding), over
 /// a time axis from the window's start, with what the window is written above it.
-fn evidence_timeline(h: &mut String, report: &Report, f: &steplens_analysis::report::Finding) {
+fn evidence_timeline(h: &mut Html<'_>, report: &Report, f: &steplens_analysis::report::Finding) {
     let spans: Vec<(i64, i64, String)> = f
         .evidence
         .iter()
@@ -812,7 +828,7 @@ fn evidence_timeline(h: &mut String, report: &Report, f: &steplens_analysis::rep
 const MAX_EVIDENCE_DRAWN: usize = 200;
 
 /// The ranks of a multi-rank run and the memory per device, when the report has them.
-fn ranks_and_memory(h: &mut String, report: &Report) {
+fn ranks_and_memory(h: &mut Html<'_>, report: &Report) {
     if let Some(ranks) = &report.ranks {
         let _ = write!(
             h,
@@ -960,7 +976,7 @@ fn ranks_and_memory(h: &mut String, report: &Report) {
     }
 }
 
-fn tables(h: &mut String, report: &Report) {
+fn tables(h: &mut Html<'_>, report: &Report) {
     if !report.steps.is_empty() {
         h.push_str("<h2>Steps table</h2>");
         // Several inputs share step names: a rank (else input) column tells their rows apart.

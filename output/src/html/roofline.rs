@@ -9,7 +9,7 @@ use steplens_analysis::device_rates::DeviceClass;
 use steplens_analysis::op_perf::{Family, OpPerf, by_family};
 use steplens_analysis::units::human_ns;
 
-use super::{PALETTE, esc, legend, ns_cell, table, text_cell};
+use super::{Html, PALETTE, esc, legend, ns_cell, table, text_cell};
 
 /// Rows in the signature table (the JSON has them all).
 const MAX_ROWS: usize = 500;
@@ -37,7 +37,7 @@ fn opt(v: Option<f64>, digits: usize) -> Cell {
 }
 
 /// Writes the section when the report has op signatures.
-pub(super) fn roofline(h: &mut String, report: &Report) {
+pub(super) fn roofline(h: &mut Html<'_>, report: &Report) {
     let rows = &report.op_perf;
     if rows.is_empty() {
         return;
@@ -144,7 +144,7 @@ fn decades(lo: f64, hi: f64) -> (f64, f64) {
     )
 }
 
-fn chart(h: &mut String, rows: &[OpPerf], class: Option<&DeviceClass>) {
+fn chart(h: &mut Html<'_>, rows: &[OpPerf], class: Option<&DeviceClass>) {
     // Points: (intensity, TFLOP/s, row).
     let points: Vec<(f64, f64, &OpPerf)> = rows
         .iter()

@@ -8,7 +8,7 @@ use steplens_analysis::Report;
 use steplens_analysis::tensorboard::{Breakdown, KernelRow, OperatorRow};
 use steplens_analysis::units::human_ns;
 
-use super::{PALETTE, axis_y, esc, legend, ns_cell, table, text_cell};
+use super::{Html, PALETTE, axis_y, esc, legend, ns_cell, table, text_cell};
 use crate::steps::step_label;
 
 /// Rows shown per operator or kernel table: the page stays light on a 500 MB trace (the JSON
@@ -26,7 +26,7 @@ fn count(v: u64) -> Cell {
 }
 
 /// Writes every view the report has.
-pub(super) fn views(h: &mut String, report: &Report) {
+pub(super) fn views(h: &mut Html<'_>, report: &Report) {
     let Some(o) = &report.overview else {
         return;
     };
@@ -113,7 +113,7 @@ pub(super) fn views(h: &mut String, report: &Report) {
     distributed(h, report);
 }
 
-fn breakdown_chart(h: &mut String, report: &Report) {
+fn breakdown_chart(h: &mut Html<'_>, report: &Report) {
     let Some(o) = &report.overview else {
         return;
     };
@@ -165,7 +165,7 @@ fn breakdown_chart(h: &mut String, report: &Report) {
     h.push_str("</svg>");
 }
 
-fn operators(h: &mut String, title: &str, id: &str, rows: &[OperatorRow], by_shape: bool) {
+fn operators(h: &mut Html<'_>, title: &str, id: &str, rows: &[OperatorRow], by_shape: bool) {
     if rows.is_empty() {
         return;
     }
@@ -208,7 +208,7 @@ fn operators(h: &mut String, title: &str, id: &str, rows: &[OperatorRow], by_sha
     table(h, id, &heads, &cells);
 }
 
-fn kernels(h: &mut String, title: &str, id: &str, rows: &[KernelRow], by_op: bool) {
+fn kernels(h: &mut Html<'_>, title: &str, id: &str, rows: &[KernelRow], by_op: bool) {
     if rows.is_empty() {
         return;
     }
@@ -254,7 +254,7 @@ fn kernels(h: &mut String, title: &str, id: &str, rows: &[KernelRow], by_op: boo
     table(h, id, &heads, &cells);
 }
 
-fn distributed(h: &mut String, report: &Report) {
+fn distributed(h: &mut Html<'_>, report: &Report) {
     let Some(rows) = report
         .ranks
         .as_ref()
