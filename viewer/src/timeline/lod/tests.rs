@@ -1,7 +1,10 @@
 //! Unit tests of `lod`, kept beside it so the module reads as its logic alone.
+use super::frame::{walk_level, walk_slices};
+use super::index::gallop;
 use super::*;
+use crate::timeline::layout::Layout;
 use steplens_ingest::TimelineBuilder;
-use steplens_ingest::model::{ArgsRef, LaneId};
+use steplens_ingest::model::{ArgsRef, LaneId, SliceId, Timeline};
 
 /// One host track: 1,000 slices of 10 ns every 100 ns, then one wide slice.
 fn timeline() -> Timeline {
