@@ -160,6 +160,7 @@ enum ReportFormat {
 struct ReportArgs {
     /// Trace files or directories of them (`-` reads stdin). Several files (ranks) make one
     /// report; a directory stands for the traces in it (truth files and reports are skipped).
+    /// A saved `steplens.report/1` JSON report renders in any format as its traces did.
     #[arg(required_unless_present = "summaries")]
     traces: Vec<PathBuf>,
     /// Merge rank summaries (`steplens summarize` files, or directories of `*.summary.json`)
@@ -235,7 +236,8 @@ struct InfoArgs {
 /// `report --help`'s list of detectors, from the registry: each one's kinds and what fixing them
 /// saves, the thresholds it owns with their defaults, and its advice.
 fn detectors_help() -> String {
-    use steplens_analysis::detect::registry::{DETECTORS, REPORT_THRESHOLDS, Saves, threshold_value};
+    use steplens_analysis::detect::DETECTORS;
+    use steplens_analysis::detect::registry::{REPORT_THRESHOLDS, Saves, threshold_value};
     let defaults = steplens_analysis::Thresholds::default();
     let setting = |key: &str| match threshold_value(&defaults, key) {
         Some(v) => format!("{key} = {v}"),
@@ -512,16 +514,31 @@ fn report(args: &ReportArgs) -> Result<()> {
     let (mut out, color) = output(args.output.as_deref(), &inputs)?;
     let budget = read_optional_budget(args.budget.as_deref())?;
     let options = with_budget_marker(args.load.options(), &budget);
-    let timeline = load(&args.traces, &options)?;
-    // The text and Markdown reports show the TensorBoard views only under `--view`.
-    let parts = match args.format {
-        ReportFormat::Text | ReportFormat::Md if args.view.is_empty() => {
-            steplens_analysis::report::Parts::WITHOUT_VIEWS
-        }
-        _ => steplens_analysis::report::Parts::ALL,
+    // A saved report renders as the trace it was made from did: every format is drawn from the
+    // report alone.
+    let saved = match args.traces.as_slice() {
+        [one] => steplens::run_input::read_saved_report(one)?,
+        _ => None,
     };
-    let report =
-        steplens_analysis::report::build_report_parts(&timeline, &budget.thresholds, parts, None);
+    let report = match saved {
+        Some(report) => report,
+        None => {
+            let timeline = load(&args.traces, &options)?;
+            // The text and Markdown reports show the TensorBoard views only under `--view`.
+            let parts = match args.format {
+                ReportFormat::Text | ReportFormat::Md if args.view.is_empty() => {
+                    steplens_analysis::report::Parts::WITHOUT_VIEWS
+                }
+                _ => steplens_analysis::report::Parts::ALL,
+            };
+            steplens_analysis::report::build_report_parts(
+                &timeline,
+                &budget.thresholds,
+                parts,
+                None,
+            )
+        }
+    };
     match args.format {
         ReportFormat::Json => {
             serde_json::to_writer_pretty(&mut out, &report)?;
@@ -549,7 +566,7 @@ fn report(args: &ReportArgs) -> Result<()> {
         }
         ReportFormat::Html => {
             // Written to the file (or stdout) as it renders, never held whole (issue 45).
-            return out.stream(|w| steplens_output::html::write_report_page(w, &report, &timeline));
+            return out.stream(|w| steplens_output::html::write_report_page(w, &report));
         }
     }
     out.finish()?;

@@ -305,6 +305,36 @@ pub fn read_baseline_set(path: &Path) -> Result<BaselineSet> {
     Ok(set)
 }
 
+/// The saved `steplens.report/1` report at `path`, checked; `None` when `path` is not a saved
+/// report.
+///
+/// # Errors
+/// A report of another schema, one that does not parse, or one whose figures cannot be.
+pub fn read_saved_report(path: &Path) -> Result<Option<Report>> {
+    let Some(schema) = saved_report_schema(path).or_else(|| late_report_schema(path)) else {
+        return Ok(None);
+    };
+    if schema != SCHEMA {
+        bail!(
+            "{}: report schema {schema} is not supported (this steplens reads {SCHEMA})",
+            path.display()
+        );
+    }
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?;
+    let report: Report = serde_json::from_str(&text).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: line {} column {}: not a valid {SCHEMA} report: {e}",
+            path.display(),
+            e.line(),
+            e.column()
+        )
+    })?;
+    check_saved_figures(&report)
+        .map_err(|e| anyhow::anyhow!("{}: not a valid {SCHEMA} report: {e}", path.display()))?;
+    Ok(Some(report))
+}
+
 /// Loads one side: a saved report, or traces analysed with `thresholds`.
 pub fn load_run(
     paths: &[PathBuf],
@@ -328,26 +358,8 @@ pub fn load_run(
         );
     }
     if let [path] = paths
-        && let Some(schema) = saved_report_schema(path).or_else(|| late_report_schema(path))
+        && let Some(report) = read_saved_report(path)?
     {
-        if schema != SCHEMA {
-            bail!(
-                "{}: report schema {schema} is not supported (this steplens reads {SCHEMA})",
-                path.display()
-            );
-        }
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("{}: cannot read", path.display()))?;
-        let report: Report = serde_json::from_str(&text).map_err(|e| {
-            anyhow::anyhow!(
-                "{}: line {} column {}: not a valid {SCHEMA} report: {e}",
-                path.display(),
-                e.line(),
-                e.column()
-            )
-        })?;
-        check_saved_figures(&report)
-            .map_err(|e| anyhow::anyhow!("{}: not a valid {SCHEMA} report: {e}", path.display()))?;
         let ops = ops_from_report(&report);
         return Ok(Run {
             label,

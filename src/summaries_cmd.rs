@@ -38,8 +38,8 @@ pub(crate) fn summarize(args: &SummarizeArgs) -> Result<()> {
             timeline.sources.len()
         );
     }
-    let children = steplens_analysis::ops::child_time(&timeline);
-    let summary = rank_summary(&timeline, 0, &children);
+    let self_time = steplens_analysis::ops::SelfTime::new(&timeline);
+    let summary = rank_summary(&timeline, 0, &self_time);
     serde_json::to_writer(&mut out, &summary)?;
     writeln!(out)?;
     out.finish()?;

@@ -136,7 +136,7 @@ pub struct SliceColumns<'k> {
 pub fn slices_table<'a>(timeline: &'a Timeline, extra: &SliceColumns<'_>) -> ColumnTable<'a> {
     let slices = &timeline.slices;
     let n = slices.len();
-    let child_ns = crate::ops::child_time(timeline);
+    let self_time = crate::ops::SelfTime::new(timeline);
     let mut steps = timeline.step_cursor();
     let mut step_of = |source: u16, ts: i64| {
         let i = steps.step_at(source, ts)?;
@@ -154,7 +154,7 @@ pub fn slices_table<'a>(timeline: &'a Timeline, extra: &SliceColumns<'_>) -> Col
     let mut depth = Vec::with_capacity(n);
     let mut parent = Vec::with_capacity(n);
     let mut step = Vec::with_capacity(n);
-    for (i, &children) in child_ns.iter().enumerate() {
+    for i in 0..n {
         let t = &timeline.tracks[slices.track[i] as usize];
         source.push(u32::from(t.source));
         track_name.push(Cow::Borrowed(t.name.as_str()));
@@ -163,7 +163,7 @@ pub fn slices_table<'a>(timeline: &'a Timeline, extra: &SliceColumns<'_>) -> Col
         name.push(Cow::Borrowed(timeline.strings.get(slices.name[i])));
         category.push(Cow::Borrowed(timeline.categories.name(slices.cat[i])));
         end_ns.push(slices.end(i as u32));
-        self_ns.push((slices.dur[i] - children).max(0));
+        self_ns.push(self_time.of(timeline, i));
         depth.push(u32::from(slices.depth[i]));
         parent.push((slices.parent[i] != NO_PARENT).then_some(slices.parent[i]));
         step.push(step_of(t.source, slices.start[i]).map(Cow::Borrowed));

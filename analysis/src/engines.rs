@@ -1,6 +1,7 @@
 //! Per-engine-class utilization over the whole trace: how many engines of each class ran work,
 //! how much of the trace at least one of them was busy, and how busy the average engine was.
 //! For Gaudi, also how long the matrix engine (MME) and the vector engines (TPC) overlapped.
+//! And the same busy time over the trace in equal bins ([`Utilization`], the HTML page's chart).
 
 use std::collections::BTreeMap;
 
@@ -22,6 +23,70 @@ pub struct EngineStats {
     pub busy_pct: f64,
     /// Mean over the class's engines of each engine's busy share of the span, percent.
     pub mean_engine_utilization_pct: f64,
+}
+
+/// Bins of the utilization over the trace.
+pub const UTILIZATION_BINS: usize = 120;
+
+/// The busy share of each engine class over the trace, in [`UTILIZATION_BINS`] equal bins.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Utilization {
+    /// The trace's first event, ns.
+    pub from_ns: i64,
+    /// The trace's last event end, ns.
+    pub to_ns: i64,
+    /// Per engine class, by class name (a class never busy has only zeros).
+    pub classes: Vec<ClassUtilization>,
+}
+
+/// One engine class's busy share per bin.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ClassUtilization {
+    /// Engine class.
+    pub class: String,
+    /// Per bin: the class's busy time over the bin's length and the inputs that have the
+    /// class (its mean over inputs), at most 1.
+    pub busy_share: Vec<f64>,
+}
+
+/// The busy share of each engine class over the trace in equal bins, from the inputs' busy
+/// sets ([`crate::steps::channels`]); `None` without device engines or time.
+#[must_use]
+pub fn utilization(
+    timeline: &Timeline,
+    channels: &rustc_hash::FxHashMap<u16, crate::steps::Channels>,
+) -> Option<Utilization> {
+    let mut engines: BTreeMap<&String, Vec<&IntervalSet>> = BTreeMap::new();
+    for c in channels.values() {
+        for (name, set) in &c.engines {
+            engines.entry(name).or_default().push(set);
+        }
+    }
+    let (from, to) = timeline.time_range()?;
+    if engines.is_empty() || to <= from {
+        return None;
+    }
+    let span = (to - from) as f64;
+    let bins = UTILIZATION_BINS;
+    let classes = engines
+        .into_iter()
+        .map(|(name, sets)| ClassUtilization {
+            class: name.clone(),
+            busy_share: (0..bins)
+                .map(|b| {
+                    let a = from + (span * b as f64 / bins as f64) as i64;
+                    let z = from + (span * (b + 1) as f64 / bins as f64) as i64;
+                    let busy: i64 = sets.iter().map(|set| set.covered(a, z)).sum();
+                    (busy as f64 / (z - a).max(1) as f64 / sets.len() as f64).min(1.0)
+                })
+                .collect(),
+        })
+        .collect();
+    Some(Utilization {
+        from_ns: from,
+        to_ns: to,
+        classes,
+    })
 }
 
 /// Per class while scanning: engines, Σ per-engine busy, all busy ranges.

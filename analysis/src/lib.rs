@@ -8,6 +8,7 @@
 //! behind the `tables` feature.
 
 pub mod budget;
+pub(crate) mod call_site;
 pub mod check;
 pub mod columns;
 pub mod compare;
@@ -27,6 +28,7 @@ pub mod nodes;
 pub mod op_names;
 pub mod op_perf;
 pub mod op_rows;
+pub(crate) mod parallel;
 pub mod ops;
 pub mod perfetto_export;
 pub mod profiler_overhead;
@@ -38,10 +40,11 @@ pub mod steps;
 #[cfg(feature = "tables")]
 pub mod table;
 pub mod tensorboard;
+pub mod thresholds;
 pub mod trace_info;
 pub mod units;
 pub mod whatif;
 
-pub use detect::Thresholds;
+pub use thresholds::Thresholds;
 pub use finding::{Evidence, Finding, FindingKind, Severity};
 pub use report::{Report, build_report, build_report_with};

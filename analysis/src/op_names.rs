@@ -78,3 +78,7 @@ mod tests {
         }
     }
 }
+
+/// The autograd engine's range around one backward node (`autograd::engine::evaluate_function:
+/// MmBackward0`).
+pub(crate) const EVALUATE_PREFIX: &str = "autograd::engine::evaluate_function: ";

@@ -115,17 +115,35 @@ pub fn is_op(class: CategoryClass) -> bool {
     )
 }
 
-/// Per slice, the summed duration of its direct children.
-#[must_use]
-pub fn child_time(timeline: &Timeline) -> Vec<i64> {
-    let slices = &timeline.slices;
-    let mut child_ns = vec![0i64; slices.len()];
-    for (i, &parent) in slices.parent.iter().enumerate() {
-        if parent != NO_PARENT {
-            child_ns[parent as usize] += slices.dur[i];
+/// Every slice's self time: its duration less the summed durations of its direct children,
+/// never negative. The one definition the op table, its per-step figures, the rank summaries and
+/// the slice table read.
+#[derive(Debug, Clone)]
+pub struct SelfTime {
+    /// Per slice, the summed duration of its direct children.
+    child_ns: Vec<i64>,
+}
+
+impl SelfTime {
+    /// The self times of `timeline`'s slices.
+    #[must_use]
+    pub fn new(timeline: &Timeline) -> Self {
+        let slices = &timeline.slices;
+        let mut child_ns = vec![0i64; slices.len()];
+        for (i, &parent) in slices.parent.iter().enumerate() {
+            if parent != NO_PARENT {
+                child_ns[parent as usize] += slices.dur[i];
+            }
         }
+        Self { child_ns }
     }
-    child_ns
+
+    /// Slice `i`'s self time, ns.
+    #[must_use]
+    pub fn of(&self, timeline: &Timeline, i: usize) -> i64 {
+        let dur = timeline.slices.dur.get(i).copied().unwrap_or(0);
+        (dur - self.child_ns.get(i).copied().unwrap_or(0)).max(0)
+    }
 }
 
 /// The op summary, by total time (longest first), then name. A Gaudi device node counts once
@@ -138,7 +156,7 @@ pub fn op_summary(timeline: &Timeline) -> Vec<OpStats> {
 /// [`op_summary`] with the node index already built.
 #[must_use]
 pub fn op_summary_with(timeline: &Timeline, nodes: &NodeIndex) -> Vec<OpStats> {
-    op_summary_per_step(timeline, nodes, 0).0
+    op_summary_per_step(timeline, nodes, &SelfTime::new(timeline), 0).0
 }
 
 /// Ops whose self time is sampled per step in the report: the check compares their per-step
@@ -152,11 +170,11 @@ pub const OPS_PER_STEP: usize = 20;
 pub fn op_summary_per_step(
     timeline: &Timeline,
     nodes: &NodeIndex,
+    self_time: &SelfTime,
     top: usize,
 ) -> (Vec<OpStats>, Vec<BTreeMap<String, i64>>) {
     let slices = &timeline.slices;
     let n = slices.len();
-    let child_ns = child_time(timeline);
     // Group key: (name, device?, category). Groups get dense ids so durations can be bucketed.
     let mut group_of: FxHashMap<(StrId, bool, u16), u32> = FxHashMap::default();
     let mut keys: Vec<(StrId, bool, u16)> = Vec::new();
@@ -226,7 +244,7 @@ pub fn op_summary_per_step(
         let dur = node.map_or(slices.dur[i], |n| n.wall_ns);
         durs[fill[g as usize]] = dur;
         fill[g as usize] += 1;
-        selfs[g as usize] += node.map_or((slices.dur[i] - child_ns[i]).max(0), |n| n.wall_ns);
+        selfs[g as usize] += node.map_or(self_time.of(timeline, i), |n| n.wall_ns);
         if let Some(n) = node {
             let f = node_figures[g as usize].get_or_insert((0, 0));
             f.0 += n.engine_ns;
@@ -246,7 +264,7 @@ pub fn op_summary_per_step(
         member_group.iter().zip(&members).map(|(&g, &i)| {
             let node = node_of(i);
             let i = i as usize;
-            let own = node.map_or((slices.dur[i] - child_ns[i]).max(0), |n| n.wall_ns);
+            let own = node.map_or(self_time.of(timeline, i), |n| n.wall_ns);
             (g, i, own)
         }),
     );

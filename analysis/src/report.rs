@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 use steplens_ingest::model::Timeline;
 
 use crate::context::Context;
-use crate::detect::{Thresholds, run_all};
+use crate::detect::run_all;
+use crate::thresholds::Thresholds;
 use crate::engines::{EngineStats, engine_utilization};
 use crate::finding::FindingKind;
 pub use crate::finding::{Cost, Finding};
@@ -119,6 +120,9 @@ pub struct Report {
     pub idle: Vec<StreamIdle>,
     /// Utilization per engine class over the whole trace.
     pub engines: Vec<EngineStats>,
+    /// Busy share of each engine class over the trace in equal bins (the HTML page's chart).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub utilization: Option<crate::engines::Utilization>,
     /// Memory per device, from `[memory]` events (`profile_memory=True`); absent without them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub memory: Vec<crate::memory::DeviceMemory>,
@@ -238,8 +242,8 @@ pub fn build_report_parts(
     // on a second core meanwhile. The findings keep their order (detectors, memory, ranks).
     // The TensorBoard-style views need neither: a third thread, which takes whichever core
     // the other two leave idle first.
-    let ((tables, mut findings), views) = crate::detect::side_by_side(
-        || crate::detect::side_by_side(|| tables(&ctx), || run_all(&ctx)),
+    let ((tables, mut findings), views) = crate::parallel::side_by_side(
+        || crate::parallel::side_by_side(|| tables(&ctx), || run_all(&ctx)),
         || {
             if !parts.views {
                 return crate::tensorboard::Views::default();
@@ -343,6 +347,9 @@ pub fn build_report_parts(
         ops,
         idle,
         engines,
+        utilization: ctx.timed("utilization", || {
+            crate::engines::utilization(timeline, &channels)
+        }),
         memory,
         critical_path,
         profiler_overhead: ctx.timed("profiler overhead", || {
@@ -383,7 +390,7 @@ fn tables(ctx: &Context<'_>) -> Tables {
     });
     let nodes = ctx.timed("device nodes", || crate::nodes::node_index(timeline));
     let (ops, op_steps) = ctx.timed("ops", || {
-        crate::ops::op_summary_per_step(timeline, &nodes, crate::ops::OPS_PER_STEP)
+        crate::ops::op_summary_per_step(timeline, &nodes, ctx.self_time(), crate::ops::OPS_PER_STEP)
     });
     let device_nodes = nodes
         .nodes

@@ -135,8 +135,8 @@ fn summarize(
                 timeline.sources.len()
             );
         }
-        let children = steplens_analysis::ops::child_time(&timeline);
-        let summary = rank_summary(&timeline, 0, &children);
+        let self_time = steplens_analysis::ops::SelfTime::new(&timeline);
+        let summary = rank_summary(&timeline, 0, &self_time);
         let rank = steplens_analysis::ranks::input_ranks(&timeline)
             .first()
             .and_then(|&(rank, how)| {
@@ -315,7 +315,7 @@ impl Run {
 
     /// The self-contained HTML report page.
     fn html(&self, py: Python<'_>) -> String {
-        py.detach(|| steplens_output::html::report_page(&self.report, &self.timeline))
+        py.detach(|| steplens_output::html::report_page(&self.report))
     }
 
     /// Whether `reduce` made this Run from rank summaries (it holds the rank analysis alone).

@@ -88,7 +88,7 @@ fn severities_and_format_ids_are_documented_as_the_code_names_them() {
 #[test]
 fn findings_md_lists_every_threshold() {
     let doc = std::fs::read_to_string(support::repo().join("docs/findings.md")).unwrap();
-    let documented = table_codes(&doc, "**Thresholds** live in one place");
+    let documented = table_codes(&doc, "**Thresholds** are declared by the detector");
     let fields: BTreeSet<String> = serde_json::to_value(steplens_analysis::Thresholds::default())
         .unwrap()
         .as_object()

@@ -258,7 +258,7 @@ fn sample_pages() -> Vec<(String, String)> {
             let t = steplens_ingest::load_many(&refs, &LoadOptions::default(), None).ok()?;
             let report = steplens_analysis::build_report(&t);
             let name = paths[0].display().to_string();
-            Some((name, steplens_output::html::report_page(&report, &t)))
+            Some((name, steplens_output::html::report_page(&report)))
         })
         .collect()
 }
@@ -421,4 +421,66 @@ fn a_host_only_trace_has_no_device_line_of_zero_devices() {
     let gpu = support::repo().join("samples/whatif-cuda/item_sync.problem.json.gz");
     let info = support::ok(&["info", gpu.to_str().unwrap()]);
     assert!(info.contains("(1 device active)"), "{info}");
+}
+
+/// Output only renders: a report saved as JSON and read back draws the very page its traces did
+/// (every sample and the 4-rank run), so nothing on the page comes from anywhere but the report
+/// (and every float reads back as written: serde_json's `float_roundtrip`).
+#[test]
+fn a_saved_report_renders_the_page_its_trace_did() {
+    use steplens_ingest::LoadOptions;
+    let mut runs: Vec<Vec<std::path::PathBuf>> = support::sample_traces()
+        .into_iter()
+        .map(|p| vec![p])
+        .collect();
+    let ranks = support::repo().join("samples/ranks/nccl_straggler");
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&ranks)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".json.gz"))
+        .collect();
+    files.sort();
+    runs.push(files);
+    let mut compared = 0;
+    for paths in &runs {
+        let refs: Vec<&std::path::Path> = paths.iter().map(|p| p.as_path()).collect();
+        let Ok(t) = steplens_ingest::load_many(&refs, &LoadOptions::default(), None) else {
+            continue;
+        };
+        let report = steplens_analysis::build_report(&t);
+        let saved = serde_json::to_string(&report).unwrap();
+        let back: steplens_analysis::Report = serde_json::from_str(&saved).unwrap();
+        assert!(
+            steplens_output::html::report_page(&report) == steplens_output::html::report_page(&back),
+            "{}: the saved report draws another page",
+            paths[0].display()
+        );
+        compared += 1;
+    }
+    assert!(compared > 20, "only {compared} samples loaded");
+}
+
+/// The same through the CLI: `report saved.json -f html` writes the page `report TRACE -f html`
+/// did.
+#[test]
+fn report_of_a_saved_report_writes_the_same_html() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = support::repo().join("samples/gaudi/train_hpu.hw.csv");
+    let trace = trace.to_str().unwrap();
+    let saved = dir.path().join("run.report.json");
+    let saved = saved.to_str().unwrap();
+    assert!(
+        support::steplens(&["report", trace, "-f", "json", "-o", saved])
+            .status
+            .success()
+    );
+    let from_trace = support::ok(&["report", trace, "-f", "html"]);
+    let from_saved = support::ok(&["report", saved, "-f", "html"]);
+    assert!(from_trace.contains("Engine utilization over the trace"));
+    assert!(from_trace == from_saved, "the saved report's page differs");
+    // Text too: the report alone carries what the text report shows.
+    assert_eq!(
+        support::ok(&["report", trace]),
+        support::ok(&["report", saved])
+    );
 }

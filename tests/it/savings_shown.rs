@@ -178,7 +178,7 @@ fn kind_ids_in(text: &str, report: &Report) -> Vec<&'static str> {
 }
 
 fn check_page(name: &str, report: &Report, timeline: &Timeline) {
-    let html = steplens_output::html::report_page(report, timeline);
+    let html = steplens_output::html::report_page(report);
     assert_eq!(
         savings_bars(&html),
         expected_bars(report),
@@ -268,7 +268,7 @@ fn multi_rank_figures_are_per_rank_and_the_headline_adds_up() {
         if let Some(pct) = report.summary.saving_pct_of_steps {
             assert!(pct <= 100.0, "{name}: {pct}");
         }
-        let html = steplens_output::html::report_page(&report, &t);
+        let html = steplens_output::html::report_page(&report);
         let headline = html.split("<p class=\"headline\">").nth(1).unwrap();
         let headline = visible_text(&headline[..headline.find("</p>").unwrap()]);
         if let Some((_, parts)) = headline.split_once("% of step time: ") {

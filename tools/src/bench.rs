@@ -260,7 +260,7 @@ fn measure(trace: &Path, runs: usize) -> Result<Figures> {
             steplens_output::text::markdown(&mut io::sink(), &report, 20)
         })?;
         timed_render(&ledger, "render html", || {
-            io::sink().write_all(steplens_output::html::report_page(&report, &timeline).as_bytes())
+            io::sink().write_all(steplens_output::html::report_page(&report).as_bytes())
         })?;
         let total_s = (t2 - t0).as_secs_f64();
         if best_ledger

@@ -124,8 +124,8 @@ pub fn run(dir: Option<&Path>, ranks: usize, runs: usize, json: bool) -> Result<
     for path in &traces {
         let timeline = steplens_ingest::load(path, &options, None)?;
         trace_bytes += timeline.sources.iter().map(|s| s.bytes).sum::<u64>();
-        let children = steplens_analysis::ops::child_time(&timeline);
-        docs.push(serde_json::to_vec(&rank_summary(&timeline, 0, &children))?);
+        let self_time = steplens_analysis::ops::SelfTime::new(&timeline);
+        docs.push(serde_json::to_vec(&rank_summary(&timeline, 0, &self_time))?);
     }
     let map_s = started.elapsed().as_secs_f64();
     let summary_bytes: u64 = docs.iter().map(|d| d.len() as u64).sum();

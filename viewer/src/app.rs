@@ -190,7 +190,7 @@ impl Session {
         let path = PathBuf::from(name);
         // Written as it renders, never held whole (issue 45).
         let mut out = std::io::BufWriter::new(std::fs::File::create(&path)?);
-        steplens_output::html::write_report_page(&mut out, &self.data.report, &self.data.timeline)?;
+        steplens_output::html::write_report_page(&mut out, &self.data.report)?;
         std::io::Write::flush(&mut out)?;
         Ok(path)
     }

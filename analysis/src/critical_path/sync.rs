@@ -29,14 +29,8 @@ const BLOCKING: &[&str] = &[
     "synDeviceSynchronize",
 ];
 
-/// No slice (a device slice without a launch link).
-const NO_SLICE: SliceId = SliceId::MAX;
-
 /// What every window reads: launch links, blocking-call names, `cuda_sync` links.
 pub(super) struct Shared {
-    /// Per slice: the runtime call that launched it (device work), or [`NO_SLICE`]; empty
-    /// without launch links.
-    launch_of: Vec<SliceId>,
     /// Per-slice node ids of the window being built, reused from window to window.
     pub(super) scratch: std::cell::RefCell<Scratch>,
     /// Per interned name: 1 blocking call, 2 compile span, 4 data loader range, 8 launch call.
@@ -83,21 +77,7 @@ impl Shared {
                 f
             })
             .collect();
-        let mut launch_of: Vec<SliceId> = Vec::new();
-        for flow in &t.flows {
-            if t.slice_class(flow.from).is_host_work() && t.slice_class(flow.to).is_device_work() {
-                if launch_of.is_empty() {
-                    launch_of = vec![NO_SLICE; t.slices.len()];
-                }
-                if let Some(l) = launch_of.get_mut(flow.to as usize)
-                    && *l == NO_SLICE
-                {
-                    *l = flow.from;
-                }
-            }
-        }
         let mut shared = Self {
-            launch_of,
             scratch: std::cell::RefCell::new(Scratch::default()),
             name_flags,
             waits_for: FxHashMap::default(),
@@ -133,12 +113,10 @@ impl Shared {
         shared
     }
 
-    /// The runtime call that launched device work `slice`, when the trace links it.
-    pub(super) fn launch_of(&self, slice: SliceId) -> Option<SliceId> {
-        self.launch_of
-            .get(slice as usize)
-            .copied()
-            .filter(|&l| l != NO_SLICE)
+    /// The host call that launched device work `slice`, when the trace links it (the launch
+    /// index's any-tier link: HTA's graph takes whichever host work the flow starts from).
+    pub(super) fn launch_of(t: &Timeline, slice: SliceId) -> Option<SliceId> {
+        t.launches().host_of(slice)
     }
 
     pub(super) fn flags(&self, t: &Timeline, slice: SliceId) -> u8 {
@@ -186,11 +164,7 @@ impl Shared {
         }
         // Per (source, stream): the device work in launch order, (launch start, work).
         let mut launched: FxHashMap<(u16, i64), Vec<(i64, SliceId)>> = FxHashMap::default();
-        for (work, &launch) in self.launch_of.iter().enumerate() {
-            if launch == NO_SLICE {
-                continue;
-            }
-            let work = work as SliceId;
+        for (work, launch) in t.launches().host_links() {
             let Some(track) = t.slice_track(work) else {
                 continue;
             };

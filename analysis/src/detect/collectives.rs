@@ -30,7 +30,7 @@ pub(super) const DETECTOR: Detector = Detector {
     raises: &[Raises::new(FindingKind::FragmentedCollectives, Saves::DeviceWork)],
     thresholds: &["fragmented_min_per_step", "fragmented_over_needed"],
     advice: "Bucket the gradients into fewer, larger all-reduces (DDP bucket_cap_mb, gradient accumulation with no_sync).",
-    detect: detect,
+    detect: |ctx, _| detect(ctx),
 };
 
 /// DDP's default bucket size.

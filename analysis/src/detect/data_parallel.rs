@@ -27,7 +27,7 @@ pub(super) const DETECTOR: Detector = Detector {
     raises: &[Raises::new(FindingKind::DataParallel, Saves::DeviceWork)],
     thresholds: &[],
     advice: "Use DistributedDataParallel, one process per device, instead of nn.DataParallel.",
-    detect: detect,
+    detect: |ctx, _| detect(ctx),
 };
 
 /// Autograd functions of DataParallel's forward, as the profiler names them.

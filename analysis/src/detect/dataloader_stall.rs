@@ -27,7 +27,7 @@ pub(super) const DETECTOR: Detector = Detector {
     raises: &[Raises::new(FindingKind::DataloaderStall, Saves::HostTime)],
     thresholds: &["dataloader_stall_min_pct", "dataloader_stall_min_ns"],
     advice: "Give the DataLoader more workers (num_workers), pin_memory=True and persistent_workers, or move the input transforms off the training loop.",
-    detect: detect,
+    detect: |ctx, _| detect(ctx),
 };
 
 pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Raised> {

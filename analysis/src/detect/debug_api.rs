@@ -24,7 +24,8 @@ use std::collections::BTreeMap;
 use rustc_hash::{FxHashMap, FxHashSet};
 use steplens_ingest::model::{CategoryClass, SliceId, StrId};
 
-use super::torch_ops::{EVALUATE_PREFIX, children, in_backward};
+use super::torch_ops::{children, in_backward};
+use crate::op_names::EVALUATE_PREFIX;
 use super::{MAX_EVIDENCE, human_ns};
 use crate::context::Context;
 use crate::finding::{Cost, FindingKind, Raised, Severity};
@@ -35,7 +36,7 @@ pub(super) const DETECTOR: Detector = Detector {
     raises: &[Raises::new(FindingKind::DebugApiEnabled, Saves::HostTime)],
     thresholds: &[],
     advice: "Turn off anomaly detection, profiler debug APIs and synchronous launches outside debugging.",
-    detect: detect,
+    detect: |ctx, _| detect(ctx),
 };
 
 /// Ops anomaly mode adds after each backward node, directly under its `evaluate_function`.

@@ -39,7 +39,7 @@ pub(super) const DETECTOR: Detector = Detector {
     raises: &[Raises::new(FindingKind::ExposedCommunication, Saves::DeviceWork)],
     thresholds: &["exposed_comm_min_pct"],
     advice: "Overlap communication with compute: DDP's bucketed backward, FSDP prefetch, or fewer, larger collectives.",
-    detect: detect,
+    detect: |ctx, _| detect(ctx),
 };
 
 /// A call this large should approach the link's bus bandwidth.

@@ -19,7 +19,7 @@ pub(super) const DETECTOR: Detector = Detector {
     raises: &[Raises::new(FindingKind::CpuFallback, Saves::DeviceWork), Raises::new(FindingKind::Recompile, Saves::HostTime)],
     thresholds: &["gaudi_warmup_steps"],
     advice: "Replace ops the Gaudi runs on the CPU with supported ones, and keep graph inputs static so the graph is not recompiled.",
-    detect: detect,
+    detect: |ctx, _| detect(ctx),
 };
 
 pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Raised> {

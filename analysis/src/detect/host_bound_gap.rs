@@ -26,7 +26,7 @@ pub(super) const DETECTOR: Detector = Detector {
     raises: &[Raises::new(FindingKind::HostBoundGap, Saves::HostTime)],
     thresholds: &["host_gap_min_ns", "host_gap_min_pct"],
     advice: "Launch less from Python per step: larger batches, torch.compile or CUDA graphs, fused ops.",
-    detect: detect,
+    detect: |ctx, _| detect(ctx),
 };
 
 /// A device-idle gap: `(start, end, host-bound ns)`.

@@ -37,7 +37,7 @@ pub(super) const DETECTOR: Detector = Detector {
     raises: &[Raises::new(FindingKind::PageableCopy, Saves::HostTime), Raises::new(FindingKind::HostCreatedTensor, Saves::HostTime)],
     thresholds: &[],
     advice: "Copy from pinned memory with non_blocking=True, and make tensors on the device (device=...) instead of on the host.",
-    detect: |ctx| detect(ctx, ctx.host_copies()),
+    detect: |ctx, shared| detect(ctx, shared.host_copies(ctx)),
 };
 
 /// Ops that make a new tensor from nothing (sizes and a fill rule).

@@ -29,7 +29,7 @@ pub(super) const DETECTOR: Detector = Detector {
     raises: &[Raises::new(FindingKind::ExplicitPad, Saves::DeviceWork), Raises::new(FindingKind::BiasBeforeBatchnorm, Saves::DeviceWork)],
     thresholds: &[],
     advice: "Let the layer pad itself (padding=...), and drop the bias of a layer that batch norm follows (bias=False).",
-    detect: detect,
+    detect: |ctx, _| detect(ctx),
 };
 
 const PAD_OPS: &[&str] = &["aten::pad", "aten::constant_pad_nd"];
@@ -190,7 +190,7 @@ fn pad_backward_nodes(
             .filter(|&p| {
                 p != steplens_ingest::model::NO_PARENT
                     && t.slice_name(p)
-                        .starts_with(super::torch_ops::EVALUATE_PREFIX)
+                        .starts_with(crate::op_names::EVALUATE_PREFIX)
             })
             .unwrap_or(node);
         if t.slice_name(node).contains("Backward") {

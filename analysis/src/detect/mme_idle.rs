@@ -21,7 +21,7 @@ pub(super) const DETECTOR: Detector = Detector {
     raises: &[Raises::new(FindingKind::MmeIdleBehindTpc, Saves::DeviceWork)],
     thresholds: &["mme_idle_min_ns", "mme_idle_stretch_min_ns", "graph_gap_ns"],
     advice: "Cut the vector (TPC) work between matrix ops: fuse or drop the elementwise and layout ops the MME waits behind.",
-    detect: detect,
+    detect: |ctx, _| detect(ctx),
 };
 
 /// TPC kernels named in a finding.

@@ -9,7 +9,6 @@ mod collectives;
 mod data_parallel;
 mod dataloader_stall;
 mod debug_api;
-pub(crate) mod enclosure;
 mod exposed_comm;
 mod gaudi;
 mod host_bound_gap;
@@ -33,127 +32,70 @@ pub(crate) mod torch_ops;
 
 pub(crate) use torch_ops::is_pointwise as is_pointwise_name;
 
-use serde::{Deserialize, Serialize};
-use steplens_ingest::model::Timeline;
+use steplens_ingest::model::{SliceId, Timeline};
 
-use crate::context::Context;
+use crate::context::{Context, NameSet};
 use crate::finding::{Finding, FindingKind, Severity};
 use crate::intervals::IntervalSet;
 
 pub(crate) use crate::finding::MAX_EVIDENCE;
 /// Durations in titles read as in the tables.
 pub(crate) use crate::units::human_ns;
-pub(crate) use enclosure::Under;
+pub(crate) use crate::context::enclosure::Under;
 
-/// Every detector threshold, with its default. Field names are the keys of the budget file's
-/// `[thresholds]` table.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(default, deny_unknown_fields)]
-pub struct Thresholds {
-    /// `dataloader_stall`: data wait (DataLoader time not covered by any op) must reach this
-    /// share of the step, percent.
-    pub dataloader_stall_min_pct: f64,
-    /// `dataloader_stall`: … and at least this long, ns.
-    pub dataloader_stall_min_ns: i64,
-    /// `host_bound_gap`: a device-idle gap shorter than this is launch jitter, not a finding, ns.
-    pub host_gap_min_ns: i64,
-    /// `host_bound_gap`: the host-bound idle time of a step must reach this share of the step,
-    /// percent.
-    pub host_gap_min_pct: f64,
-    /// Idle breakdown: a gap between kernels on a stream shorter than this, not caused by a
-    /// late launch, is kernel-launch overhead ("kernel wait"), ns. HTA's default (30 µs).
-    pub kernel_wait_max_ns: i64,
-    /// `mme_idle_behind_tpc`: MME idle time behind TPC work per step must reach this, ns.
-    pub mme_idle_min_ns: i64,
-    /// `mme_idle_behind_tpc` without steps: device work separated by this long with every
-    /// engine idle belongs to different graph launches, ns.
-    pub graph_gap_ns: i64,
-    /// `straggler`: the slowest rank's extra compute per step must reach this share of its
-    /// step, percent.
-    pub straggler_min_pct: f64,
-    /// `straggler`: collectives matched across the ranks needed to name one, count.
-    pub straggler_min_collectives: usize,
-    /// `mme_idle_behind_tpc`: a stretch with less TPC work than this is node-to-node jitter,
-    /// not counted, ns.
-    pub mme_idle_stretch_min_ns: i64,
-    /// `non_logical_transpose` on Gaudi device lanes: transpose kernels (`transpose_*`,
-    /// `DmaTranspose`) are flagged when they take at least this share of the step, percent.
-    pub device_transpose_min_pct: f64,
-    /// Gaudi `recompile`: graph compiles in the first this many steps (or `mark_step` metric
-    /// dumps) are warm-up.
-    pub gaudi_warmup_steps: usize,
-    /// `recompile`: compiles with an index below this are warm-up, not recompiles (`F/0` is the
-    /// first compile of frame `F`).
-    pub recompile_warmup_compiles: u32,
-    /// Materiality: a finding with a measured cost must cost at least this share of its step
-    /// (of the trace, without steps), percent …
-    pub min_finding_pct: f64,
-    /// … and at least this long, ns.
-    pub min_finding_ns: i64,
-    /// `memory_growth`: the allocated baseline must rise by at least this much over the run of
-    /// steps, bytes.
-    pub memory_growth_min_bytes: i64,
-    /// `reserved_slack`: reserved − allocated at their peaks must reach this, bytes …
-    pub reserved_slack_min_bytes: i64,
-    /// … and this share of the peak reserved, percent.
-    pub reserved_slack_min_pct: f64,
-    /// `no_mixed_precision`: fp32 matrix kernels must take at least this share of the step,
-    /// percent.
-    pub fp32_compute_min_pct: f64,
-    /// `unfused_pointwise`: a chain has at least this many elementwise ops …
-    pub pointwise_chain_min_ops: usize,
-    /// … over a tensor of at least this many elements.
-    pub pointwise_min_elems: i64,
-    /// `unfused_optimizer`: per-parameter math ops in one optimizer step before it counts as a
-    /// loop.
-    pub optimizer_loop_min_ops: usize,
-    /// … and its estimated cost must reach this share of the step, percent.
-    pub optimizer_loop_min_pct: f64,
-    /// `fragmented_collectives`: collectives of one kind in one step before they count as
-    /// fragmented …
-    pub fragmented_min_per_step: usize,
-    /// … and, where every call's size is recorded, more than this many times the all-reduces
-    /// DDP's default 25 MiB buckets would need for the step's bytes.
-    pub fragmented_over_needed: f64,
-    /// `exposed_communication`: collective time with no compute beside it must reach this
-    /// share of the step, percent.
-    pub exposed_comm_min_pct: f64,
-    /// `slow_gemm`: a GEMM signature whose rate is below this share of what the trace's
-    /// well-shaped GEMMs of its dtype reach (or its memory roof) runs slow, percent.
-    pub slow_gemm_max_pct: f64,
+/// Every detector, in the order their findings are concatenated before ranking (ties in the
+/// ranking keep this order, so the report does not depend on scheduling).
+pub static DETECTORS: &[&registry::Detector] = &[
+    &dataloader_stall::DETECTOR,
+    &recompile::DETECTOR,
+    &mme_idle::DETECTOR,
+    &gaudi::DETECTOR,
+    &non_logical_transpose::DETECTOR,
+    &sync_point::DETECTOR,
+    &host_copies::DETECTOR,
+    &python_data_tensor::DETECTOR,
+    &host_bound_gap::DETECTOR,
+    &slow_zero_grad::DETECTOR,
+    &debug_api::DETECTOR,
+    &layer_patterns::DETECTOR,
+    &precision::DETECTOR,
+    &slow_gemm::DETECTOR,
+    &data_parallel::DETECTOR,
+    &pointwise::DETECTOR,
+    &optimizer::DETECTOR,
+    &collectives::DETECTOR,
+    &exposed_comm::DETECTOR,
+    &memory::DETECTOR,
+    &straggler::DETECTOR,
+];
+
+/// What several detectors read, found once per report on first use: the host-to-device copies
+/// (their own findings, and the syncs they claim) and which names are elementwise ops.
+pub struct Shared {
+    host_copies: std::sync::OnceLock<Vec<host_copies::HostCopy>>,
+    pointwise_names: std::sync::OnceLock<NameSet>,
 }
 
-impl Default for Thresholds {
-    fn default() -> Self {
+impl Shared {
+    fn new() -> Self {
         Self {
-            dataloader_stall_min_pct: 5.0,
-            dataloader_stall_min_ns: 1_000_000,
-            host_gap_min_ns: 50_000,
-            host_gap_min_pct: 5.0,
-            kernel_wait_max_ns: 30_000,
-            mme_idle_min_ns: 20_000,
-            mme_idle_stretch_min_ns: 10_000,
-            graph_gap_ns: 100_000,
-            straggler_min_pct: 5.0,
-            straggler_min_collectives: 3,
-            gaudi_warmup_steps: 2,
-            device_transpose_min_pct: 2.0,
-            recompile_warmup_compiles: 1,
-            min_finding_pct: 1.0,
-            min_finding_ns: 20_000,
-            memory_growth_min_bytes: 1 << 20,
-            reserved_slack_min_bytes: 256 << 20,
-            reserved_slack_min_pct: 30.0,
-            fp32_compute_min_pct: 10.0,
-            pointwise_chain_min_ops: 4,
-            pointwise_min_elems: 1024,
-            optimizer_loop_min_ops: 8,
-            optimizer_loop_min_pct: 5.0,
-            fragmented_min_per_step: 8,
-            exposed_comm_min_pct: 5.0,
-            fragmented_over_needed: 2.0,
-            slow_gemm_max_pct: 50.0,
+            host_copies: std::sync::OnceLock::new(),
+            pointwise_names: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Host-to-device copies from pageable or host-made tensors.
+    pub(crate) fn host_copies(&self, ctx: &Context<'_>) -> &[host_copies::HostCopy] {
+        self.host_copies
+            .get_or_init(|| ctx.timed("host copies", || host_copies::host_copies(ctx)))
+    }
+
+    /// Whether slice `slice` is an elementwise ATen op ([`torch_ops::is_pointwise`] of its
+    /// name, classified once per name: a transformer trace has a million ops).
+    pub(crate) fn is_pointwise_op(&self, ctx: &Context<'_>, slice: SliceId) -> bool {
+        self.pointwise_names
+            .get_or_init(|| NameSet::new(ctx.timeline, torch_ops::is_pointwise))
+            .has(ctx.timeline, slice)
     }
 }
 
@@ -188,7 +130,7 @@ pub(crate) fn ranked_names(
         .collect()
 }
 
-/// Runs every detector of the registry ([`registry::DETECTORS`]), settles who owns each lost
+/// Runs every detector of the registry ([`DETECTORS`]), settles who owns each lost
 /// nanosecond, drops what is immaterial, prices what fixing each saves, and ranks them by it.
 #[must_use]
 pub fn run_all(ctx: &Context<'_>) -> Vec<Finding> {
@@ -196,21 +138,23 @@ pub fn run_all(ctx: &Context<'_>) -> Vec<Finding> {
     // concatenated in registry order, so the report does not depend on the scheduling. The
     // first half ends with the costliest detector on torch traces (non_logical_transpose reads
     // the shapes of every transpose and copy); the other half takes the rest.
-    let detectors = registry::DETECTORS;
+    let detectors = DETECTORS;
     let split = detectors
         .iter()
         .position(|d| d.name == "non_logical_transpose")
         .map_or(0, |i| i + 1);
     let (first, second) = detectors.split_at(split);
+    let shared = Shared::new();
     let run = |half: &[&registry::Detector]| {
         let mut findings: Vec<Finding> = Vec::new();
         for d in half {
-            let raised = ctx.timed(&format!("detector {}", d.name), || (d.detect)(ctx));
+            let raised = ctx.timed(&format!("detector {}", d.name), || (d.detect)(ctx, &shared));
             findings.extend(raised.into_iter().map(Finding::from));
         }
         findings
     };
-    let (mut findings, second) = side_by_side(|| run(first), || run(second));
+    let (mut findings, second) =
+        crate::parallel::side_by_side(|| run(first), || run(second));
     findings.extend(second);
     let claimed: Vec<i64> = findings.iter().map(|f| f.lost_ns).collect();
     ctx.timed("findings: one owner per ns", || {
@@ -244,22 +188,6 @@ pub fn rank_by_saving(findings: &mut [Finding]) {
             .then_with(|| a.start_ns.cmp(&b.start_ns))
             .then_with(|| a.kind.cmp(&b.kind))
     });
-}
-
-/// Runs `first` on this thread and `second` on another, and returns both results; a panic in
-/// `second` (a bug) is raised here rather than lost.
-pub(crate) fn side_by_side<A, B: Send>(
-    first: impl FnOnce() -> A,
-    second: impl FnOnce() -> B + Send,
-) -> (A, B) {
-    std::thread::scope(|scope| {
-        let other = scope.spawn(second);
-        let mine = first();
-        let theirs = other
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        (mine, theirs)
-    })
 }
 
 /// The step a finding names, as its device-inclusive window `(start, end)` on the clock of input

@@ -30,10 +30,11 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use steplens_ingest::model::{CategoryClass, OpArg, SliceId, StrId, Timeline};
 
 use super::torch_ops::{
-    EVALUATE_PREFIX, children, concrete_inputs, dtype_bytes, in_backward, ints, tensor_arg,
+    children, concrete_inputs, dtype_bytes, in_backward, ints, tensor_arg,
 };
 use super::{MAX_EVIDENCE, Under, human_ns};
 use crate::context::Context;
+use crate::op_names::EVALUATE_PREFIX;
 use crate::finding::{Cost, FindingKind, Raised, Severity};
 use crate::nodes::{DeviceNode, NodeKernels, device_nodes};
 use crate::units::human_bytes;
@@ -44,7 +45,7 @@ pub(super) const DETECTOR: Detector = Detector {
     raises: &[Raises::new(FindingKind::NonLogicalTranspose, Saves::DeviceWork)],
     thresholds: &["device_transpose_min_pct"],
     advice: "Keep the layout the next op wants (channels-last, a transposed weight kept once) instead of transposing and making it contiguous each step.",
-    detect: detect,
+    detect: |ctx, _| detect(ctx),
 };
 
 /// Transpose-like ops and how they permute their input.

@@ -30,7 +30,7 @@ pub(super) const DETECTOR: Detector = Detector {
     raises: &[Raises::new(FindingKind::UnfusedOptimizer, Saves::DeviceWork)],
     thresholds: &["optimizer_loop_min_ops", "optimizer_loop_min_pct"],
     advice: "Use the optimizer's foreach=True or fused=True implementation.",
-    detect: detect,
+    detect,
 };
 
 const STEP_PREFIX: &str = "Optimizer.step#";
@@ -90,7 +90,7 @@ fn on_a_tensor(ctx: &Context<'_>, op: SliceId) -> bool {
     }
 }
 
-pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Raised> {
+pub(crate) fn detect(ctx: &Context<'_>, shared: &super::Shared) -> Vec<Raised> {
     let t = ctx.timeline;
     let min_ops = ctx.thresholds.optimizer_loop_min_ops.max(2);
     let mut findings = Vec::new();
@@ -112,7 +112,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Raised> {
             }
             let (math, others): (Vec<SliceId>, Vec<SliceId>) = ops
                 .into_iter()
-                .partition(|&o| ctx.is_pointwise_op(o) && on_a_tensor(ctx, o));
+                .partition(|&o| shared.is_pointwise_op(ctx, o) && on_a_tensor(ctx, o));
             let others_ns: i64 = others.iter().map(|&o| t.slices.dur[o as usize]).sum();
             if math.len() < min_ops {
                 continue;

@@ -27,7 +27,7 @@ pub(super) const DETECTOR: Detector = Detector {
     raises: &[Raises::new(FindingKind::UnfusedPointwise, Saves::DeviceWork)],
     thresholds: &["pointwise_chain_min_ops", "pointwise_min_elems"],
     advice: "Fuse the chain: torch.compile, a fused op (e.g. F.gelu, addcmul) or a custom kernel.",
-    detect: detect,
+    detect,
 };
 
 const ADVICE: &str = "These elementwise ops each read and write the whole tensor and launch \
@@ -41,7 +41,7 @@ struct Chain {
     ops: Vec<SliceId>,
 }
 
-pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Raised> {
+pub(crate) fn detect(ctx: &Context<'_>, shared: &super::Shared) -> Vec<Raised> {
     let t = ctx.timeline;
     let th = ctx.thresholds;
     let min_ops = th.pointwise_chain_min_ops.max(2);
@@ -71,7 +71,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Raised> {
             if t.slice_class(i) != CategoryClass::CpuOp {
                 continue;
             }
-            if !ctx.is_pointwise_op(i) {
+            if !shared.is_pointwise_op(ctx, i) {
                 // Any op after the run's last op breaks it: an outermost one directly, a nested
                 // one through the outer op already met (no ancestor walk needed).
                 if !run.is_empty() && t.slices.start[i as usize] >= run_end {

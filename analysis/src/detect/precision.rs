@@ -38,7 +38,7 @@ pub(super) const DETECTOR: Detector = Detector {
     raises: &[Raises::new(FindingKind::NoMixedPrecision, Saves::DeviceWork)],
     thresholds: &["fp32_compute_min_pct"],
     advice: "Run the matrix work in bf16/fp16 under torch.autocast, or allow TF32 (torch.backends.cuda.matmul.allow_tf32).",
-    detect: detect,
+    detect: |ctx, _| detect(ctx),
 };
 
 /// Ops whose kernels are matrix work.

@@ -26,7 +26,7 @@ pub(super) const DETECTOR: Detector = Detector {
     raises: &[Raises::new(FindingKind::HostCreatedTensor, Saves::HostTime)],
     thresholds: &[],
     advice: "Build the tensor on the device, or once outside the loop, instead of from Python data every step.",
-    detect: detect,
+    detect: |ctx, _| detect(ctx),
 };
 
 const ADVICE: &str = "This tensor is built from Python data (a list, or scalars) every step: \

@@ -21,7 +21,7 @@ pub(super) const DETECTOR: Detector = Detector {
     raises: &[Raises::new(FindingKind::Recompile, Saves::HostTime)],
     thresholds: &["recompile_warmup_compiles"],
     advice: "Keep shapes, dtypes and Python values the compiled code depends on stable (pad to fixed sizes, mark dynamic dims), so the graph compiles once.",
-    detect: detect,
+    detect: |ctx, _| detect(ctx),
 };
 
 /// Outermost spans of a compile.

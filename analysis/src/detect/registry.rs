@@ -1,11 +1,12 @@
-//! The detector registry: every detector in one list ([`DETECTORS`]), each declared in its own
+//! The detector registry: every detector in one list ([`DETECTORS`], in `detect`), each declared in its own
 //! file with the finding kinds it raises and what fixing each saves, the thresholds it owns,
 //! its advice in one line and its `detect` function. The report runs them from this list; the
 //! savings read the saving model from it; `steplens report --help` and `docs/findings.md`'s
 //! threshold table are checked against it.
 
+use super::DETECTORS;
 use crate::context::Context;
-use crate::detect::Thresholds;
+use crate::thresholds::Thresholds;
 use crate::finding::{FindingKind, Raised};
 
 /// What fixing a finding of a kind takes off the step's critical path.
@@ -52,34 +53,8 @@ pub struct Detector {
     /// What to change, in one line.
     pub advice: &'static str,
     /// Looks for its problem in one analysis.
-    pub detect: fn(&Context<'_>) -> Vec<Raised>,
+    pub detect: fn(&Context<'_>, &super::Shared) -> Vec<Raised>,
 }
-
-/// Every detector, in the order their findings are concatenated before ranking (ties in the
-/// ranking keep this order, so the report does not depend on scheduling).
-pub static DETECTORS: &[&Detector] = &[
-    &super::dataloader_stall::DETECTOR,
-    &super::recompile::DETECTOR,
-    &super::mme_idle::DETECTOR,
-    &super::gaudi::DETECTOR,
-    &super::non_logical_transpose::DETECTOR,
-    &super::sync_point::DETECTOR,
-    &super::host_copies::DETECTOR,
-    &super::python_data_tensor::DETECTOR,
-    &super::host_bound_gap::DETECTOR,
-    &super::slow_zero_grad::DETECTOR,
-    &super::debug_api::DETECTOR,
-    &super::layer_patterns::DETECTOR,
-    &super::precision::DETECTOR,
-    &super::slow_gemm::DETECTOR,
-    &super::data_parallel::DETECTOR,
-    &super::pointwise::DETECTOR,
-    &super::optimizer::DETECTOR,
-    &super::collectives::DETECTOR,
-    &super::exposed_comm::DETECTOR,
-    &super::memory::DETECTOR,
-    &super::straggler::DETECTOR,
-];
 
 /// Thresholds no one detector owns: the report's own passes read them (key, what reads it).
 pub const REPORT_THRESHOLDS: &[(&str, &str)] = &[
@@ -117,8 +92,9 @@ pub fn threshold_value(thresholds: &Thresholds, key: &str) -> Option<f64> {
 mod tests {
     use std::collections::BTreeSet;
 
-    use super::{DETECTORS, REPORT_THRESHOLDS, Saves, saves};
-    use crate::detect::Thresholds;
+    use super::{REPORT_THRESHOLDS, Saves, saves};
+    use crate::detect::DETECTORS;
+    use crate::thresholds::Thresholds;
     use crate::finding::FindingKind;
 
     #[test]

@@ -44,7 +44,7 @@ pub(super) const DETECTOR: Detector = Detector {
     raises: &[Raises::new(FindingKind::SlowGemm, Saves::DeviceWork)],
     thresholds: &["slow_gemm_max_pct"],
     advice: "Give the GEMM well-aligned shapes (multiples of 8/16 in the inner dims) and batch small ones together.",
-    detect: detect,
+    detect: |ctx, _| detect(ctx),
 };
 
 /// Ops that copy a tensor into a new layout on the device.

@@ -28,7 +28,7 @@ pub(super) const DETECTOR: Detector = Detector {
     raises: &[Raises::new(FindingKind::SlowZeroGrad, Saves::HostTime)],
     thresholds: &[],
     advice: "Call optimizer.zero_grad(set_to_none=True) (the default since PyTorch 2.0).",
-    detect: detect,
+    detect: |ctx, _| detect(ctx),
 };
 
 /// In-place zeroing ops a `zero_grad(set_to_none=False)` issues.

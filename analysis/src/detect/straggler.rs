@@ -10,5 +10,5 @@ pub(super) const DETECTOR: Detector = Detector {
     raises: &[Raises::new(FindingKind::Straggler, Saves::NotStepTime)],
     thresholds: &["straggler_min_pct", "straggler_min_collectives"],
     advice: "Even out the slow rank's work: its data shard, its input pipeline, or the other jobs on its host and device.",
-    detect: |ctx| ctx.ranks().map(|a| a.straggler.clone()).unwrap_or_default(),
+    detect: |ctx, _| ctx.ranks().map(|a| a.straggler.clone()).unwrap_or_default(),
 };

@@ -25,7 +25,9 @@ pub(super) const DETECTOR: Detector = Detector {
     raises: &[Raises::new(FindingKind::SyncPoint, Saves::HostTime)],
     thresholds: &[],
     advice: "Keep values on the device: log .item()/.cpu()/print results every N steps, or accumulate on the device and read once.",
-    detect: |ctx| detect(ctx, &super::host_copies::claimed_copy_ops(ctx.host_copies())),
+    detect: |ctx, shared| {
+        detect(ctx, &super::host_copies::claimed_copy_ops(shared.host_copies(ctx)))
+    },
 };
 
 /// Ops that read a device value (or a value-dependent shape) on the host.

@@ -8,8 +8,6 @@ use steplens_ingest::model::{OpArg, SliceId, Timeline};
 use super::Under;
 use crate::context::Context;
 
-/// Name prefix of the autograd engine's per-node range.
-pub(crate) const EVALUATE_PREFIX: &str = "autograd::engine::evaluate_function: ";
 /// Whether `slice` runs inside the autograd engine (the backward pass).
 pub(crate) fn in_backward(ctx: &Context<'_>, slice: SliceId) -> bool {
     ctx.is_under(slice, Under::BACKWARD)

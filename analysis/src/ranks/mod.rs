@@ -196,6 +196,7 @@ pub fn rank_analysis(t: &Timeline) -> Option<RankAnalysis> {
         t,
         &crate::Thresholds::default(),
         &crate::step_windows::step_windows(t),
+        &crate::ops::SelfTime::new(t),
     )
 }
 
@@ -205,14 +206,14 @@ pub fn rank_analysis_with(
     t: &Timeline,
     thresholds: &crate::Thresholds,
     windows: &[crate::step_windows::StepWindow],
+    self_time: &crate::ops::SelfTime,
 ) -> Option<RankAnalysis> {
     if t.sources.is_empty() {
         return None;
     }
-    let children = crate::ops::child_time(t);
     let names = CollectiveNames::of_timeline(t);
     let summaries: Vec<RankSummary> = (0..t.sources.len())
-        .map(|source| rank_summary_with(t, source as u16, &children, &names, windows))
+        .map(|source| rank_summary_with(t, source as u16, self_time, &names, windows))
         .collect();
     ranks_and_waits(&summaries, thresholds).map(|(report, mut straggler, waits, late)| {
         for f in &mut straggler {

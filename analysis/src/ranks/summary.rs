@@ -149,13 +149,13 @@ pub struct RankSummary {
     pub self_ns_per_step: BTreeMap<String, i64>,
 }
 
-/// One rank's summary from input `source` of `t`; `children` is [`crate::ops::child_time`].
+/// One rank's summary from input `source` of `t`; `self_time` is [`crate::ops::SelfTime::new`]'s.
 #[must_use]
-pub fn rank_summary(t: &Timeline, source: u16, children: &[i64]) -> RankSummary {
+pub fn rank_summary(t: &Timeline, source: u16, self_time: &crate::ops::SelfTime) -> RankSummary {
     rank_summary_with(
         t,
         source,
-        children,
+        self_time,
         &CollectiveNames::of_timeline(t),
         &crate::step_windows::step_windows(t),
     )
@@ -165,7 +165,7 @@ pub fn rank_summary(t: &Timeline, source: u16, children: &[i64]) -> RankSummary 
 pub(crate) fn rank_summary_with(
     t: &Timeline,
     source: u16,
-    children: &[i64],
+    self_time: &crate::ops::SelfTime,
     names: &CollectiveNames,
     windows: &[crate::step_windows::StepWindow],
 ) -> RankSummary {
@@ -197,7 +197,7 @@ pub(crate) fn rank_summary_with(
         collective_p50_ns: split.collective,
         exposed_comm_p50_ns: split.exposed,
         comm_overlap_pct: comm_overlap(&comm, &compute),
-        self_ns_per_step: self_time_per_step(t, source, children, names),
+        self_ns_per_step: self_time_per_step(t, source, self_time, names),
         collectives,
     }
 }
@@ -313,7 +313,7 @@ pub(crate) fn step_split(
 pub(crate) fn self_time_per_step(
     t: &Timeline,
     source: u16,
-    children: &[i64],
+    self_time: &crate::ops::SelfTime,
     by_name: &CollectiveNames,
 ) -> BTreeMap<String, i64> {
     let is_collective = |i: SliceId| by_name.slice(t, i).is_some();
@@ -336,8 +336,7 @@ pub(crate) fn self_time_per_step(
             if !work || is_collective(i) {
                 continue;
             }
-            let below = children.get(i as usize).copied().unwrap_or(0);
-            let own = (t.slices.dur[i as usize] - below).max(0);
+            let own = self_time.of(t, i as usize);
             let name = t.slice_name(i);
             if device {
                 *out.entry(crate::ops::op_label(name, "device")).or_insert(0) += own;

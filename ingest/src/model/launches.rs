@@ -224,7 +224,7 @@ mod tests {
         ("analysis/src/columns.rs", "exports each slice's flow id as the correlation column"),
         ("analysis/src/detect/layer_patterns.rs", "autograd (fwdbwd) flows, not launches"),
         ("analysis/src/detect/non_logical_transpose.rs", "autograd (fwdbwd) flows, not launches"),
-        ("output/src/info.rs", "counts the flows"),
+        ("analysis/src/trace_info.rs", "counts the flows for `info`"),
         ("viewer/src/query.rs", "lists a selected slice's flows"),
     ];
 

@@ -8,7 +8,6 @@ use std::io;
 
 use steplens_analysis::units::human_ns;
 use steplens_analysis::{Evidence, FindingKind, Report};
-use steplens_ingest::Timeline;
 
 use super::{Html, STYLE, close_page, esc};
 
@@ -23,8 +22,8 @@ use tables::{ranks_and_memory, tables};
 
 /// The whole page as one `String`: [`write_report_page`] into memory.
 #[must_use]
-pub fn report_page(report: &Report, timeline: &Timeline) -> String {
-    super::sink::page_string(|out| write_report_page(out, report, timeline))
+pub fn report_page(report: &Report) -> String {
+    super::sink::page_string(|out| write_report_page(out, report))
 }
 
 /// The whole page, written to `out` section by section as it renders, so that it is never held
@@ -35,7 +34,6 @@ pub fn report_page(report: &Report, timeline: &Timeline) -> String {
 pub fn write_report_page(
     out: &mut dyn io::Write,
     report: &Report,
-    timeline: &Timeline,
 ) -> io::Result<()> {
     let mut page = Html::new(out);
     let h = &mut page;
@@ -52,7 +50,7 @@ pub fn write_report_page(
     top_findings(h, report);
     step_chart(h, report);
     critical_path_chart(h, report);
-    utilization_chart(h, timeline);
+    utilization_chart(h, report);
     savings_chart(h, report);
     ops_chart(h, report);
     findings(h, report);

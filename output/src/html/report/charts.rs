@@ -7,9 +7,8 @@ use std::fmt::Write as _;
 use steplens_analysis::FindingKind;
 use steplens_analysis::Report;
 use steplens_analysis::critical_path::{Bound, CriticalPath};
-use steplens_analysis::steps::{Channels, StepStats};
+use steplens_analysis::steps::StepStats;
 use steplens_analysis::units::human_ns;
-use steplens_ingest::Timeline;
 
 use crate::html::{Html, PALETTE, Ticks, axis_y, esc, hbars, legend, pct};
 
@@ -297,44 +296,30 @@ pub(super) fn critical_path_chart(h: &mut Html<'_>, report: &Report) {
 }
 
 /// Busy share per engine class in 120 bins over the trace, with step boundaries.
-pub(super) fn utilization_chart(h: &mut Html<'_>, timeline: &Timeline) {
-    let channels = steplens_analysis::steps::channels(timeline);
-    let mut engines: std::collections::BTreeMap<&String, Vec<&Channels>> = Default::default();
-    for c in channels.values() {
-        for name in c.engines.keys() {
-            engines.entry(name).or_default().push(c);
-        }
-    }
-    let Some((from, to)) = timeline.time_range() else {
+pub(super) fn utilization_chart(h: &mut Html<'_>, report: &Report) {
+    let Some(u) = &report.utilization else {
         return;
     };
-    if engines.is_empty() || to <= from {
+    let (from, to) = (u.from_ns, u.to_ns);
+    if u.classes.is_empty() || to <= from {
         return;
     }
-    let (w, ht, left, bottom, bins) = (1100.0, 200.0, 60.0, 24.0, 120usize);
+    let (w, ht, left, bottom) = (1100.0, 200.0, 60.0, 24.0);
+    let bins = steplens_analysis::engines::UTILIZATION_BINS;
     let span = (to - from) as f64;
     // Each engine class's line; a class never busy in the trace draws no line and no legend.
     let mut lines: Vec<(usize, &String, String)> = Vec::new();
-    for (i, (name, sets)) in engines.iter().enumerate() {
+    for (i, class) in u.classes.iter().enumerate() {
+        if !class.busy_share.iter().any(|&share| share > 0.0) {
+            continue;
+        }
         let mut points = String::new();
-        let mut any = false;
-        for b in 0..bins {
-            let a = from + (span * b as f64 / bins as f64) as i64;
-            let z = from + (span * (b + 1) as f64 / bins as f64) as i64;
-            let busy: i64 = sets
-                .iter()
-                .filter_map(|c| c.engines.get(*name))
-                .map(|set| set.covered(a, z))
-                .sum();
-            any |= busy > 0;
-            let share = (busy as f64 / (z - a).max(1) as f64 / sets.len() as f64).min(1.0);
+        for (b, share) in class.busy_share.iter().enumerate() {
             let x = left + (b as f64 + 0.5) / bins as f64 * (w - left);
             let y = ht - bottom - share * (ht - bottom - 10.0);
             let _ = write!(points, "{x:.1},{y:.1} ");
         }
-        if any {
-            lines.push((i, name, points));
-        }
+        lines.push((i, &class.class, points));
     }
     if lines.is_empty() {
         return;
@@ -358,8 +343,11 @@ pub(super) fn utilization_chart(h: &mut Html<'_>, timeline: &Timeline) {
             y + 4.0,
         );
     }
-    for step in &timeline.steps {
-        let x = left + (step.start - from) as f64 / span * (w - left);
+    for step in &report.steps {
+        let Some(start) = step.host_start_ns else {
+            continue;
+        };
+        let x = left + (start - from) as f64 / span * (w - left);
         let _ = write!(
             h,
             "<line x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"10\" y2=\"{}\" stroke=\"#bbb\" stroke-dasharray=\"2 3\"><title>{}</title></line>",

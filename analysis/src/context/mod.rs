@@ -4,13 +4,13 @@
 //! signatures, op-arg places), plus the questions detectors ask of a slice (its call site, step,
 //! enclosing ops, evidence).
 
+pub(crate) mod enclosure;
+
 use steplens_ingest::model::{ArgKeys, CategoryClass, NO_PARENT, OpArg, SliceId, Timeline, TrackKind};
 
-use crate::detect::Thresholds;
-use crate::detect::enclosure::{self, Under};
-use crate::detect::host_copies::HostCopy;
-use crate::detect::side_by_side;
-use crate::detect::torch_ops;
+use self::enclosure::Under;
+use crate::parallel::side_by_side;
+use crate::thresholds::Thresholds;
 use crate::finding::Evidence;
 use crate::step_windows::StepWindow;
 use crate::steps::Channels;
@@ -27,8 +27,6 @@ pub struct Context<'a> {
     op_args: ArgKeys,
     /// What encloses each slice, made on first use.
     enclosure: std::sync::OnceLock<enclosure::Enclosure>,
-    /// Per interned name, whether it is an elementwise ATen op; made on first use.
-    pointwise_names: std::sync::OnceLock<NameSet>,
     /// The critical path of every step, made on first use (the step table and the savings
     /// both read it, from two threads).
     critical_paths: std::sync::OnceLock<crate::critical_path::CriticalPaths>,
@@ -50,9 +48,8 @@ pub struct Context<'a> {
     /// Each device's memory series, made on first use (the memory table and the memory
     /// findings read it).
     memory: std::sync::OnceLock<Vec<crate::memory::DeviceMemory>>,
-    /// Host-to-device copies from pageable or host-made tensors, found on first use (their
-    /// findings and the syncs they claim read them).
-    host_copies: std::sync::OnceLock<Vec<HostCopy>>,
+    /// Every slice's self time, made on first use (the op table and the rank summaries).
+    self_time: std::sync::OnceLock<crate::ops::SelfTime>,
     /// Whether the report computes the TensorBoard views.
     views: bool,
     /// Where each pass's time is recorded (`steplens-bench`), if anywhere.
@@ -109,7 +106,6 @@ impl<'a> Context<'a> {
             channels,
             op_args: ArgKeys::default(),
             enclosure: std::sync::OnceLock::new(),
-            pointwise_names: std::sync::OnceLock::new(),
             critical_paths: std::sync::OnceLock::new(),
             ranks: std::sync::OnceLock::new(),
             windows: std::sync::OnceLock::new(),
@@ -118,7 +114,7 @@ impl<'a> Context<'a> {
             graph_launch_names: std::sync::OnceLock::new(),
             op_args_found: std::sync::OnceLock::new(),
             memory: std::sync::OnceLock::new(),
-            host_copies: std::sync::OnceLock::new(),
+            self_time: std::sync::OnceLock::new(),
             views: false,
             ledger: None,
         }
@@ -172,14 +168,13 @@ impl<'a> Context<'a> {
     /// Each device's memory series ([`crate::memory::memory_by_device`]).
     pub fn memory(&self) -> &[crate::memory::DeviceMemory] {
         self.memory
-            .get_or_init(|| self.timed("memory", || crate::memory::memory_by_device(self)))
+            .get_or_init(|| self.timed("memory", || crate::memory::memory_by_device(self.timeline)))
     }
 
-    /// Host-to-device copies from pageable or host-made tensors: their own findings', not
-    /// syncs.
-    pub(crate) fn host_copies(&self) -> &[HostCopy] {
-        self.host_copies
-            .get_or_init(|| self.timed("host copies", || crate::detect::host_copies::host_copies(self)))
+    /// Every slice's self time ([`crate::ops::SelfTime`]).
+    pub fn self_time(&self) -> &crate::ops::SelfTime {
+        self.self_time
+            .get_or_init(|| self.timed("self time", || crate::ops::SelfTime::new(self.timeline)))
     }
 
     /// Each input's collectives.
@@ -273,19 +268,17 @@ impl<'a> Context<'a> {
         self.ranks
             .get_or_init(|| {
                 let windows = self.step_windows();
+                let self_time = self.self_time();
                 self.timed("ranks", || {
-                    crate::ranks::rank_analysis_with(self.timeline, self.thresholds, windows)
+                    crate::ranks::rank_analysis_with(
+                        self.timeline,
+                        self.thresholds,
+                        windows,
+                        self_time,
+                    )
                 })
             })
             .as_ref()
-    }
-
-    /// Whether slice `slice` is an elementwise ATen op ([`torch_ops::is_pointwise`] of its
-    /// name, classified once per name: a transformer trace has a million ops).
-    pub(crate) fn is_pointwise_op(&self, slice: SliceId) -> bool {
-        self.pointwise_names
-            .get_or_init(|| NameSet::new(self.timeline, torch_ops::is_pointwise))
-            .has(self.timeline, slice)
     }
 
     /// Whether `slice` is inside a range of the kind `what` (at any depth).
@@ -303,41 +296,10 @@ impl<'a> Context<'a> {
 }
 
 
-/// Top-level module paths that are libraries, not the user's code, in `CallFrom` values.
-const LIBRARY_ROOTS: &[&str] = &[
-    "torch/",
-    "torchvision/",
-    "torchaudio/",
-    "tqdm/",
-    "numpy/",
-    "transformers/",
-    "accelerate/",
-    "lightning/",
-    "pytorch_lightning/",
-    "deepspeed/",
-    "habana_frameworks/",
-    "optimum/",
-    "apex/",
-    "triton/",
-    "functorch/",
-    "datasets/",
-    "<frozen",
-    "contextlib.py",
-    "threading.py",
-    "functools.py",
-    "runpy.py",
-    "typing.py",
-    "abc.py",
-];
-
 impl Context<'_> {
     /// Ancestors of `slice`, innermost first.
     pub fn ancestors(&self, slice: SliceId) -> impl Iterator<Item = SliceId> + '_ {
-        let parents = &self.timeline.slices.parent;
-        std::iter::successors(parents.get(slice as usize).copied(), move |&p| {
-            parents.get(p as usize).copied()
-        })
-        .take_while(|&p| p != NO_PARENT)
+        crate::call_site::ancestors(self.timeline, slice)
     }
 
     /// The slices nested (at any depth) inside `slice` on its track, in track order.
@@ -405,21 +367,7 @@ impl Context<'_> {
     /// `CallFrom`; in traces without Python frames (PyTorch 1.8–1.10 `with_stack`), the first
     /// user frame of the innermost op's `Call stack` arg. `None` when the trace has neither.
     pub fn call_site(&self, slice: SliceId) -> Option<String> {
-        for a in self.ancestors(slice) {
-            if self.timeline.slice_class(a) != CategoryClass::PythonFunction {
-                continue;
-            }
-            let Some(from) = self.timeline.arg_str(a, "CallFrom") else {
-                continue;
-            };
-            if !is_library_path(&from) {
-                return Some(from);
-            }
-        }
-        std::iter::once(slice)
-            .chain(self.ancestors(slice))
-            .find_map(|a| self.timeline.arg_str(a, "Call stack"))
-            .and_then(|stack| user_frame_of_call_stack(&stack))
+        crate::call_site::call_site(self.timeline, slice)
     }
 
     /// The step (index into `timeline.steps`) whose range contains `ts` on input `source`.
@@ -499,65 +447,3 @@ impl Context<'_> {
     }
 }
 
-/// The first frame outside the libraries of a `Call stack` arg (frames innermost first,
-/// separated by `;`, each `path(line): function`), as `file:line`.
-fn user_frame_of_call_stack(stack: &str) -> Option<String> {
-    stack.split(';').find_map(|frame| {
-        let head = frame
-            .trim()
-            .split_once("): ")
-            .map_or(frame.trim(), |(h, _)| h);
-        let (path, line) = head.trim_end_matches(')').rsplit_once('(')?;
-        let line: u32 = line.trim().parse().ok()?;
-        let path = path.trim();
-        // The file name alone, as a `CallFrom` of a script run from its own directory reads.
-        let file = path.rsplit(['/', '\\']).next().unwrap_or(path);
-        (!path.is_empty() && !is_library_path(path)).then(|| format!("{file}:{line}"))
-    })
-}
-
-fn is_library_path(path: &str) -> bool {
-    path.contains("site-packages/")
-        || path.contains("dist-packages/")
-        || path.contains("/lib/python")
-        || LIBRARY_ROOTS.iter().any(|root| {
-            // A root at the start of a module path, or after a directory of an absolute one.
-            path.match_indices(root)
-                .any(|(i, _)| i == 0 || path.as_bytes().get(i - 1) == Some(&b'/'))
-        })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{is_library_path, user_frame_of_call_stack};
-
-    #[test]
-    fn call_stack_arg_gives_the_first_user_frame() {
-        let stack = "/opt/conda/lib/python3.8/site-packages/torch/_tensor.py(613): item;\
-                     /home/ml/proj/train.py(42): train_step;/home/ml/proj/train.py(88): main";
-        assert_eq!(
-            user_frame_of_call_stack(stack).as_deref(),
-            Some("train.py:42")
-        );
-        assert_eq!(
-            user_frame_of_call_stack(
-                "/src/pytorch/torch/nn/modules/module.py(1051): _call_impl;train.py(7): <module>"
-            )
-            .as_deref(),
-            Some("train.py:7")
-        );
-        assert_eq!(user_frame_of_call_stack(""), None);
-        assert_eq!(user_frame_of_call_stack("garbage;also(x): y"), None);
-    }
-
-    #[test]
-    fn library_paths() {
-        assert!(is_library_path("torch/_tensor_str.py:590"));
-        assert!(is_library_path("tqdm/std.py:1200"));
-        assert!(is_library_path(
-            "/usr/lib/python3.11/site-packages/foo.py:3"
-        ));
-        assert!(!is_library_path("sync_points.py:43"));
-        assert!(!is_library_path("myproj/train.py:10"));
-    }
-}

@@ -7,7 +7,7 @@
 
 use steplens_ingest::model::{CategoryClass, NO_PARENT, SliceId, Timeline};
 
-use super::torch_ops::EVALUATE_PREFIX;
+use crate::op_names::EVALUATE_PREFIX;
 use crate::op_names::DATALOADER_PREFIX;
 use crate::op_names::is_compile_span;
 
