@@ -320,8 +320,8 @@ pub fn read_saved_report(path: &Path) -> Result<Option<Report>> {
             path.display()
         );
     }
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?;
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("{}: cannot read", path.display()))?;
     let report: Report = serde_json::from_str(&text).map_err(|e| {
         anyhow::anyhow!(
             "{}: line {} column {}: not a valid {SCHEMA} report: {e}",

@@ -38,11 +38,7 @@ pub struct StreamIdle {
 /// The idle breakdown of every device stream that ran work, in track order.
 #[must_use]
 pub fn idle_breakdown(timeline: &Timeline, kernel_wait_max_ns: i64) -> Vec<StreamIdle> {
-    idle_breakdown_with(
-        timeline,
-        &timeline.launches(),
-        kernel_wait_max_ns,
-    )
+    idle_breakdown_with(timeline, timeline.launches(), kernel_wait_max_ns)
 }
 
 /// [`idle_breakdown`] with the analysis' launch index: a device slice was launched when the

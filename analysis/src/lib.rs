@@ -28,8 +28,8 @@ pub mod nodes;
 pub mod op_names;
 pub mod op_perf;
 pub mod op_rows;
-pub(crate) mod parallel;
 pub mod ops;
+pub(crate) mod parallel;
 pub mod perfetto_export;
 pub mod profiler_overhead;
 pub mod ranks;
@@ -45,6 +45,6 @@ pub mod trace_info;
 pub mod units;
 pub mod whatif;
 
-pub use thresholds::Thresholds;
 pub use finding::{Evidence, Finding, FindingKind, Severity};
 pub use report::{Report, build_report, build_report_with};
+pub use thresholds::Thresholds;

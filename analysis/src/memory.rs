@@ -16,7 +16,6 @@ use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use steplens_ingest::model::{CategoryClass, SliceId, Timeline};
 
-
 /// Holders listed per device (largest first).
 const TOP_HOLDERS: usize = 10;
 
@@ -265,7 +264,12 @@ impl OpLookup {
                 Some(op) => self
                     .sites
                     .entry(op)
-                    .or_insert_with(|| (t.slice_name(op).to_owned(), crate::call_site::call_site(t, op)))
+                    .or_insert_with(|| {
+                        (
+                            t.slice_name(op).to_owned(),
+                            crate::call_site::call_site(t, op),
+                        )
+                    })
                     .clone(),
                 None => ("(no op)".to_owned(), None),
             };

@@ -51,6 +51,10 @@ pub fn dtype_size(name: &str) -> Option<i64> {
     })
 }
 
+/// The autograd engine's range around one backward node (`autograd::engine::evaluate_function:
+/// MmBackward0`).
+pub(crate) const EVALUATE_PREFIX: &str = "autograd::engine::evaluate_function: ";
+
 #[cfg(test)]
 mod tests {
     use super::dtype_size;
@@ -78,7 +82,3 @@ mod tests {
         }
     }
 }
-
-/// The autograd engine's range around one backward node (`autograd::engine::evaluate_function:
-/// MmBackward0`).
-pub(crate) const EVALUATE_PREFIX: &str = "autograd::engine::evaluate_function: ";

@@ -16,4 +16,3 @@ pub(crate) fn side_by_side<A, B: Send>(
         (mine, theirs)
     })
 }
-

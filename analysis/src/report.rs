@@ -11,13 +11,13 @@ use steplens_ingest::model::Timeline;
 
 use crate::context::Context;
 use crate::detect::run_all;
-use crate::thresholds::Thresholds;
 use crate::engines::{EngineStats, engine_utilization};
 use crate::finding::FindingKind;
 pub use crate::finding::{Cost, Finding};
 use crate::idle::{StreamIdle, idle_breakdown_with};
 use crate::ops::OpStats;
 use crate::steps::{Channels, StepStats, channels, step_breakdown_with};
+use crate::thresholds::Thresholds;
 use rustc_hash::FxHashMap;
 
 /// Schema id written in every report.

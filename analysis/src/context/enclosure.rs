@@ -7,8 +7,8 @@
 
 use steplens_ingest::model::{CategoryClass, NO_PARENT, SliceId, Timeline};
 
-use crate::op_names::EVALUATE_PREFIX;
 use crate::op_names::DATALOADER_PREFIX;
+use crate::op_names::EVALUATE_PREFIX;
 use crate::op_names::is_compile_span;
 
 /// A set of enclosing ranges, as flags.

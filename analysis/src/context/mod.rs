@@ -6,14 +6,16 @@
 
 pub(crate) mod enclosure;
 
-use steplens_ingest::model::{ArgKeys, CategoryClass, NO_PARENT, OpArg, SliceId, Timeline, TrackKind};
+use steplens_ingest::model::{
+    ArgKeys, CategoryClass, NO_PARENT, OpArg, SliceId, Timeline, TrackKind,
+};
 
 use self::enclosure::Under;
-use crate::parallel::side_by_side;
-use crate::thresholds::Thresholds;
 use crate::finding::Evidence;
+use crate::parallel::side_by_side;
 use crate::step_windows::StepWindow;
 use crate::steps::Channels;
+use crate::thresholds::Thresholds;
 
 /// What every detector reads.
 pub struct Context<'a> {
@@ -295,7 +297,6 @@ impl<'a> Context<'a> {
     }
 }
 
-
 impl Context<'_> {
     /// Ancestors of `slice`, innermost first.
     pub fn ancestors(&self, slice: SliceId) -> impl Iterator<Item = SliceId> + '_ {
@@ -446,4 +447,3 @@ impl Context<'_> {
             .map(|(i, t)| (i as u32, t))
     }
 }
-

@@ -21,13 +21,16 @@
 use std::collections::BTreeMap;
 
 use super::human_ns;
+use super::registry::{Detector, Raises, Saves};
 use crate::context::Context;
 use crate::finding::{Cost, FindingKind, Raised, Severity};
-use super::registry::{Detector, Raises, Saves};
 /// This detector's entry in the registry.
 pub(super) const DETECTOR: Detector = Detector {
     name: "collectives",
-    raises: &[Raises::new(FindingKind::FragmentedCollectives, Saves::DeviceWork)],
+    raises: &[Raises::new(
+        FindingKind::FragmentedCollectives,
+        Saves::DeviceWork,
+    )],
     thresholds: &["fragmented_min_per_step", "fragmented_over_needed"],
     advice: "Bucket the gradients into fewer, larger all-reduces (DDP bucket_cap_mb, gradient accumulation with no_sync).",
     detect: |ctx, _| detect(ctx),

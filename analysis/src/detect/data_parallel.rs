@@ -16,11 +16,11 @@ use std::collections::BTreeMap;
 
 use steplens_ingest::model::{CategoryClass, SliceId};
 
+use super::registry::{Detector, Raises, Saves};
 use super::{MAX_EVIDENCE, human_ns};
 use crate::context::Context;
 use crate::finding::{Cost, FindingKind, Raised, Severity};
 use crate::intervals::IntervalSet;
-use super::registry::{Detector, Raises, Saves};
 /// This detector's entry in the registry.
 pub(super) const DETECTOR: Detector = Detector {
     name: "data_parallel",

@@ -24,12 +24,12 @@ use std::collections::BTreeMap;
 use rustc_hash::{FxHashMap, FxHashSet};
 use steplens_ingest::model::{CategoryClass, SliceId, StrId};
 
+use super::registry::{Detector, Raises, Saves};
 use super::torch_ops::{children, in_backward};
-use crate::op_names::EVALUATE_PREFIX;
 use super::{MAX_EVIDENCE, human_ns};
 use crate::context::Context;
 use crate::finding::{Cost, FindingKind, Raised, Severity};
-use super::registry::{Detector, Raises, Saves};
+use crate::op_names::EVALUATE_PREFIX;
 /// This detector's entry in the registry.
 pub(super) const DETECTOR: Detector = Detector {
     name: "debug_api",
@@ -122,12 +122,7 @@ fn gradcheck_frame(name: &str) -> Option<Api> {
     }
 }
 
-fn finding(
-    ctx: &Context<'_>,
-    step: Option<usize>,
-    api: Api,
-    slices: &[SliceId],
-) -> Option<Raised> {
+fn finding(ctx: &Context<'_>, step: Option<usize>, api: Api, slices: &[SliceId]) -> Option<Raised> {
     let t = ctx.timeline;
     let count_of = |name: &str| slices.iter().filter(|&&i| t.slice_name(i) == name).count();
     let checks = count_of("aten::isnan");

@@ -27,16 +27,19 @@
 
 use std::collections::BTreeMap;
 
+use super::registry::{Detector, Raises, Saves};
 use super::{MAX_EVIDENCE, human_ns};
 use crate::context::Context;
 use crate::finding::{Cost, FindingKind, Raised, Severity};
 use crate::intervals::IntervalSet;
 use crate::ranks::Occurrence;
-use super::registry::{Detector, Raises, Saves};
 /// This detector's entry in the registry.
 pub(super) const DETECTOR: Detector = Detector {
     name: "exposed_comm",
-    raises: &[Raises::new(FindingKind::ExposedCommunication, Saves::DeviceWork)],
+    raises: &[Raises::new(
+        FindingKind::ExposedCommunication,
+        Saves::DeviceWork,
+    )],
     thresholds: &["exposed_comm_min_pct"],
     advice: "Overlap communication with compute: DDP's bucketed backward, FSDP prefetch, or fewer, larger collectives.",
     detect: |ctx, _| detect(ctx),

@@ -9,14 +9,17 @@ use std::collections::BTreeMap;
 
 use steplens_ingest::model::{CategoryClass, MetricDump};
 
+use super::registry::{Detector, Raises, Saves};
 use super::{MAX_EVIDENCE, human_ns};
 use crate::context::Context;
 use crate::finding::{Cost, Evidence, FindingKind, Raised, Severity};
-use super::registry::{Detector, Raises, Saves};
 /// This detector's entry in the registry.
 pub(super) const DETECTOR: Detector = Detector {
     name: "gaudi",
-    raises: &[Raises::new(FindingKind::CpuFallback, Saves::DeviceWork), Raises::new(FindingKind::Recompile, Saves::HostTime)],
+    raises: &[
+        Raises::new(FindingKind::CpuFallback, Saves::DeviceWork),
+        Raises::new(FindingKind::Recompile, Saves::HostTime),
+    ],
     thresholds: &["gaudi_warmup_steps"],
     advice: "Replace ops the Gaudi runs on the CPU with supported ones, and keep graph inputs static so the graph is not recompiled.",
     detect: |ctx, _| detect(ctx),

@@ -15,11 +15,11 @@
 use rustc_hash::FxHashMap;
 use steplens_ingest::model::{CategoryClass, NO_PARENT, SliceId};
 
+use super::registry::{Detector, Raises, Saves};
 use super::{BLOCKING_CALLS, human_ns, ranked_names};
 use crate::context::{Context, NameSet};
 use crate::finding::{Cost, Evidence, FindingKind, Raised, Severity};
 use crate::intervals::IntervalSet;
-use super::registry::{Detector, Raises, Saves};
 /// This detector's entry in the registry.
 pub(super) const DETECTOR: Detector = Detector {
     name: "host_bound_gap",

@@ -25,16 +25,19 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap;
 use steplens_ingest::model::{CategoryClass, OpArg, SliceId, TrackKind};
 
+use super::registry::{Detector, Raises, Saves};
 use super::torch_ops::tensor_arg;
 use super::{BLOCKING_CALLS, MAX_EVIDENCE, Under, at_site, human_ns};
 use crate::context::Context;
 use crate::finding::{Cost, FindingKind, Raised, Severity};
 use crate::intervals::IntervalSet;
-use super::registry::{Detector, Raises, Saves};
 /// This detector's entry in the registry.
 pub(super) const DETECTOR: Detector = Detector {
     name: "host_copies",
-    raises: &[Raises::new(FindingKind::PageableCopy, Saves::HostTime), Raises::new(FindingKind::HostCreatedTensor, Saves::HostTime)],
+    raises: &[
+        Raises::new(FindingKind::PageableCopy, Saves::HostTime),
+        Raises::new(FindingKind::HostCreatedTensor, Saves::HostTime),
+    ],
     thresholds: &[],
     advice: "Copy from pinned memory with non_blocking=True, and make tensors on the device (device=...) instead of on the host.",
     detect: |ctx, shared| detect(ctx, shared.host_copies(ctx)),

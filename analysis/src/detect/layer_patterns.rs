@@ -18,15 +18,18 @@ use std::collections::BTreeMap;
 
 use steplens_ingest::model::{CategoryClass, OpArg, SliceId};
 
+use super::registry::{Detector, Raises, Saves};
 use super::torch_ops::tensor_arg;
 use super::{at_site, human_ns};
 use crate::context::Context;
 use crate::finding::{Cost, FindingKind, Raised, Severity};
-use super::registry::{Detector, Raises, Saves};
 /// This detector's entry in the registry.
 pub(super) const DETECTOR: Detector = Detector {
     name: "layer_patterns",
-    raises: &[Raises::new(FindingKind::ExplicitPad, Saves::DeviceWork), Raises::new(FindingKind::BiasBeforeBatchnorm, Saves::DeviceWork)],
+    raises: &[
+        Raises::new(FindingKind::ExplicitPad, Saves::DeviceWork),
+        Raises::new(FindingKind::BiasBeforeBatchnorm, Saves::DeviceWork),
+    ],
     thresholds: &[],
     advice: "Let the layer pad itself (padding=...), and drop the bias of a layer that batch norm follows (bias=False).",
     detect: |ctx, _| detect(ctx),

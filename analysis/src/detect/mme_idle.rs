@@ -10,15 +10,18 @@
 use rustc_hash::FxHashMap;
 use steplens_ingest::model::{EngineClass, SliceId, TrackKind};
 
+use super::registry::{Detector, Raises, Saves};
 use super::{human_ns, ranked_names};
 use crate::context::Context;
 use crate::finding::{Cost, Evidence, FindingKind, Raised, Severity};
 use crate::intervals::IntervalSet;
-use super::registry::{Detector, Raises, Saves};
 /// This detector's entry in the registry.
 pub(super) const DETECTOR: Detector = Detector {
     name: "mme_idle",
-    raises: &[Raises::new(FindingKind::MmeIdleBehindTpc, Saves::DeviceWork)],
+    raises: &[Raises::new(
+        FindingKind::MmeIdleBehindTpc,
+        Saves::DeviceWork,
+    )],
     thresholds: &["mme_idle_min_ns", "mme_idle_stretch_min_ns", "graph_gap_ns"],
     advice: "Cut the vector (TPC) work between matrix ops: fuse or drop the elementwise and layout ops the MME waits behind.",
     detect: |ctx, _| detect(ctx),

@@ -38,10 +38,10 @@ use crate::context::{Context, NameSet};
 use crate::finding::{Finding, FindingKind, Severity};
 use crate::intervals::IntervalSet;
 
+pub(crate) use crate::context::enclosure::Under;
 pub(crate) use crate::finding::MAX_EVIDENCE;
 /// Durations in titles read as in the tables.
 pub(crate) use crate::units::human_ns;
-pub(crate) use crate::context::enclosure::Under;
 
 /// Every detector, in the order their findings are concatenated before ranking (ties in the
 /// ranking keep this order, so the report does not depend on scheduling).
@@ -153,8 +153,7 @@ pub fn run_all(ctx: &Context<'_>) -> Vec<Finding> {
         }
         findings
     };
-    let (mut findings, second) =
-        crate::parallel::side_by_side(|| run(first), || run(second));
+    let (mut findings, second) = crate::parallel::side_by_side(|| run(first), || run(second));
     findings.extend(second);
     let claimed: Vec<i64> = findings.iter().map(|f| f.lost_ns).collect();
     ctx.timed("findings: one owner per ns", || {
@@ -324,4 +323,3 @@ fn is_material(
 pub(crate) fn at_site(call_site: Option<&str>) -> String {
     call_site.map(|c| format!(" at {c}")).unwrap_or_default()
 }
-

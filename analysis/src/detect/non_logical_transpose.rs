@@ -29,20 +29,21 @@ use std::collections::BTreeMap;
 use rustc_hash::{FxHashMap, FxHashSet};
 use steplens_ingest::model::{CategoryClass, OpArg, SliceId, StrId, Timeline};
 
-use super::torch_ops::{
-    children, concrete_inputs, dtype_bytes, in_backward, ints, tensor_arg,
-};
+use super::registry::{Detector, Raises, Saves};
+use super::torch_ops::{children, concrete_inputs, dtype_bytes, in_backward, ints, tensor_arg};
 use super::{MAX_EVIDENCE, Under, human_ns};
 use crate::context::Context;
-use crate::op_names::EVALUATE_PREFIX;
 use crate::finding::{Cost, FindingKind, Raised, Severity};
 use crate::nodes::{DeviceNode, NodeKernels, device_nodes};
+use crate::op_names::EVALUATE_PREFIX;
 use crate::units::human_bytes;
-use super::registry::{Detector, Raises, Saves};
 /// This detector's entry in the registry.
 pub(super) const DETECTOR: Detector = Detector {
     name: "non_logical_transpose",
-    raises: &[Raises::new(FindingKind::NonLogicalTranspose, Saves::DeviceWork)],
+    raises: &[Raises::new(
+        FindingKind::NonLogicalTranspose,
+        Saves::DeviceWork,
+    )],
     thresholds: &["device_transpose_min_pct"],
     advice: "Keep the layout the next op wants (channels-last, a transposed weight kept once) instead of transposing and making it contiguous each step.",
     detect: |ctx, _| detect(ctx),

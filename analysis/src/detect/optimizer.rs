@@ -19,15 +19,18 @@
 use rustc_hash::FxHashMap;
 use steplens_ingest::model::{CategoryClass, DeviceKind, OpArg, SliceId};
 
+use super::registry::{Detector, Raises, Saves};
 use super::torch_ops::tensor_arg;
 use super::{MAX_EVIDENCE, Under, human_ns};
 use crate::context::Context;
 use crate::finding::{Cost, FindingKind, Raised, Severity};
-use super::registry::{Detector, Raises, Saves};
 /// This detector's entry in the registry.
 pub(super) const DETECTOR: Detector = Detector {
     name: "optimizer",
-    raises: &[Raises::new(FindingKind::UnfusedOptimizer, Saves::DeviceWork)],
+    raises: &[Raises::new(
+        FindingKind::UnfusedOptimizer,
+        Saves::DeviceWork,
+    )],
     thresholds: &["optimizer_loop_min_ops", "optimizer_loop_min_pct"],
     advice: "Use the optimizer's foreach=True or fused=True implementation.",
     detect,

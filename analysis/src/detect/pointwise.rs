@@ -16,15 +16,18 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use steplens_ingest::model::{CategoryClass, OpArg, SliceId};
 
+use super::registry::{Detector, Raises, Saves};
 use super::torch_ops::tensor_arg;
 use super::{MAX_EVIDENCE, Under, at_site, human_ns};
 use crate::context::Context;
 use crate::finding::{Cost, FindingKind, Raised, Severity};
-use super::registry::{Detector, Raises, Saves};
 /// This detector's entry in the registry.
 pub(super) const DETECTOR: Detector = Detector {
     name: "pointwise",
-    raises: &[Raises::new(FindingKind::UnfusedPointwise, Saves::DeviceWork)],
+    raises: &[Raises::new(
+        FindingKind::UnfusedPointwise,
+        Saves::DeviceWork,
+    )],
     thresholds: &["pointwise_chain_min_ops", "pointwise_min_elems"],
     advice: "Fuse the chain: torch.compile, a fused op (e.g. F.gelu, addcmul) or a custom kernel.",
     detect,

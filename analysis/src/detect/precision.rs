@@ -27,15 +27,18 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap;
 use steplens_ingest::model::{CategoryClass, DeviceKind, OpArg, SliceId, TrackKind};
 
+use super::registry::{Detector, Raises, Saves};
 use super::{MAX_EVIDENCE, human_ns};
 use crate::context::Context;
 use crate::finding::{Cost, FindingKind, Raised, Severity};
 use crate::intervals::IntervalSet;
-use super::registry::{Detector, Raises, Saves};
 /// This detector's entry in the registry.
 pub(super) const DETECTOR: Detector = Detector {
     name: "precision",
-    raises: &[Raises::new(FindingKind::NoMixedPrecision, Saves::DeviceWork)],
+    raises: &[Raises::new(
+        FindingKind::NoMixedPrecision,
+        Saves::DeviceWork,
+    )],
     thresholds: &["fp32_compute_min_pct"],
     advice: "Run the matrix work in bf16/fp16 under torch.autocast, or allow TF32 (torch.backends.cuda.matmul.allow_tf32).",
     detect: |ctx, _| detect(ctx),

@@ -16,10 +16,10 @@ use std::collections::BTreeMap;
 
 use steplens_ingest::model::{CategoryClass, SliceId};
 
+use super::registry::{Detector, Raises, Saves};
 use super::{MAX_EVIDENCE, Under, at_site, human_ns};
 use crate::context::Context;
 use crate::finding::{Cost, FindingKind, Raised, Severity};
-use super::registry::{Detector, Raises, Saves};
 /// This detector's entry in the registry.
 pub(super) const DETECTOR: Detector = Detector {
     name: "python_data_tensor",

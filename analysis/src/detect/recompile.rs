@@ -12,9 +12,9 @@ use std::collections::BTreeMap;
 use steplens_ingest::model::{CategoryClass, OpArg, SliceId};
 
 use super::human_ns;
+use super::registry::{Detector, Raises, Saves};
 use crate::context::{Context, NameSet};
 use crate::finding::{Cost, Evidence, FindingKind, Raised, Severity};
-use super::registry::{Detector, Raises, Saves};
 /// This detector's entry in the registry.
 pub(super) const DETECTOR: Detector = Detector {
     name: "recompile",

@@ -6,8 +6,8 @@
 
 use super::DETECTORS;
 use crate::context::Context;
-use crate::thresholds::Thresholds;
 use crate::finding::{FindingKind, Raised};
+use crate::thresholds::Thresholds;
 
 /// What fixing a finding of a kind takes off the step's critical path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,7 +58,10 @@ pub struct Detector {
 
 /// Thresholds no one detector owns: the report's own passes read them (key, what reads it).
 pub const REPORT_THRESHOLDS: &[(&str, &str)] = &[
-    ("kernel_wait_max_ns", "the report's per-stream idle breakdown"),
+    (
+        "kernel_wait_max_ns",
+        "the report's per-stream idle breakdown",
+    ),
     ("min_finding_pct", "materiality of every measured finding"),
     ("min_finding_ns", "materiality of every measured finding"),
 ];
@@ -94,8 +97,8 @@ mod tests {
 
     use super::{REPORT_THRESHOLDS, Saves, saves};
     use crate::detect::DETECTORS;
-    use crate::thresholds::Thresholds;
     use crate::finding::FindingKind;
+    use crate::thresholds::Thresholds;
 
     #[test]
     fn every_kind_is_raised_and_every_raiser_agrees_on_its_saving() {
@@ -137,7 +140,11 @@ mod tests {
         let names: BTreeSet<&str> = DETECTORS.iter().map(|d| d.name).collect();
         assert_eq!(names.len(), DETECTORS.len());
         for d in DETECTORS {
-            assert!(!d.advice.is_empty() && !d.advice.contains('\n'), "{}", d.name);
+            assert!(
+                !d.advice.is_empty() && !d.advice.contains('\n'),
+                "{}",
+                d.name
+            );
         }
     }
 
@@ -166,7 +173,9 @@ mod tests {
     fn findings_md_threshold_table_is_the_registry() {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/findings.md");
         let doc = std::fs::read_to_string(path).unwrap_or_default();
-        let start = doc.find("| threshold | default | used by |").unwrap_or(doc.len());
+        let start = doc
+            .find("| threshold | default | used by |")
+            .unwrap_or(doc.len());
         let rows: Vec<Vec<&str>> = doc[start..]
             .lines()
             .skip(2)

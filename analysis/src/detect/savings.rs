@@ -18,8 +18,8 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::context::Context;
 use super::registry::Saves;
+use crate::context::Context;
 use crate::finding::Finding;
 use crate::intervals::IntervalSet;
 

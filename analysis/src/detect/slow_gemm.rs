@@ -32,12 +32,12 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashSet;
 use steplens_ingest::model::{CategoryClass, NO_PARENT, SliceId};
 
+use super::registry::{Detector, Raises, Saves};
 use super::{MAX_EVIDENCE, human_ns};
 use crate::context::Context;
 use crate::finding::{Cost, FindingKind, Raised, Severity};
 use crate::intervals::IntervalSet;
 use crate::op_perf::{Family, GemmDims, Signature};
-use super::registry::{Detector, Raises, Saves};
 /// This detector's entry in the registry.
 pub(super) const DETECTOR: Detector = Detector {
     name: "slow_gemm",

@@ -17,11 +17,11 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap;
 use steplens_ingest::model::{CategoryClass, OpArg, SliceId};
 
+use super::registry::{Detector, Raises, Saves};
 use super::torch_ops::{children, tensor_arg, tensor_list_arg};
 use super::{MAX_EVIDENCE, human_ns};
 use crate::context::Context;
 use crate::finding::{Cost, FindingKind, Raised, Severity};
-use super::registry::{Detector, Raises, Saves};
 /// This detector's entry in the registry.
 pub(super) const DETECTOR: Detector = Detector {
     name: "slow_zero_grad",

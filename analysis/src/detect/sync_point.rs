@@ -14,11 +14,11 @@ use std::collections::BTreeMap;
 
 use steplens_ingest::model::{CategoryClass, SliceId};
 
+use super::registry::{Detector, Raises, Saves};
 use super::{BLOCKING_CALLS, MAX_EVIDENCE, Under, human_ns};
 use crate::context::{Context, NameSet};
 use crate::finding::{Cost, FindingKind, Raised, Severity};
 use crate::intervals::IntervalSet;
-use super::registry::{Detector, Raises, Saves};
 /// This detector's entry in the registry.
 pub(super) const DETECTOR: Detector = Detector {
     name: "sync_point",
@@ -26,7 +26,10 @@ pub(super) const DETECTOR: Detector = Detector {
     thresholds: &[],
     advice: "Keep values on the device: log .item()/.cpu()/print results every N steps, or accumulate on the device and read once.",
     detect: |ctx, shared| {
-        detect(ctx, &super::host_copies::claimed_copy_ops(shared.host_copies(ctx)))
+        detect(
+            ctx,
+            &super::host_copies::claimed_copy_ops(shared.host_copies(ctx)),
+        )
     },
 };
 

@@ -173,7 +173,12 @@ pub const CLOCK_TOLERANCE_NS: i64 = 10_000_000;
 /// inputs without collectives.
 #[must_use]
 pub fn ranks(t: &Timeline) -> Option<(RanksReport, Vec<Finding>)> {
-    rank_analysis(t).map(|a| (a.report, a.straggler.into_iter().map(Finding::from).collect()))
+    rank_analysis(t).map(|a| {
+        (
+            a.report,
+            a.straggler.into_iter().map(Finding::from).collect(),
+        )
+    })
 }
 
 /// Everything the rank matching of a multi-input run gives: the rank table, the `straggler`

@@ -217,13 +217,31 @@ mod tests {
     /// until it uses [`super::Launches`] or is listed here with its reason.
     const FLOW_READERS: &[(&str, &str)] = &[
         ("ingest/src/model/launches.rs", "the launch index itself"),
-        ("ingest/src/builder/flows.rs", "binds each flow's ends to slices"),
-        ("ingest/src/correlation.rs", "makes the links of pre-1.11 traces from correlation ids"),
+        (
+            "ingest/src/builder/flows.rs",
+            "binds each flow's ends to slices",
+        ),
+        (
+            "ingest/src/correlation.rs",
+            "makes the links of pre-1.11 traces from correlation ids",
+        ),
         ("ingest/src/invariants.rs", "checks every flow's ends"),
-        ("ingest/src/perfetto/write/mod.rs", "writes the flows to Perfetto"),
-        ("analysis/src/columns.rs", "exports each slice's flow id as the correlation column"),
-        ("analysis/src/detect/layer_patterns.rs", "autograd (fwdbwd) flows, not launches"),
-        ("analysis/src/detect/non_logical_transpose.rs", "autograd (fwdbwd) flows, not launches"),
+        (
+            "ingest/src/perfetto/write/mod.rs",
+            "writes the flows to Perfetto",
+        ),
+        (
+            "analysis/src/columns.rs",
+            "exports each slice's flow id as the correlation column",
+        ),
+        (
+            "analysis/src/detect/layer_patterns.rs",
+            "autograd (fwdbwd) flows, not launches",
+        ),
+        (
+            "analysis/src/detect/non_logical_transpose.rs",
+            "autograd (fwdbwd) flows, not launches",
+        ),
         ("analysis/src/trace_info.rs", "counts the flows for `info`"),
         ("viewer/src/query.rs", "lists a selected slice's flows"),
     ];

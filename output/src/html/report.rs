@@ -31,10 +31,7 @@ pub fn report_page(report: &Report) -> String {
 ///
 /// # Errors
 /// The first error `out` returns; nothing is written after it.
-pub fn write_report_page(
-    out: &mut dyn io::Write,
-    report: &Report,
-) -> io::Result<()> {
+pub fn write_report_page(out: &mut dyn io::Write, report: &Report) -> io::Result<()> {
     let mut page = Html::new(out);
     let h = &mut page;
     h.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
