@@ -451,7 +451,8 @@ fn a_saved_report_renders_the_page_its_trace_did() {
         let saved = serde_json::to_string(&report).unwrap();
         let back: steplens_analysis::Report = serde_json::from_str(&saved).unwrap();
         assert!(
-            steplens_output::html::report_page(&report) == steplens_output::html::report_page(&back),
+            steplens_output::html::report_page(&report)
+                == steplens_output::html::report_page(&back),
             "{}: the saved report draws another page",
             paths[0].display()
         );

@@ -177,7 +177,7 @@ fn kind_ids_in(text: &str, report: &Report) -> Vec<&'static str> {
         .collect()
 }
 
-fn check_page(name: &str, report: &Report, timeline: &Timeline) {
+fn check_page(name: &str, report: &Report) {
     let html = steplens_output::html::report_page(report);
     assert_eq!(
         savings_bars(&html),
@@ -208,7 +208,7 @@ fn every_samples_html_charts_the_findings_savings_and_no_kind_ids() {
             continue;
         };
         let report = steplens_analysis::build_report(&t);
-        check_page(&path.display().to_string(), &report, &t);
+        check_page(&path.display().to_string(), &report);
         checked += 1;
     }
     assert!(checked > 50, "{checked} samples checked");
@@ -283,7 +283,7 @@ fn multi_rank_figures_are_per_rank_and_the_headline_adds_up() {
                 "{name}: the headline's parts add up to {sum}%: {parts}"
             );
         }
-        check_page(&name, &report, &t);
+        check_page(&name, &report);
     }
     assert!(waits > 0, "no straggler among the runs");
 }
