@@ -52,6 +52,8 @@ pub struct Context<'a> {
     memory: std::sync::OnceLock<Vec<crate::memory::DeviceMemory>>,
     /// Every slice's self time, made on first use (the op table and the rank summaries).
     self_time: std::sync::OnceLock<crate::ops::SelfTime>,
+    /// The launch index, once asked for (only its first request is timed in the ledger).
+    launch_index: std::sync::OnceLock<&'a steplens_ingest::model::Launches>,
     /// Whether the report computes the TensorBoard views.
     views: bool,
     /// Where each pass's time is recorded (`steplens-bench`), if anywhere.
@@ -117,6 +119,7 @@ impl<'a> Context<'a> {
             op_args_found: std::sync::OnceLock::new(),
             memory: std::sync::OnceLock::new(),
             self_time: std::sync::OnceLock::new(),
+            launch_index: std::sync::OnceLock::new(),
             views: false,
             ledger: None,
         }
@@ -220,7 +223,8 @@ impl<'a> Context<'a> {
     /// this analysis is the first to ask.
     pub(crate) fn launches(&self) -> &'a steplens_ingest::model::Launches {
         let t: &'a Timeline = self.timeline;
-        self.timed("launch index", || t.launches())
+        self.launch_index
+            .get_or_init(|| self.timed("launch index", || t.launches()))
     }
 
     /// Every step's device-inclusive window ([`crate::step_windows`]), in `timeline.steps`
