@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use crate::LoadArgs;
-use crate::output_path::{check_not_an_input, write_atomically};
+use steplens::output_path::{check_not_an_input, write_atomically};
 use steplens::run_input::{
     BASELINE_SET_SCHEMA, BaselineSet, is_baseline_set, load_run, read_baseline_set,
 };

@@ -8,8 +8,8 @@ use anyhow::{Context, Result};
 use steplens_analysis::check::check;
 use steplens_analysis::compare::RunFigures;
 
-use crate::output_path::{check_not_an_input, write_atomically};
 use crate::{LoadArgs, output};
+use steplens::output_path::{check_not_an_input, write_atomically};
 use steplens::run_input::{Run, is_baseline_set, load_pair, load_run, read_baseline_set};
 use steplens::run_input::{read_optional_budget, with_budget_marker};
 use steplens_output::check::{Side, github, junit, markdown, text};

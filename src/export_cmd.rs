@@ -11,9 +11,9 @@ use std::path::PathBuf;
 #[cfg(feature = "tables")]
 use anyhow::Context;
 
-#[cfg(feature = "tables")]
-use crate::output_path::TEMP_PREFIX;
 use anyhow::{Result, bail};
+#[cfg(feature = "tables")]
+use steplens::output_path::TEMP_PREFIX;
 #[cfg(feature = "tables")]
 use steplens_analysis::table::{TableFormat, tables};
 
@@ -68,10 +68,10 @@ pub(crate) fn run(args: &ExportArgs) -> Result<()> {
     }
     let inputs: Vec<PathBuf> = args.traces.iter().chain(&args.budget).cloned().collect();
     if let Some(path) = &args.perfetto {
-        crate::output_path::check_not_an_input(path, &inputs)?;
+        steplens::output_path::check_not_an_input(path, &inputs)?;
     }
     if let Some(dir) = &args.tables {
-        crate::output_path::check_dir_holds_no_input(dir, &inputs)?;
+        steplens::output_path::check_dir_holds_no_input(dir, &inputs)?;
     }
     let budget = read_optional_budget(args.budget.as_deref())?;
     let options = with_budget_marker(args.load.options(), &budget);
@@ -149,7 +149,7 @@ fn write_tables(
     std::fs::remove_dir_all(&staging)
         .with_context(|| format!("cannot remove {}", staging.display()))?;
     let marker = entries.join("\n") + "\n";
-    crate::output_path::write_atomically(&dir.join(MARKER), |file| {
+    steplens::output_path::write_atomically(&dir.join(MARKER), |file| {
         Ok(file.write_all(marker.as_bytes())?)
     })?;
     Ok(written)

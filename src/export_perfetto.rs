@@ -9,7 +9,7 @@ use steplens_analysis::Report;
 use steplens_analysis::perfetto_export::write_perfetto;
 use steplens_ingest::Timeline;
 
-use crate::output_path::write_atomically;
+use steplens::output_path::write_atomically;
 use steplens_output::escape;
 use steplens_output::text::{human_bytes, thousands};
 

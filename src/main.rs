@@ -9,7 +9,6 @@ mod check_cmd;
 mod diff_cmd;
 mod export_cmd;
 mod export_perfetto;
-mod output_path;
 mod progress;
 #[cfg(unix)]
 mod sigbus;
@@ -21,6 +20,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
+use steplens::output_path;
 use steplens::run_input::{
     error_code, expand_dirs, one_line, parse_regex, read_optional_budget, with_budget_marker,
 };

@@ -8,11 +8,11 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use crate::run_input::expand_inputs;
 use anyhow::{Context, Result, bail};
-use steplens::run_input::expand_inputs;
 
 /// Where the temporary files begin their names (hidden, and skipped by `export --tables`).
-pub(crate) const TEMP_PREFIX: &str = ".steplens-tmp-";
+pub const TEMP_PREFIX: &str = ".steplens-tmp-";
 
 /// An input the run reads, as given and as the file system knows it.
 struct Input {
@@ -93,7 +93,7 @@ fn same_file(a: &Metadata, b: &Metadata) -> Option<bool> {
 ///
 /// # Errors
 /// The one line that names the output and the input.
-pub(crate) fn check_not_an_input(out: &Path, inputs_given: &[PathBuf]) -> Result<()> {
+pub fn check_not_an_input(out: &Path, inputs_given: &[PathBuf]) -> Result<()> {
     let Ok(out_meta) = fs::metadata(out) else {
         return Ok(());
     };
@@ -130,7 +130,7 @@ pub(crate) fn check_not_an_input(out: &Path, inputs_given: &[PathBuf]) -> Result
 ///
 /// # Errors
 /// The one line that names the directory and the input.
-pub(crate) fn check_dir_holds_no_input(dir: &Path, inputs_given: &[PathBuf]) -> Result<()> {
+pub fn check_dir_holds_no_input(dir: &Path, inputs_given: &[PathBuf]) -> Result<()> {
     let Ok(dir_real) = fs::canonicalize(dir) else {
         return Ok(());
     };
@@ -173,7 +173,7 @@ pub(crate) fn check_dir_holds_no_input(dir: &Path, inputs_given: &[PathBuf]) -> 
 ///
 /// # Errors
 /// When the file cannot be created, written or renamed, or `write` fails.
-pub(crate) fn write_atomically<T>(
+pub fn write_atomically<T>(
     path: &Path,
     write: impl FnOnce(&mut BufWriter<File>) -> Result<T>,
 ) -> Result<T> {
@@ -251,66 +251,5 @@ impl Drop for TempFile {
         if !self.kept {
             let _ = fs::remove_file(&self.path);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-
-    use super::*;
-
-    #[test]
-    fn a_failed_write_leaves_the_earlier_file_and_no_temporary_file() {
-        let dir = tempfile::TempDir::new().unwrap();
-        let path = dir.path().join("out.json");
-        fs::write(&path, "before").unwrap();
-        let failed: Result<()> = write_atomically(&path, |w| {
-            w.write_all(b"half")?;
-            bail!("the renderer failed")
-        });
-        assert!(failed.is_err());
-        assert_eq!(fs::read_to_string(&path).unwrap(), "before");
-        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
-        write_atomically(&path, |w| Ok(w.write_all(b"after")?)).unwrap();
-        assert_eq!(fs::read_to_string(&path).unwrap(), "after");
-        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
-        // A read-only file is not replaced.
-        let mut readonly = fs::metadata(&path).unwrap().permissions();
-        readonly.set_readonly(true);
-        fs::set_permissions(&path, readonly).unwrap();
-        let refused = write_atomically(&path, |w| Ok(w.write_all(b"again")?));
-        assert!(refused.is_err());
-        assert_eq!(fs::read_to_string(&path).unwrap(), "after");
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn a_link_stays_a_link() {
-        let dir = tempfile::TempDir::new().unwrap();
-        let file = dir.path().join("real.md");
-        let link = dir.path().join("link.md");
-        fs::write(&file, "old").unwrap();
-        std::os::unix::fs::symlink(&file, &link).unwrap();
-        write_atomically(&link, |w| Ok(w.write_all(b"new")?)).unwrap();
-        assert!(
-            fs::symlink_metadata(&link)
-                .unwrap()
-                .file_type()
-                .is_symlink()
-        );
-        assert_eq!(fs::read_to_string(&file).unwrap(), "new");
-    }
-
-    #[test]
-    fn an_output_that_is_an_input_is_refused_and_a_new_one_is_not() {
-        let dir = tempfile::TempDir::new().unwrap();
-        let input = dir.path().join("t.json");
-        fs::write(&input, "{}").unwrap();
-        let other = dir.path().join("sub/../t.json");
-        fs::create_dir(dir.path().join("sub")).unwrap();
-        let err = check_not_an_input(&other, std::slice::from_ref(&input)).unwrap_err();
-        assert!(err.to_string().contains("is the input"), "{err}");
-        check_not_an_input(&dir.path().join("new.json"), &[input]).unwrap();
     }
 }

@@ -31,9 +31,10 @@ pub struct Run {
 /// How far into a file to look for a report's schema tag.
 const SNIFF_BYTES: usize = 4096;
 
-/// The first [`SNIFF_BYTES`] of a file (none for stdin or an unreadable path).
+/// The first [`SNIFF_BYTES`] of a regular file (none for stdin, a FIFO or a device, whose
+/// bytes a look would take from the reader, or an unreadable path).
 fn file_head(path: &Path) -> Option<String> {
-    if path.as_os_str() == "-" {
+    if path.as_os_str() == "-" || !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
         return None;
     }
     let mut head = vec![0u8; SNIFF_BYTES];

@@ -2,7 +2,7 @@
 //! problem and one with the finding's fix applied. The estimate is what the report of the
 //! problem trace says fixing the finding saves per step; the realized saving is the difference
 //! of the two runs' median steps, read from their `ProfilerStep#N` ranges, with a bootstrap
-//! interval (`steplens-bench whatif` prints the table; `tests/whatif.rs` holds the estimates to
+//! interval (`steplens-bench whatif` prints the table; `tests/it/whatif.rs` holds the estimates to
 //! the realized savings of the committed pairs).
 
 use crate::finding::FindingKind;

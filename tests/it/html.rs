@@ -238,6 +238,14 @@ fn the_roofline_plots_each_signature_against_the_roofs() {
 
 /// Every single-trace sample, and the 4-rank run, each with its report page.
 fn sample_pages() -> Vec<(String, String)> {
+    sample_reports()
+        .into_iter()
+        .map(|(name, report)| (name, steplens_output::html::report_page(&report)))
+        .collect()
+}
+
+/// The report of every sample trace and of the 4-rank run, by the first file's path.
+fn sample_reports() -> Vec<(String, steplens_analysis::Report)> {
     use steplens_ingest::LoadOptions;
     let mut runs: Vec<Vec<std::path::PathBuf>> = support::sample_traces()
         .into_iter()
@@ -256,9 +264,10 @@ fn sample_pages() -> Vec<(String, String)> {
         .filter_map(|paths| {
             let refs: Vec<&std::path::Path> = paths.iter().map(|p| p.as_path()).collect();
             let t = steplens_ingest::load_many(&refs, &LoadOptions::default(), None).ok()?;
-            let report = steplens_analysis::build_report(&t);
-            let name = paths[0].display().to_string();
-            Some((name, steplens_output::html::report_page(&report)))
+            Some((
+                paths[0].display().to_string(),
+                steplens_analysis::build_report(&t),
+            ))
         })
         .collect()
 }
@@ -428,37 +437,16 @@ fn a_host_only_trace_has_no_device_line_of_zero_devices() {
 /// (and every float reads back as written: serde_json's `float_roundtrip`).
 #[test]
 fn a_saved_report_renders_the_page_its_trace_did() {
-    use steplens_ingest::LoadOptions;
-    let mut runs: Vec<Vec<std::path::PathBuf>> = support::sample_traces()
-        .into_iter()
-        .map(|p| vec![p])
-        .collect();
-    let ranks = support::repo().join("samples/ranks/nccl_straggler");
-    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&ranks)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with(".json.gz"))
-        .collect();
-    files.sort();
-    runs.push(files);
-    let mut compared = 0;
-    for paths in &runs {
-        let refs: Vec<&std::path::Path> = paths.iter().map(|p| p.as_path()).collect();
-        let Ok(t) = steplens_ingest::load_many(&refs, &LoadOptions::default(), None) else {
-            continue;
-        };
-        let report = steplens_analysis::build_report(&t);
-        let saved = serde_json::to_string(&report).unwrap();
+    let reports = sample_reports();
+    assert!(reports.len() > 20, "only {} samples loaded", reports.len());
+    for (name, report) in &reports {
+        let saved = serde_json::to_string(report).unwrap();
         let back: steplens_analysis::Report = serde_json::from_str(&saved).unwrap();
         assert!(
-            steplens_output::html::report_page(&report)
-                == steplens_output::html::report_page(&back),
-            "{}: the saved report draws another page",
-            paths[0].display()
+            steplens_output::html::report_page(report) == steplens_output::html::report_page(&back),
+            "{name}: the saved report draws another page"
         );
-        compared += 1;
     }
-    assert!(compared > 20, "only {compared} samples loaded");
 }
 
 /// The same through the CLI: `report saved.json -f html` writes the page `report TRACE -f html`

@@ -27,6 +27,7 @@ mod kineto_compat;
 mod lost_time;
 mod memory;
 mod module_graph;
+mod output_path;
 mod patterns;
 mod perfetto;
 mod ranks;

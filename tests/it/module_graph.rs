@@ -309,3 +309,28 @@ fn the_scan_sees_a_circle() {
     );
     assert_eq!(paths_after(src, "super::"), vec![vec!["detect", "x"]]);
 }
+
+/// Output only renders: no module of `output` names the Timeline, so everything a page or a
+/// table shows is in the report (and a saved report renders as its trace did).
+#[test]
+fn output_takes_no_timeline() {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mods = modules(&workspace.join("output/src"));
+    assert!(!mods.is_empty(), "no modules under output/src");
+    let mut readers = Vec::new();
+    for (name, path) in &mods {
+        let src = std::fs::read_to_string(path).unwrap_or_default();
+        let code: String = without_tests(&src)
+            .lines()
+            .map(|l| l.split("//").next().unwrap_or(""))
+            .collect::<Vec<_>>()
+            .join("\n");
+        if code.contains("Timeline") {
+            readers.push(name.clone());
+        }
+    }
+    assert!(
+        readers.is_empty(),
+        "output modules that read the Timeline: {readers:?}"
+    );
+}

@@ -22,33 +22,61 @@ pub(super) struct KernelFacts {
     pub(super) blocks_per_sm: Option<f64>,
     pub(super) occupancy: Option<f64>,
     pub(super) tensor_cores: bool,
-    pub(super) launch: LaunchShape,
+    /// Its launch shape: an index into [`Facts::shapes`].
+    pub(super) launch: u32,
 }
 
 /// A launch-shape arg as the plugin prints it (`[1, 1, 1]`), `0` when absent.
-fn launch_text(raw: Option<&[u8]>, cache: &mut FxHashMap<Vec<u8>, String>) -> String {
-    let Some(raw) = raw else {
-        return "0".to_owned();
-    };
-    if let Some(text) = cache.get(raw) {
-        return text.clone();
-    }
-    let text = python_repr(raw).trim_matches('\'').to_owned();
-    cache.insert(raw.to_vec(), text.clone());
-    text
+fn launch_text(raw: Option<&[u8]>) -> String {
+    raw.map_or_else(
+        || "0".to_owned(),
+        |raw| python_repr(raw).trim_matches('\'').to_owned(),
+    )
 }
 
-pub(super) fn kernel_facts(t: &Timeline) -> Vec<KernelFacts> {
+/// Kernels whose args are fetched together, one batch ahead of the one being read.
+const TOUCH_AHEAD: usize = 16;
+
+/// Reads the cache lines that hold the first bytes of `raw`, so that a later read finds them in
+/// cache.
+fn touch(raw: Option<&[u8]>) {
+    if let Some(raw) = raw {
+        for at in (0..raw.len().min(512)).step_by(64) {
+            std::hint::black_box(raw[at]);
+        }
+    }
+}
+
+/// Every kernel's facts, and the distinct launch shapes they name (`KernelFacts::launch`).
+pub(super) struct Facts {
+    pub(super) kernels: Vec<KernelFacts>,
+    pub(super) shapes: Vec<LaunchShape>,
+}
+
+pub(super) fn kernel_facts(t: &Timeline) -> Facts {
     let mut tc_by_name: FxHashMap<u32, bool> = FxHashMap::default();
-    let mut texts: FxHashMap<Vec<u8>, String> = FxHashMap::default();
+    // Launch shapes by their raw arg bytes: a trace has few distinct shapes and many kernels.
+    type RawShape<'t> = [Option<&'t [u8]>; 4];
+    let mut shape_ids: FxHashMap<RawShape<'_>, u32> = FxHashMap::default();
+    let mut shapes: Vec<LaunchShape> = Vec::new();
+    let mut by_text: FxHashMap<LaunchShape, u32> = FxHashMap::default();
     let mut out = Vec::new();
     for track in &t.tracks {
         let TrackKind::DeviceEngine { device, .. } = track.kind else {
             continue;
         };
-        for k in track.slices.clone() {
-            if t.slice_class(k) != CategoryClass::Kernel {
-                continue;
+        let kernels: Vec<SliceId> = track
+            .slices
+            .clone()
+            .filter(|&k| t.slice_class(k) == CategoryClass::Kernel)
+            .collect();
+        for (n, &k) in kernels.iter().enumerate() {
+            // The args are cold and far apart in a large trace: fetching the next kernels'
+            // together lets the memory reads overlap instead of waiting for each in turn.
+            if n % TOUCH_AHEAD == 0 {
+                for &ahead in kernels.iter().skip(n + TOUCH_AHEAD).take(TOUCH_AHEAD) {
+                    touch(t.args_raw(ahead));
+                }
             }
             let tensor_cores = *tc_by_name
                 .entry(t.slices.name[k as usize])
@@ -65,6 +93,21 @@ pub(super) fn kernel_facts(t: &Timeline) -> Vec<KernelFacts> {
                     "shared memory",
                 ],
             );
+            // Two spellings of one shape (`[1,1,1]`, `[1, 1, 1]`) print alike: one id.
+            let launch = *shape_ids
+                .entry([grid, block, regs, shared])
+                .or_insert_with(|| {
+                    let shape = LaunchShape {
+                        grid: launch_text(grid),
+                        block: launch_text(block),
+                        registers_per_thread: launch_text(regs),
+                        shared_memory: launch_text(shared),
+                    };
+                    *by_text.entry(shape.clone()).or_insert_with(|| {
+                        shapes.push(shape);
+                        shapes.len() as u32 - 1
+                    })
+                });
             out.push(KernelFacts {
                 slice: k,
                 source: track.source,
@@ -72,14 +115,12 @@ pub(super) fn kernel_facts(t: &Timeline) -> Vec<KernelFacts> {
                 blocks_per_sm: number(bps),
                 occupancy: number(occ),
                 tensor_cores,
-                launch: LaunchShape {
-                    grid: launch_text(grid, &mut texts),
-                    block: launch_text(block, &mut texts),
-                    registers_per_thread: launch_text(regs, &mut texts),
-                    shared_memory: launch_text(shared, &mut texts),
-                },
+                launch,
             });
         }
     }
-    out
+    Facts {
+        kernels: out,
+        shapes,
+    }
 }

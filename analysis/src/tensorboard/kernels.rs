@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use rustc_hash::{FxHashMap, FxHashSet};
 use steplens_ingest::Timeline;
 
-use super::kernel_facts::KernelFacts;
+use super::kernel_facts::{Facts, KernelFacts};
 use super::steps_and_links::enclosing_op;
 use super::{KernelRow, LaunchShape, Links, pct};
 
@@ -65,12 +65,12 @@ pub(super) fn kernels(
     t: &Timeline,
     links: &Links,
     eligible_ops: &FxHashSet<String>,
-    facts: &[KernelFacts],
+    facts: &Facts,
 ) -> (Vec<KernelRow>, Vec<KernelRow>, f64) {
     let mut by_name: FxHashMap<u32, KernelAcc> = FxHashMap::default();
-    let mut by_op: FxHashMap<(u32, Option<u32>, &LaunchShape), KernelAcc> = FxHashMap::default();
+    let mut by_op: FxHashMap<(u32, Option<u32>, u32), KernelAcc> = FxHashMap::default();
     let (mut tc, mut all) = (0i64, 0i64);
-    for f in facts {
+    for f in &facts.kernels {
         let dur = t.slices.dur[f.slice as usize];
         all += dur;
         if f.tensor_cores {
@@ -82,7 +82,7 @@ pub(super) fn kernels(
             .launcher(f.slice)
             .and_then(|r| enclosing_op(t, r))
             .map(|o| t.slices.name[o as usize]);
-        let acc = by_op.entry((name, op, &f.launch)).or_default();
+        let acc = by_op.entry((name, op, f.launch)).or_default();
         if acc.calls == 0 {
             acc.op_tc_eligible = Some(op.is_some_and(|o| eligible_ops.contains(t.strings.get(o))));
         }
@@ -99,7 +99,7 @@ pub(super) fn kernels(
                 (
                     t.strings.get(name).to_owned(),
                     op.map_or_else(|| "N/A".to_owned(), |o| t.strings.get(o).to_owned()),
-                    launch.clone(),
+                    facts.shapes[launch as usize].clone(),
                 ),
                 acc,
             )

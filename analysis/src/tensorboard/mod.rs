@@ -391,7 +391,7 @@ pub(crate) fn views_with<'t>(
     let facts = timed(ledger, "view: kernel facts", || kernel_facts(t));
     let (mut overview, steps) = timed(ledger, "view: overview", || overview(t, links));
     let gpu_summary = timed(ledger, "view: GPU summary", || {
-        gpu_summary(t, links, &steps, &facts)
+        gpu_summary(t, links, &steps, &facts.kernels)
     });
     let (operators, operators_by_shape, tc_eligible_share) =
         timed(ledger, "view: operators", || operators(t, links, op_arg));

@@ -20,6 +20,50 @@ pub(super) fn is_step(name: &str) -> bool {
     name.starts_with("ProfilerStep#")
 }
 
+/// What the views ask of a slice's name, answered once per interned name (a trace has far
+/// fewer names than slices): a collective op, a data-loader step, a `ProfilerStep`.
+pub(super) struct NameFlags(Vec<u8>);
+
+impl NameFlags {
+    const COMM: u8 = 1;
+    const DATALOADER: u8 = 2;
+    const STEP: u8 = 4;
+
+    pub(super) fn new(t: &Timeline) -> Self {
+        Self(
+            t.strings
+                .iter()
+                .map(|(_, name)| {
+                    let mut f = 0;
+                    if is_comm_op(name) {
+                        f |= Self::COMM;
+                    }
+                    if is_dataloader(name) {
+                        f |= Self::DATALOADER;
+                    }
+                    if is_step(name) {
+                        f |= Self::STEP;
+                    }
+                    f
+                })
+                .collect(),
+        )
+    }
+
+    fn of(&self, t: &Timeline, slice: SliceId) -> u8 {
+        t.slices
+            .name
+            .get(slice as usize)
+            .and_then(|&n| self.0.get(n as usize))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    fn comm(&self, t: &Timeline, slice: SliceId) -> bool {
+        self.of(t, slice) & Self::COMM != 0
+    }
+}
+
 /// One of the plugin's steps: its name (the step number), start and end.
 pub(super) type PluginStep = (String, i64, i64);
 
@@ -38,13 +82,13 @@ pub(super) fn enclosing_op(t: &Timeline, slice: SliceId) -> Option<SliceId> {
 }
 
 /// Whether device slice `k` serves a collective: its launch sits under an `nccl:*`/`gloo:*` op.
-fn is_comm_kernel(t: &Timeline, links: &Links, k: SliceId) -> bool {
+fn is_comm_kernel(t: &Timeline, links: &Links, names: &NameFlags, k: SliceId) -> bool {
     let Some(runtime) = links.launcher(k) else {
         return false;
     };
     let mut at = t.slices.parent[runtime as usize];
     while at != NO_PARENT {
-        if is_comm_op(t.slice_name(at)) {
+        if names.comm(t, at) {
             return true;
         }
         at = t.slices.parent[at as usize];
@@ -56,6 +100,7 @@ fn is_comm_kernel(t: &Timeline, links: &Links, k: SliceId) -> bool {
 /// plugin's own test traces) links a kernel to the op it serves only by the kernel's
 /// `external id`, and the plugin matches NCCL kernels to their op that way.
 pub(super) fn comm_ops_by_external_id(t: &Timeline, source: u16) -> FxHashMap<i64, SliceId> {
+    let names = NameFlags::new(t);
     let mut out = FxHashMap::default();
     for track in t.tracks.iter().filter(|tr| tr.source == source) {
         if track.kind != TrackKind::HostThread {
@@ -65,7 +110,7 @@ pub(super) fn comm_ops_by_external_id(t: &Timeline, source: u16) -> FxHashMap<i6
             if matches!(
                 t.slice_class(i),
                 CategoryClass::CpuOp | CategoryClass::UserAnnotation
-            ) && is_comm_op(t.slice_name(i))
+            ) && names.comm(t, i)
                 && let Some(id) = t.arg_i64(i, "External id")
             {
                 out.insert(id, i);
@@ -91,6 +136,7 @@ pub(super) fn comm_op_by_id(
 
 /// The plugin's steps of one input: `(name, start, end)`.
 pub(super) fn plugin_steps(t: &Timeline, links: &Links, source: u16) -> Vec<PluginStep> {
+    let names = NameFlags::new(t);
     let mut host: Vec<(i64, i64, String)> = Vec::new();
     let (mut cpu_min, mut cpu_max) = (i64::MAX, i64::MIN);
     for track in t.tracks.iter().filter(|tr| tr.source == source) {
@@ -99,12 +145,14 @@ pub(super) fn plugin_steps(t: &Timeline, links: &Links, source: u16) -> Vec<Plug
         }
         for i in track.slices.clone() {
             let class = t.slice_class(i);
-            let name = t.slice_name(i);
             let (start, end) = (t.slices.start[i as usize], t.slices.end(i));
             if matches!(class, CategoryClass::CpuOp | CategoryClass::UserAnnotation)
-                && is_step(name)
+                && names.of(t, i) & NameFlags::STEP != 0
             {
-                let number = name.trim_start_matches("ProfilerStep#").to_owned();
+                let number = t
+                    .slice_name(i)
+                    .trim_start_matches("ProfilerStep#")
+                    .to_owned();
                 host.push((start, end, number));
             }
             if class == CategoryClass::CpuOp {
@@ -144,12 +192,13 @@ pub(super) fn plugin_steps(t: &Timeline, links: &Links, source: u16) -> Vec<Plug
 pub(super) fn role_ranges(t: &Timeline, links: &Links, source: u16) -> [IntervalSet; 7] {
     let mut roles: [Vec<(i64, i64)>; 7] = Default::default();
     let by_id = comm_ops_by_external_id(t, source);
+    let names = NameFlags::new(t);
     for track in t.tracks.iter().filter(|tr| tr.source == source) {
         for i in track.slices.clone() {
             let range = (t.slices.start[i as usize], t.slices.end(i));
-            let name = t.slice_name(i);
+            let flags = names.of(t, i);
             let role = match t.slice_class(i) {
-                CategoryClass::Kernel if is_comm_kernel(t, links, i) => 3,
+                CategoryClass::Kernel if is_comm_kernel(t, links, &names, i) => 3,
                 CategoryClass::Kernel
                     if links.launcher(i).is_none() && comm_op_by_id(t, &by_id, i).is_some() =>
                 {
@@ -159,9 +208,21 @@ pub(super) fn role_ranges(t: &Timeline, links: &Links, source: u16) -> [Interval
                 CategoryClass::Memcpy => 1,
                 CategoryClass::Memset => 2,
                 CategoryClass::Runtime => 4,
-                CategoryClass::CpuOp | CategoryClass::UserAnnotation if is_comm_op(name) => 3,
-                CategoryClass::CpuOp | CategoryClass::UserAnnotation if is_dataloader(name) => 5,
-                CategoryClass::CpuOp | CategoryClass::UserAnnotation if is_step(name) => continue,
+                CategoryClass::CpuOp | CategoryClass::UserAnnotation
+                    if flags & NameFlags::COMM != 0 =>
+                {
+                    3
+                }
+                CategoryClass::CpuOp | CategoryClass::UserAnnotation
+                    if flags & NameFlags::DATALOADER != 0 =>
+                {
+                    5
+                }
+                CategoryClass::CpuOp | CategoryClass::UserAnnotation
+                    if flags & NameFlags::STEP != 0 =>
+                {
+                    continue;
+                }
                 CategoryClass::CpuOp
                 | CategoryClass::UserAnnotation
                 | CategoryClass::DeviceAnnotation => 6,

@@ -4,7 +4,7 @@
 //!
 //! The prost types in `proto` are generated from `ingest/proto/perfetto_trackevent.proto`, a
 //! trimmed copy of Perfetto's merged trace proto (same names and field numbers), and checked
-//! in; `tests/perfetto_proto_fresh.rs` fails when they are stale.
+//! in; `ingest/tests/it/perfetto_proto_fresh.rs` fails when they are stale.
 //!
 //! A file written by steplens carries, in each track descriptor's `description`, a small JSON
 //! note (`steplens track {…}`) with the Timeline track it came from (kind, engine class, device,
