@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::Thresholds;
 use crate::finding::FindingKind;
+use crate::thresholds::Thresholds;
 
 /// A parsed budget file. Every table and key is optional.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]

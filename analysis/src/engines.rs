@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use steplens_ingest::model::{EngineClass, Timeline, TrackKind};
 
-use crate::intervals::IntervalSet;
+use steplens_ingest::intervals::IntervalSet;
 
 /// Utilization of one engine class.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -92,7 +92,10 @@ fn graph_launches(timeline: &Timeline) -> FxHashMap<u32, (u64, i64)> {
             let n = r.len() as u64;
             (
                 call,
-                (n, crate::intervals::IntervalSet::from_ranges(r).total()),
+                (
+                    n,
+                    steplens_ingest::intervals::IntervalSet::from_ranges(r).total(),
+                ),
             )
         })
         .collect()

@@ -458,7 +458,7 @@ fn summarize(
     } else {
         // Device busy over every input, from the sets the step table was cut from.
         let ranges = channels.values().flat_map(|c| c.device.iter()).collect();
-        let busy = crate::intervals::IntervalSet::from_ranges(ranges).total();
+        let busy = steplens_ingest::intervals::IntervalSet::from_ranges(ranges).total();
         (trace_ns > 0).then(|| crate::units::round2(busy as f64 * 100.0 / trace_ns as f64))
     };
     let mut findings_by_kind = BTreeMap::new();

@@ -15,10 +15,7 @@
 //! keeps the host ranges. One definition, used by the step table, the detectors' step shares,
 //! the critical path and the plugin's Overview.
 
-use steplens_ingest::model::{SliceId, Timeline, TrackKind};
-
-/// The launch index now lives with the Timeline; this path is kept while the views move to it.
-pub(crate) use steplens_ingest::model::Launches;
+use steplens_ingest::model::{Launches, SliceId, Timeline, TrackKind};
 
 /// One step as the device lived it (its host range is the `timeline.steps` entry of the same
 /// index). All times ns on the step's clock.

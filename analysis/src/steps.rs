@@ -22,9 +22,9 @@ use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use steplens_ingest::model::{NO_PARENT, Timeline, TrackKind};
 
-use crate::intervals::IntervalSet;
 use crate::op_names::DATALOADER_PREFIX;
 use crate::step_windows::StepWindow;
+use steplens_ingest::intervals::IntervalSet;
 
 /// One row of the step table.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]

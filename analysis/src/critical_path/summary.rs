@@ -12,7 +12,7 @@ use super::stretches::{Stretch, What, coarse_slices};
 use super::sync::{BLOCKING_FLAG, COMPILE_FLAG, DATALOADER_FLAG, Shared};
 use super::walk::Window;
 use super::{Bound, Contributor, CriticalPath, TOP_CONTRIBUTORS};
-use crate::intervals::IntervalSet;
+use steplens_ingest::intervals::IntervalSet;
 
 impl Window {
     /// The path's figures from its edges in order: (from, to, track of the later end, kind).

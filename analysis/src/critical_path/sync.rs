@@ -7,8 +7,8 @@ use rustc_hash::FxHashMap;
 use steplens_ingest::model::{CategoryClass, LaneId, SliceId, Timeline, TrackKind};
 
 use super::graph::Scratch;
-use crate::intervals::IntervalSet;
 use crate::op_names::DATALOADER_PREFIX;
+use steplens_ingest::intervals::IntervalSet;
 
 /// Runtime calls the host blocks in until the device is done (HTA's list, with HIP and Gaudi's).
 const BLOCKING: &[&str] = &[

@@ -46,7 +46,11 @@ pub(super) fn buckets_needed(total_bytes: i64) -> i64 {
 
 /// Whether `count` all-reduces are more than `fragmented_over_needed` times the `needed`
 /// buckets: many calls against need, not a size cut-off.
-pub(super) fn more_than_needed(count: usize, needed: i64, th: &crate::Thresholds) -> bool {
+pub(super) fn more_than_needed(
+    count: usize,
+    needed: i64,
+    th: &crate::thresholds::Thresholds,
+) -> bool {
     count as f64 > th.fragmented_over_needed * needed as f64
 }
 

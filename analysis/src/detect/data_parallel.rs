@@ -20,7 +20,7 @@ use super::registry::{Detector, Raises, Saves};
 use super::{MAX_EVIDENCE, human_ns};
 use crate::context::Context;
 use crate::finding::{Cost, FindingKind, Raised, Severity};
-use crate::intervals::IntervalSet;
+use steplens_ingest::intervals::IntervalSet;
 /// This detector's entry in the registry.
 pub(super) const DETECTOR: Detector = Detector {
     name: "data_parallel",

@@ -19,8 +19,8 @@ use super::human_ns;
 use super::registry::{Detector, Raises, Saves};
 use crate::context::Context;
 use crate::finding::{Cost, FindingKind, Raised, Severity};
-use crate::intervals::IntervalSet;
 use crate::op_names::DATALOADER_PREFIX;
+use steplens_ingest::intervals::IntervalSet;
 /// This detector's entry in the registry.
 pub(super) const DETECTOR: Detector = Detector {
     name: "dataloader_stall",

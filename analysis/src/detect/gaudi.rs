@@ -89,7 +89,7 @@ fn new_graphs_without_host(ctx: &Context<'_>) -> Vec<Raised> {
                 }
             }
         }
-        let busy = crate::intervals::IntervalSet::from_ranges(busy);
+        let busy = steplens_ingest::intervals::IntervalSet::from_ranges(busy);
         let loop_start = t.steps[steps[1]].start;
         for (graph, (start, slice)) in first_of {
             if start < loop_start {

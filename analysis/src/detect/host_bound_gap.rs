@@ -19,7 +19,7 @@ use super::registry::{Detector, Raises, Saves};
 use super::{BLOCKING_CALLS, human_ns, ranked_names};
 use crate::context::{Context, NameSet};
 use crate::finding::{Cost, Evidence, FindingKind, Raised, Severity};
-use crate::intervals::IntervalSet;
+use steplens_ingest::intervals::IntervalSet;
 /// This detector's entry in the registry.
 pub(super) const DETECTOR: Detector = Detector {
     name: "host_bound_gap",

@@ -30,7 +30,7 @@ use super::torch_ops::tensor_arg;
 use super::{BLOCKING_CALLS, MAX_EVIDENCE, Under, at_site, human_ns};
 use crate::context::Context;
 use crate::finding::{Cost, FindingKind, Raised, Severity};
-use crate::intervals::IntervalSet;
+use steplens_ingest::intervals::IntervalSet;
 /// This detector's entry in the registry.
 pub(super) const DETECTOR: Detector = Detector {
     name: "host_copies",

@@ -137,7 +137,7 @@ fn explicit_pad(ctx: &Context<'_>) -> Vec<Raised> {
                 .chain(pads.iter().filter_map(|p| backward.get(p)))
                 .map(|&p| (t.slices.start[p as usize], t.slices.end(p)))
                 .collect();
-            let lost = crate::intervals::IntervalSet::from_ranges(ranges.clone()).total();
+            let lost = steplens_ingest::intervals::IntervalSet::from_ranges(ranges.clone()).total();
             let first = pads[0];
             Raised {
                 kind: FindingKind::ExplicitPad,

@@ -14,7 +14,7 @@ use super::registry::{Detector, Raises, Saves};
 use super::{human_ns, ranked_names};
 use crate::context::Context;
 use crate::finding::{Cost, Evidence, FindingKind, Raised, Severity};
-use crate::intervals::IntervalSet;
+use steplens_ingest::intervals::IntervalSet;
 /// This detector's entry in the registry.
 pub(super) const DETECTOR: Detector = Detector {
     name: "mme_idle",
@@ -200,14 +200,14 @@ mod tests {
     use steplens_ingest::TimelineBuilder;
     use steplens_ingest::model::{ArgsRef, LaneId};
 
-    use crate::build_report;
+    use crate::report::build_report;
 
     const US: i64 = 1_000;
 
     /// A lane name and its slices `(name, start µs, dur µs)`.
     type Lane<'a> = (&'a str, &'a [(&'a str, i64, i64)]);
 
-    fn report(lanes: &[Lane<'_>]) -> crate::Report {
+    fn report(lanes: &[Lane<'_>]) -> crate::report::Report {
         let mut b = TimelineBuilder::default();
         let device = LaneId::Int(0);
         b.process_meta(0, device, Some("accel0".into()), Some("HPU 0".into()), None);

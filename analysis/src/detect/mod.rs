@@ -36,7 +36,7 @@ use steplens_ingest::model::{SliceId, Timeline};
 
 use crate::context::{Context, NameSet};
 use crate::finding::{Finding, FindingKind, Severity};
-use crate::intervals::IntervalSet;
+use steplens_ingest::intervals::IntervalSet;
 
 pub(crate) use crate::context::enclosure::Under;
 pub(crate) use crate::finding::MAX_EVIDENCE;

@@ -159,7 +159,7 @@ fn gaudi_device_transposes(ctx: &Context<'_>) -> Vec<Raised> {
     for ((source, step), nodes) in per_step {
         let ranges: Vec<(i64, i64)> = nodes.iter().map(|n| (n.start, n.end)).collect();
         // Wall time: parallel engines, and nodes that overlap each other, count once.
-        let lost = crate::intervals::IntervalSet::from_ranges(ranges.clone()).total();
+        let lost = steplens_ingest::intervals::IntervalSet::from_ranges(ranges.clone()).total();
         let step_ns = step.map_or_else(
             || t.time_range().map_or(0, |(a, b)| b - a),
             |s| t.steps[s].dur,

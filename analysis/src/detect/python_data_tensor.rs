@@ -130,7 +130,7 @@ fn finding(ctx: &Context<'_>, source: u16, step: usize, cs: &[Construction]) -> 
     let t = ctx.timeline;
     let s = &t.steps[step];
     let ranges: Vec<(i64, i64)> = cs.iter().map(|c| c.range).collect();
-    let lost = crate::intervals::IntervalSet::from_ranges(ranges.clone()).total();
+    let lost = steplens_ingest::intervals::IntervalSet::from_ranges(ranges.clone()).total();
     let first = cs[0].slices[0];
     let call_site = ctx.call_site(*cs[0].slices.last().unwrap_or(&first));
     let at = at_site(call_site.as_deref());

@@ -21,7 +21,7 @@ use rustc_hash::FxHashMap;
 use super::registry::Saves;
 use crate::context::Context;
 use crate::finding::Finding;
-use crate::intervals::IntervalSet;
+use steplens_ingest::intervals::IntervalSet;
 
 /// Fills in `saving_ns` of every finding that has a measured cost; `claimed[i]` is finding
 /// `i`'s lost time as its detector measured it, before the one-owner settling.

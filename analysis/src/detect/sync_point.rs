@@ -18,7 +18,7 @@ use super::registry::{Detector, Raises, Saves};
 use super::{BLOCKING_CALLS, MAX_EVIDENCE, Under, human_ns};
 use crate::context::{Context, NameSet};
 use crate::finding::{Cost, FindingKind, Raised, Severity};
-use crate::intervals::IntervalSet;
+use steplens_ingest::intervals::IntervalSet;
 /// This detector's entry in the registry.
 pub(super) const DETECTOR: Detector = Detector {
     name: "sync_point",

@@ -199,7 +199,7 @@ pub struct RankAnalysis {
 pub fn rank_analysis(t: &Timeline) -> Option<RankAnalysis> {
     rank_analysis_with(
         t,
-        &crate::Thresholds::default(),
+        &crate::thresholds::Thresholds::default(),
         &crate::step_windows::step_windows(t),
         &crate::ops::SelfTime::new(t),
     )
@@ -209,7 +209,7 @@ pub fn rank_analysis(t: &Timeline) -> Option<RankAnalysis> {
 #[must_use]
 pub fn rank_analysis_with(
     t: &Timeline,
-    thresholds: &crate::Thresholds,
+    thresholds: &crate::thresholds::Thresholds,
     windows: &[crate::step_windows::StepWindow],
     self_time: &crate::ops::SelfTime,
 ) -> Option<RankAnalysis> {
@@ -236,7 +236,7 @@ pub fn rank_analysis_with(
 /// from a Timeline, and `report --summaries` from summary files.
 #[must_use]
 pub fn ranks_of(summaries: &[RankSummary]) -> Option<(RanksReport, Vec<Finding>)> {
-    ranks_and_waits(summaries, &crate::Thresholds::default())
+    ranks_and_waits(summaries, &crate::thresholds::Thresholds::default())
         .map(|(report, findings, _, _)| (report, findings.into_iter().map(Finding::from).collect()))
 }
 
@@ -249,7 +249,7 @@ type LateArrivals = Vec<Vec<(usize, i64)>>;
 
 fn ranks_and_waits(
     summaries: &[RankSummary],
-    thresholds: &crate::Thresholds,
+    thresholds: &crate::thresholds::Thresholds,
 ) -> Option<(RanksReport, Vec<Raised>, RankWaits, LateArrivals)> {
     // One rank's trace is a run of one: its collectives, bandwidths and exposed communication
     // are still worth a table (no clocks to align, no one to wait for).

@@ -24,7 +24,7 @@ pub(super) fn straggler(
     caused: &[i64],
     late: &LateArrivals,
     matched: usize,
-    thresholds: &crate::Thresholds,
+    thresholds: &crate::thresholds::Thresholds,
 ) -> Vec<Raised> {
     let n = rows.len();
     if matched < thresholds.straggler_min_collectives || n < 2 {

@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use steplens_ingest::model::{SliceId, Timeline, TrackKind};
 
 use super::{CollectiveNames, Occurrence, collect};
-use crate::intervals::IntervalSet;
 use crate::stats::median;
+use steplens_ingest::intervals::IntervalSet;
 
 /// Schema name of a rank summary.
 pub const SUMMARY_SCHEMA: &str = "steplens.rank-summary/1";

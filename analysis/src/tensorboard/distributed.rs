@@ -10,7 +10,7 @@ use steplens_ingest::model::{CategoryClass, NO_PARENT, OpArg, SliceId, TrackKind
 
 use super::steps_and_links::{PluginSteps, comm_op_by_id, comm_ops_by_external_id, role_ranges};
 use super::{CommOpRow, DistributedRow, Links, is_comm_op};
-use crate::intervals::IntervalSet;
+use steplens_ingest::intervals::IntervalSet;
 
 /// Time ranges, `(start, end)`.
 type Ranges = Vec<(i64, i64)>;

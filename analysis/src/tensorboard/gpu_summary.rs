@@ -9,7 +9,7 @@ use steplens_ingest::model::SliceId;
 use super::kernel_facts::KernelFacts;
 use super::steps_and_links::{PluginSteps, enclosing_op};
 use super::{GpuSummary, Links};
-use crate::intervals::IntervalSet;
+use steplens_ingest::intervals::IntervalSet;
 
 pub(super) fn gpu_summary(
     t: &Timeline,

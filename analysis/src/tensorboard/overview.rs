@@ -7,7 +7,7 @@ use steplens_ingest::Timeline;
 
 use super::steps_and_links::{PluginSteps, plugin_steps, role_ranges};
 use super::{AverageStep, Breakdown, Links, MeanBreakdown, Overview, OverviewStep};
-use crate::intervals::IntervalSet;
+use steplens_ingest::intervals::IntervalSet;
 
 /// The Overview of every input.
 pub(super) fn overview(t: &Timeline, links: &Links) -> (Overview, PluginSteps) {

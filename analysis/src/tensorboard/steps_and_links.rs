@@ -9,7 +9,7 @@ use steplens_ingest::Timeline;
 use steplens_ingest::model::{CategoryClass, NO_PARENT, SliceId, TrackKind};
 
 use super::{Links, is_comm_op};
-use crate::intervals::IntervalSet;
+use steplens_ingest::intervals::IntervalSet;
 
 pub(super) fn is_dataloader(name: &str) -> bool {
     (name.starts_with(crate::op_names::DATALOADER_PREFIX) && name.ends_with(".__next__"))
