@@ -1,7 +1,9 @@
 //! What framework names mean, shared by the step table, the critical path, the detectors, the
 //! collectives and the TensorBoard views: the data loader's annotation, torch.compile's own
-//! spans and the sizes of torch's element types. It depends on nothing else in the crate, so
-//! every analysis can use it.
+//! spans and the sizes of torch's element types, and a per-name flag table for passes over every
+//! slice. It depends on nothing else in the crate, so every analysis can use it.
+
+use steplens_ingest::model::{SliceId, Timeline};
 
 /// Name prefix of the PyTorch DataLoader's `__next__` annotation.
 pub const DATALOADER_PREFIX: &str = "enumerate(DataLoader)#";
@@ -54,6 +56,28 @@ pub fn dtype_size(name: &str) -> Option<i64> {
 /// The autograd engine's range around one backward node (`autograd::engine::evaluate_function:
 /// MmBackward0`).
 pub(crate) const EVALUATE_PREFIX: &str = "autograd::engine::evaluate_function: ";
+
+/// Per interned name, a few bits of what a pass asks of it (a collective op, a blocking call, a
+/// step marker …), classified once per name: a trace has far fewer names than slices, and a
+/// pass over every slice then reads a byte instead of matching strings.
+pub(crate) struct NameFlags(Vec<u8>);
+
+impl NameFlags {
+    /// The flags `classify` gives each of `t`'s names.
+    pub(crate) fn new(t: &Timeline, classify: impl Fn(&str) -> u8) -> Self {
+        Self(t.strings.iter().map(|(_, name)| classify(name)).collect())
+    }
+
+    /// The flags of slice `slice`'s name (0 for a slice out of range).
+    pub(crate) fn of(&self, t: &Timeline, slice: SliceId) -> u8 {
+        t.slices
+            .name
+            .get(slice as usize)
+            .and_then(|&n| self.0.get(n as usize))
+            .copied()
+            .unwrap_or(0)
+    }
+}
 
 #[cfg(test)]
 mod tests {

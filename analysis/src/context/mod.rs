@@ -12,6 +12,7 @@ use steplens_ingest::model::{
 
 use self::enclosure::Under;
 use crate::finding::Evidence;
+use crate::op_names::NameFlags;
 use crate::parallel::side_by_side;
 use crate::step_windows::StepWindow;
 use crate::steps::Channels;
@@ -69,30 +70,19 @@ pub(crate) struct Collectives {
 }
 
 /// Per interned name, whether it passes a test: detectors look at every slice's name, and a
-/// trace has far fewer names than slices, so each name is tested once.
-pub(crate) struct NameSet(Vec<bool>);
+/// trace has far fewer names than slices, so each name is tested once (a one-bit
+/// [`NameFlags`]).
+pub(crate) struct NameSet(NameFlags);
 
 impl NameSet {
     /// The names of `timeline` that pass `test`.
     pub(crate) fn new(timeline: &Timeline, test: impl Fn(&str) -> bool) -> Self {
-        Self(
-            timeline
-                .strings
-                .iter()
-                .map(|(_, name)| test(name))
-                .collect(),
-        )
+        Self(NameFlags::new(timeline, |name| u8::from(test(name))))
     }
 
     /// Whether slice `slice`'s name is in the set.
     pub(crate) fn has(&self, timeline: &Timeline, slice: SliceId) -> bool {
-        timeline
-            .slices
-            .name
-            .get(slice as usize)
-            .and_then(|&n| self.0.get(n as usize))
-            .copied()
-            .unwrap_or(false)
+        self.0.of(timeline, slice) != 0
     }
 }
 

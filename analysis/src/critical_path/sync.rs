@@ -1,13 +1,13 @@
 //! The sync rules and what every window reads: which runtime calls block until the device is
 //! done, which device work each blocking call and `cudaStreamWaitEvent` waited for (Kineto's
-//! `cuda_sync` events: Context, Stream and Event Sync), the launch links, the per-name flags,
+//! `cuda_sync` events: Context, Stream and Event Sync), the per-name flags,
 //! the ranks' waits at collectives and the graph compiles of each clock.
 
 use rustc_hash::FxHashMap;
 use steplens_ingest::model::{CategoryClass, LaneId, SliceId, Timeline, TrackKind};
 
 use super::graph::Scratch;
-use crate::op_names::DATALOADER_PREFIX;
+use crate::op_names::{DATALOADER_PREFIX, NameFlags};
 use steplens_ingest::intervals::IntervalSet;
 
 /// Runtime calls the host blocks in until the device is done (HTA's list, with HIP and Gaudi's).
@@ -29,12 +29,12 @@ const BLOCKING: &[&str] = &[
     "synDeviceSynchronize",
 ];
 
-/// What every window reads: launch links, blocking-call names, `cuda_sync` links.
+/// What every window reads: blocking-call names, `cuda_sync` links.
 pub(super) struct Shared {
     /// Per-slice node ids of the window being built, reused from window to window.
     pub(super) scratch: std::cell::RefCell<Scratch>,
     /// Per interned name: 1 blocking call, 2 compile span, 4 data loader range, 8 launch call.
-    name_flags: Vec<u8>,
+    name_flags: NameFlags,
     /// Blocking runtime call → the device work its `cuda_sync` event says it waited for.
     pub(super) waits_for: FxHashMap<SliceId, Vec<SliceId>>,
     /// Device work → the device work a `cudaStreamWaitEvent` made it wait for.
@@ -56,27 +56,23 @@ pub(super) const LAUNCH_FLAG: u8 = 8;
 
 impl Shared {
     pub(super) fn new(t: &Timeline, rank_waits: &[Vec<(i64, i64)>]) -> Self {
-        let name_flags: Vec<u8> = t
-            .strings
-            .iter()
-            .map(|(_, name)| {
-                let mut f = 0;
-                if BLOCKING.contains(&name) {
-                    f |= BLOCKING_FLAG;
-                }
-                // `Torch-Compiled Region` is the compiled graph running, not compiling.
-                if crate::op_names::is_graph_compile(name) {
-                    f |= COMPILE_FLAG;
-                }
-                if name.starts_with(DATALOADER_PREFIX) {
-                    f |= DATALOADER_FLAG;
-                }
-                if name.contains("Launch") {
-                    f |= LAUNCH_FLAG;
-                }
-                f
-            })
-            .collect();
+        let name_flags = NameFlags::new(t, |name| {
+            let mut f = 0;
+            if BLOCKING.contains(&name) {
+                f |= BLOCKING_FLAG;
+            }
+            // `Torch-Compiled Region` is the compiled graph running, not compiling.
+            if crate::op_names::is_graph_compile(name) {
+                f |= COMPILE_FLAG;
+            }
+            if name.starts_with(DATALOADER_PREFIX) {
+                f |= DATALOADER_FLAG;
+            }
+            if name.contains("Launch") {
+                f |= LAUNCH_FLAG;
+            }
+            f
+        });
         let mut shared = Self {
             scratch: std::cell::RefCell::new(Scratch::default()),
             name_flags,
@@ -113,19 +109,8 @@ impl Shared {
         shared
     }
 
-    /// The host call that launched device work `slice`, when the trace links it (the launch
-    /// index's any-tier link: HTA's graph takes whichever host work the flow starts from).
-    pub(super) fn launch_of(t: &Timeline, slice: SliceId) -> Option<SliceId> {
-        t.launches().host_of(slice)
-    }
-
     pub(super) fn flags(&self, t: &Timeline, slice: SliceId) -> u8 {
-        t.slices
-            .name
-            .get(slice as usize)
-            .and_then(|&n| self.name_flags.get(n as usize))
-            .copied()
-            .unwrap_or(0)
+        self.name_flags.of(t, slice)
     }
 
     /// Reads Kineto's `cuda_sync` events (PyTorch 2.1+): which device work each blocking call

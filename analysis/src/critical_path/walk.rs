@@ -161,7 +161,7 @@ impl Window {
                 g.edge(s, e, b - a, EdgeKind::Span(i));
                 sc.set_device(i, s, e);
                 device_ends.push((b.max(a), e, i));
-                let linked = Shared::launch_of(t, i);
+                let linked = t.launches().host_of(i);
                 let launch =
                     linked.and_then(|r| sc.start_of(r).map(|n| (n, t.slices.start[r as usize], r)));
                 let launch = launch.or_else(|| {

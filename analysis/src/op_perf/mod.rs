@@ -13,23 +13,10 @@ use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
-use steplens_ingest::model::{CategoryClass, NO_PARENT, OpArg, SliceId, Timeline};
+use steplens_ingest::model::{ARGS_AHEAD, CategoryClass, NO_PARENT, OpArg, SliceId, Timeline};
 
 use crate::device_rates::DeviceClass;
 pub use work::{Family, GemmDims, Operand, Work, work_of};
-
-/// Ops whose args are fetched together, one batch ahead of the one being read.
-const TOUCH_AHEAD: usize = 16;
-
-/// Reads the cache lines that hold the first bytes of `raw` (where an op's shapes and types
-/// are), so that a later read finds them in cache.
-fn touch(raw: Option<&[u8]>) {
-    if let Some(raw) = raw {
-        for at in (0..raw.len().min(256)).step_by(64) {
-            std::hint::black_box(raw[at]);
-        }
-    }
-}
 
 /// One op signature and its calls.
 pub(crate) struct Signature {
@@ -88,13 +75,10 @@ impl Signatures {
         let mut list: Vec<Signature> = Vec::new();
         let runs: Vec<&[(SliceId, SliceId)]> = launched.chunk_by(|a, b| a.0 == b.0).collect();
         for (k, run) in runs.iter().enumerate() {
-            // The args are cold (hundreds of MB, a page or more apart): reading one op's at a
-            // time waits for memory once per op. Touching the next ops' args together lets
-            // their fetches overlap.
-            if k % TOUCH_AHEAD == 0 {
-                for ahead in runs.iter().skip(k + TOUCH_AHEAD).take(TOUCH_AHEAD) {
-                    touch(t.args_raw(ahead[0].0));
-                }
+            // The args of the ops' shapes and types: the next ops' fetched together.
+            if k % ARGS_AHEAD == 0 {
+                let ahead = runs.iter().skip(k + ARGS_AHEAD).take(ARGS_AHEAD);
+                t.touch_args(ahead.map(|run| run[0].0), 256);
             }
             let op = run[0].0;
             let kernel_ns: i64 = run.iter().map(|&(_, d)| t.slices.dur[d as usize]).sum();

@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use steplens_ingest::model::{NO_PARENT, OpArg, SliceId, Timeline, TrackKind};
 
@@ -231,11 +230,7 @@ pub(crate) fn collect(t: &Timeline, source: u16, by_name: &CollectiveNames) -> V
     found.sort_by_key(|f| t.slices.start[f.1 as usize]);
     // A kernel's name can hide the collective (an all-to-all runs as NCCL's `SendRecv`): the
     // host op that launched it names it, and may carry the size the kernel lacks.
-    let launches = if best == KERNEL_LEVEL {
-        launches_of(t, found.iter().map(|f| f.1))
-    } else {
-        FxHashMap::default()
-    };
+    let launches = t.launches();
     let world_size = t
         .sources
         .get(usize::from(source))
@@ -245,9 +240,10 @@ pub(crate) fn collect(t: &Timeline, source: u16, by_name: &CollectiveNames) -> V
     found
         .into_iter()
         .map(|(_, i, op, track)| {
-            let host = launches
-                .get(&i)
-                .map(|&launch| host_collective(t, launch, by_name))
+            let host = (best == KERNEL_LEVEL)
+                .then(|| launches.host_of(i))
+                .flatten()
+                .map(|launch| host_collective(t, launch, by_name))
                 .unwrap_or_default();
             let op = host.name.unwrap_or(op);
             // The slice's own sequence number and group, else the launching op's.
@@ -297,17 +293,6 @@ pub(crate) fn collect(t: &Timeline, source: u16, by_name: &CollectiveNames) -> V
 
 /// [`collective_of`]'s level of a device kernel (`ncclDevKernel_…`).
 const KERNEL_LEVEL: u8 = 3;
-
-/// The launching host slice of each of `kernels` (the launch index's any-tier link).
-fn launches_of(
-    t: &Timeline,
-    kernels: impl Iterator<Item = SliceId>,
-) -> FxHashMap<SliceId, SliceId> {
-    let launches = t.launches();
-    kernels
-        .filter_map(|k| Some((k, launches.host_of(k)?)))
-        .collect()
-}
 
 /// What the host ops around a kernel's launch say about its collective.
 #[derive(Default)]

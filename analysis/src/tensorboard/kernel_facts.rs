@@ -3,7 +3,7 @@
 
 use rustc_hash::FxHashMap;
 use steplens_ingest::Timeline;
-use steplens_ingest::model::{CategoryClass, SliceId, TrackKind};
+use steplens_ingest::model::{ARGS_AHEAD, CategoryClass, SliceId, TrackKind};
 
 use super::arg_text::python_repr;
 use super::{LaunchShape, tensor_cores};
@@ -34,19 +34,6 @@ fn launch_text(raw: Option<&[u8]>) -> String {
     )
 }
 
-/// Kernels whose args are fetched together, one batch ahead of the one being read.
-const TOUCH_AHEAD: usize = 16;
-
-/// Reads the cache lines that hold the first bytes of `raw`, so that a later read finds them in
-/// cache.
-fn touch(raw: Option<&[u8]>) {
-    if let Some(raw) = raw {
-        for at in (0..raw.len().min(512)).step_by(64) {
-            std::hint::black_box(raw[at]);
-        }
-    }
-}
-
 /// Every kernel's facts, and the distinct launch shapes they name (`KernelFacts::launch`).
 pub(super) struct Facts {
     pub(super) kernels: Vec<KernelFacts>,
@@ -71,12 +58,10 @@ pub(super) fn kernel_facts(t: &Timeline) -> Facts {
             .filter(|&k| t.slice_class(k) == CategoryClass::Kernel)
             .collect();
         for (n, &k) in kernels.iter().enumerate() {
-            // The args are cold and far apart in a large trace: fetching the next kernels'
-            // together lets the memory reads overlap instead of waiting for each in turn.
-            if n % TOUCH_AHEAD == 0 {
-                for &ahead in kernels.iter().skip(n + TOUCH_AHEAD).take(TOUCH_AHEAD) {
-                    touch(t.args_raw(ahead));
-                }
+            // A kernel's launch args: the next kernels' fetched together.
+            if n % ARGS_AHEAD == 0 {
+                let ahead = kernels.iter().skip(n + ARGS_AHEAD).take(ARGS_AHEAD);
+                t.touch_args(ahead.copied(), 512);
             }
             let tensor_cores = *tc_by_name
                 .entry(t.slices.name[k as usize])

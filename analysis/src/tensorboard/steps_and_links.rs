@@ -9,6 +9,7 @@ use steplens_ingest::Timeline;
 use steplens_ingest::model::{CategoryClass, NO_PARENT, SliceId, TrackKind};
 
 use super::{Links, is_comm_op};
+use crate::op_names::NameFlags;
 use steplens_ingest::intervals::IntervalSet;
 
 pub(super) fn is_dataloader(name: &str) -> bool {
@@ -20,48 +21,27 @@ pub(super) fn is_step(name: &str) -> bool {
     name.starts_with("ProfilerStep#")
 }
 
-/// What the views ask of a slice's name, answered once per interned name (a trace has far
-/// fewer names than slices): a collective op, a data-loader step, a `ProfilerStep`.
-pub(super) struct NameFlags(Vec<u8>);
+/// What the views ask of a slice's name, as [`NameFlags`] bits: a collective op, a data-loader
+/// step, a `ProfilerStep`.
+const COMM: u8 = 1;
+const DATALOADER: u8 = 2;
+const STEP: u8 = 4;
 
-impl NameFlags {
-    const COMM: u8 = 1;
-    const DATALOADER: u8 = 2;
-    const STEP: u8 = 4;
-
-    pub(super) fn new(t: &Timeline) -> Self {
-        Self(
-            t.strings
-                .iter()
-                .map(|(_, name)| {
-                    let mut f = 0;
-                    if is_comm_op(name) {
-                        f |= Self::COMM;
-                    }
-                    if is_dataloader(name) {
-                        f |= Self::DATALOADER;
-                    }
-                    if is_step(name) {
-                        f |= Self::STEP;
-                    }
-                    f
-                })
-                .collect(),
-        )
-    }
-
-    fn of(&self, t: &Timeline, slice: SliceId) -> u8 {
-        t.slices
-            .name
-            .get(slice as usize)
-            .and_then(|&n| self.0.get(n as usize))
-            .copied()
-            .unwrap_or(0)
-    }
-
-    fn comm(&self, t: &Timeline, slice: SliceId) -> bool {
-        self.of(t, slice) & Self::COMM != 0
-    }
+/// The views' flags of every name of `t`.
+fn view_names(t: &Timeline) -> NameFlags {
+    NameFlags::new(t, |name| {
+        let mut f = 0;
+        if is_comm_op(name) {
+            f |= COMM;
+        }
+        if is_dataloader(name) {
+            f |= DATALOADER;
+        }
+        if is_step(name) {
+            f |= STEP;
+        }
+        f
+    })
 }
 
 /// One of the plugin's steps: its name (the step number), start and end.
@@ -88,7 +68,7 @@ fn is_comm_kernel(t: &Timeline, links: &Links, names: &NameFlags, k: SliceId) ->
     };
     let mut at = t.slices.parent[runtime as usize];
     while at != NO_PARENT {
-        if names.comm(t, at) {
+        if names.of(t, at) & COMM != 0 {
             return true;
         }
         at = t.slices.parent[at as usize];
@@ -100,7 +80,7 @@ fn is_comm_kernel(t: &Timeline, links: &Links, names: &NameFlags, k: SliceId) ->
 /// plugin's own test traces) links a kernel to the op it serves only by the kernel's
 /// `external id`, and the plugin matches NCCL kernels to their op that way.
 pub(super) fn comm_ops_by_external_id(t: &Timeline, source: u16) -> FxHashMap<i64, SliceId> {
-    let names = NameFlags::new(t);
+    let names = view_names(t);
     let mut out = FxHashMap::default();
     for track in t.tracks.iter().filter(|tr| tr.source == source) {
         if track.kind != TrackKind::HostThread {
@@ -110,7 +90,7 @@ pub(super) fn comm_ops_by_external_id(t: &Timeline, source: u16) -> FxHashMap<i6
             if matches!(
                 t.slice_class(i),
                 CategoryClass::CpuOp | CategoryClass::UserAnnotation
-            ) && names.comm(t, i)
+            ) && names.of(t, i) & COMM != 0
                 && let Some(id) = t.arg_i64(i, "External id")
             {
                 out.insert(id, i);
@@ -136,7 +116,7 @@ pub(super) fn comm_op_by_id(
 
 /// The plugin's steps of one input: `(name, start, end)`.
 pub(super) fn plugin_steps(t: &Timeline, links: &Links, source: u16) -> Vec<PluginStep> {
-    let names = NameFlags::new(t);
+    let names = view_names(t);
     let mut host: Vec<(i64, i64, String)> = Vec::new();
     let (mut cpu_min, mut cpu_max) = (i64::MAX, i64::MIN);
     for track in t.tracks.iter().filter(|tr| tr.source == source) {
@@ -147,7 +127,7 @@ pub(super) fn plugin_steps(t: &Timeline, links: &Links, source: u16) -> Vec<Plug
             let class = t.slice_class(i);
             let (start, end) = (t.slices.start[i as usize], t.slices.end(i));
             if matches!(class, CategoryClass::CpuOp | CategoryClass::UserAnnotation)
-                && names.of(t, i) & NameFlags::STEP != 0
+                && names.of(t, i) & STEP != 0
             {
                 let number = t
                     .slice_name(i)
@@ -192,7 +172,7 @@ pub(super) fn plugin_steps(t: &Timeline, links: &Links, source: u16) -> Vec<Plug
 pub(super) fn role_ranges(t: &Timeline, links: &Links, source: u16) -> [IntervalSet; 7] {
     let mut roles: [Vec<(i64, i64)>; 7] = Default::default();
     let by_id = comm_ops_by_external_id(t, source);
-    let names = NameFlags::new(t);
+    let names = view_names(t);
     for track in t.tracks.iter().filter(|tr| tr.source == source) {
         for i in track.slices.clone() {
             let range = (t.slices.start[i as usize], t.slices.end(i));
@@ -208,19 +188,11 @@ pub(super) fn role_ranges(t: &Timeline, links: &Links, source: u16) -> [Interval
                 CategoryClass::Memcpy => 1,
                 CategoryClass::Memset => 2,
                 CategoryClass::Runtime => 4,
-                CategoryClass::CpuOp | CategoryClass::UserAnnotation
-                    if flags & NameFlags::COMM != 0 =>
-                {
-                    3
-                }
-                CategoryClass::CpuOp | CategoryClass::UserAnnotation
-                    if flags & NameFlags::DATALOADER != 0 =>
-                {
+                CategoryClass::CpuOp | CategoryClass::UserAnnotation if flags & COMM != 0 => 3,
+                CategoryClass::CpuOp | CategoryClass::UserAnnotation if flags & DATALOADER != 0 => {
                     5
                 }
-                CategoryClass::CpuOp | CategoryClass::UserAnnotation
-                    if flags & NameFlags::STEP != 0 =>
-                {
+                CategoryClass::CpuOp | CategoryClass::UserAnnotation if flags & STEP != 0 => {
                     continue;
                 }
                 CategoryClass::CpuOp

@@ -7,7 +7,7 @@
 //! copy, memset or profiler range on a device lane). Of a device slice's links:
 //! - its *runtime* link wins (`cudaLaunchKernel`, `cudaMemcpyAsync`, `cudaGraphLaunch`, …): the
 //!   call the host made and the TensorBoard plugin's and HTA's rule; with several, the first
-//!   in flow order (flows are sorted by their host end, so the earliest-made call);
+//!   in flow order (flows are sorted by their host slice);
 //! - without one, its first *driver* link (cuBLASLt and Triton launch through
 //!   `cuLaunchKernel`);
 //! - without either, its first link from an *op* (a Gaudi bridge op to the graph node it
@@ -27,10 +27,10 @@ use super::{CategoryClass, NO_PARENT, SliceId, Timeline};
 pub struct Launches {
     /// Device slice → the runtime call that launched it (`NO_PARENT`: none).
     launch_of: Vec<SliceId>,
-    /// Device slices with no runtime link → the driver call, else the op, that launched them.
-    other_of: FxHashMap<SliceId, SliceId>,
-    /// Of `other_of`, the device slices whose link is a driver call's.
-    by_driver: rustc_hash::FxHashSet<SliceId>,
+    /// Device slices with no runtime link → the driver call that launched them.
+    driver_of: FxHashMap<SliceId, SliceId>,
+    /// Device slices with neither link → the op they came from.
+    op_of: FxHashMap<SliceId, SliceId>,
     /// (runtime call, device slice) for every runtime link, sorted.
     launched: Vec<(SliceId, SliceId)>,
 }
@@ -64,14 +64,11 @@ impl Launches {
         let unlaunched = |d: &SliceId| launch_of.get(*d as usize) == Some(&NO_PARENT);
         driver_of.retain(|d, _| unlaunched(d));
         op_of.retain(|d, _| unlaunched(d) && !driver_of.contains_key(d));
-        let by_driver = driver_of.keys().copied().collect();
-        let mut other_of = driver_of;
-        other_of.extend(op_of);
         launched.sort_unstable();
         Self {
             launch_of,
-            other_of,
-            by_driver,
+            driver_of,
+            op_of,
             launched,
         }
     }
@@ -88,19 +85,15 @@ impl Launches {
     /// The runtime call that launched device slice `d`, else the driver call that did.
     #[must_use]
     pub fn launcher_or_driver(&self, d: SliceId) -> Option<SliceId> {
-        self.launcher(d).or_else(|| {
-            self.by_driver
-                .contains(&d)
-                .then(|| self.other_of.get(&d).copied())
-                .flatten()
-        })
+        self.launcher(d).or_else(|| self.driver_of.get(&d).copied())
     }
 
     /// The host slice linked to device slice `d` by the rule's tiers: its runtime call, else
     /// its driver call, else the op it came from.
     #[must_use]
     pub fn host_of(&self, d: SliceId) -> Option<SliceId> {
-        self.launcher(d).or_else(|| self.other_of.get(&d).copied())
+        self.launcher_or_driver(d)
+            .or_else(|| self.op_of.get(&d).copied())
     }
 
     /// When device slice `d` was launched: the start of the call that launched it (its
@@ -129,8 +122,12 @@ impl Launches {
     /// Every device slice with a host link of any tier, with that host slice, in device-slice
     /// order.
     pub fn host_links(&self) -> impl Iterator<Item = (SliceId, SliceId)> + '_ {
-        let mut others: Vec<(SliceId, SliceId)> =
-            self.other_of.iter().map(|(&d, &h)| (d, h)).collect();
+        let mut others: Vec<(SliceId, SliceId)> = self
+            .driver_of
+            .iter()
+            .chain(&self.op_of)
+            .map(|(&d, &h)| (d, h))
+            .collect();
         others.sort_unstable();
         let runtime = self
             .launch_of
