@@ -345,31 +345,50 @@ pub fn steps_table(report: &Report) -> ColumnTable<'_> {
     table("steps", steps.len(), columns)
 }
 
-/// One row per op name and track kind: counts and time.
+/// One row per op name and track kind: counts and time, with the columns of
+/// [`crate::table_spec::OP_COLUMNS`].
 #[must_use]
 pub fn ops_table(report: &Report) -> ColumnTable<'_> {
     let ops = &report.ops;
-    table(
-        "ops",
-        ops.len(),
-        vec![
-            Column::new("name", strs(ops, |o| &o.name)),
-            Column::new("track_kind", strs(ops, |o| &o.track_kind)),
-            Column::new("category", strs(ops, |o| &o.category)),
-            Column::new("count", Values::U64(ops.iter().map(|o| o.count).collect())),
-            Column::new("total_ns", ints(ops, |o| o.total_ns)),
-            Column::new("self_ns", ints(ops, |o| o.self_ns)),
-            Column::new("mean_ns", ints(ops, |o| o.mean_ns)),
-            Column::new("p50_ns", ints(ops, |o| o.p50_ns)),
-            Column::new("p99_ns", ints(ops, |o| o.p99_ns)),
-            // CUDA/HIP graph launches only: the device work their graphs ran, as units.
-            Column::new(
-                "graph_kernels",
-                opt_ints(ops, |o| o.graph_kernels.and_then(|k| i64::try_from(k).ok())),
-            ),
-            Column::new("graph_device_ns", opt_ints(ops, |o| o.graph_device_ns)),
-        ],
-    )
+    let columns = crate::table_spec::OP_COLUMNS
+        .iter()
+        .map(|c| Column::new(c.key, spec_values(c, ops)))
+        .collect();
+    table("ops", ops.len(), columns)
+}
+
+/// One column of a [`crate::table_spec`] table: text as strings, counts as `u64` and
+/// durations as `i64`; an optional column's numbers as nullable `i64`.
+fn spec_values<'a, T>(column: &crate::table_spec::ColumnSpec<T>, rows: &'a [T]) -> Values<'a> {
+    use crate::table_spec::{Cell, Unit};
+    let cells = rows.iter().map(|r| (column.value)(r));
+    match column.unit {
+        Unit::Text => Values::Str(
+            cells
+                .map(|c| match c {
+                    Cell::Text(s) => Cow::Borrowed(s),
+                    _ => Cow::Borrowed(""),
+                })
+                .collect(),
+        ),
+        _ if column.optional => Values::OptI64(cells.map(Cell::integer).collect()),
+        Unit::Count => Values::U64(
+            cells
+                .map(|c| match c {
+                    Cell::Count(n) | Cell::AtMost(n) => n,
+                    _ => 0,
+                })
+                .collect(),
+        ),
+        Unit::Ns => Values::I64(
+            cells
+                .map(|c| match c {
+                    Cell::Ns(ns) => ns,
+                    _ => 0,
+                })
+                .collect(),
+        ),
+    }
 }
 
 /// One row per finding, ranked as in the report, with its input, rank and group (the index in

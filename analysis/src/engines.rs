@@ -5,10 +5,12 @@
 
 use std::collections::BTreeMap;
 
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
-use steplens_ingest::model::{EngineClass, Timeline, TrackKind};
-
 use steplens_ingest::intervals::IntervalSet;
+use steplens_ingest::model::{EngineClass, Timeline};
+
+use crate::busy::{Channels, EngineBusy};
 
 /// Utilization of one engine class.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -50,11 +52,11 @@ pub struct ClassUtilization {
 }
 
 /// The busy share of each engine class over the trace in equal bins, from the inputs' busy
-/// sets ([`crate::steps::channels`]); `None` without device engines or time.
+/// sets ([`crate::busy::channels`]); `None` without device engines or time.
 #[must_use]
 pub fn utilization(
     timeline: &Timeline,
-    channels: &rustc_hash::FxHashMap<u16, crate::steps::Channels>,
+    channels: &FxHashMap<u16, Channels>,
 ) -> Option<Utilization> {
     let mut engines: BTreeMap<&String, Vec<&IntervalSet>> = BTreeMap::new();
     for c in channels.values() {
@@ -89,40 +91,34 @@ pub fn utilization(
     })
 }
 
-/// Per class while scanning: engines, Σ per-engine busy, all busy ranges.
-type ClassAccumulator = (usize, i64, Vec<(i64, i64)>);
-
-/// The engine table, by class name, and the MME/TPC overlap (ns) when both classes exist.
+/// The engine table, by class name, and the MME/TPC overlap (ns) when both classes exist, from
+/// the inputs' busy sets ([`crate::busy::channels`]): a class's busy time is the union over
+/// inputs, its engines and their own busy times are summed.
 #[must_use]
-pub fn engine_utilization(timeline: &Timeline) -> (Vec<EngineStats>, Option<i64>) {
+pub fn engine_utilization(
+    timeline: &Timeline,
+    channels: &FxHashMap<u16, Channels>,
+) -> (Vec<EngineStats>, Option<i64>) {
     let span = timeline.time_range().map_or(0, |(a, b)| b - a);
-    let mut per_class: BTreeMap<String, ClassAccumulator> = BTreeMap::new();
-    let mut by_class: BTreeMap<String, IntervalSet> = BTreeMap::new();
-    for track in &timeline.tracks {
-        let TrackKind::DeviceEngine { class, .. } = &track.kind else {
-            continue;
-        };
-        if !class.does_work() {
-            continue;
+    let mut per_class: BTreeMap<&str, (EngineBusy, Vec<&IntervalSet>)> = BTreeMap::new();
+    for c in channels.values() {
+        for (class, busy) in &c.engine_busy {
+            let entry = per_class.entry(class).or_default();
+            entry.0.engines += busy.engines;
+            entry.0.own_busy_ns += busy.own_busy_ns;
+            if let Some(set) = c.engines.get(class) {
+                entry.1.push(set);
+            }
         }
-        let ranges: Vec<(i64, i64)> = track
-            .slices
-            .clone()
-            .filter(|&i| timeline.slice_class(i).is_device_work())
-            .map(|i| (timeline.slices.start[i as usize], timeline.slices.end(i)))
-            .collect();
-        if ranges.is_empty() {
-            continue;
-        }
-        let own = IntervalSet::from_ranges(ranges.clone()).total();
-        let entry = per_class.entry(class.as_str().to_owned()).or_default();
-        entry.0 += 1;
-        entry.1 += own;
-        entry.2.extend(ranges);
     }
     let mut rows = Vec::new();
-    for (class, (engines, own_sum, ranges)) in per_class {
-        let set = IntervalSet::from_ranges(ranges);
+    let mut by_class: BTreeMap<&str, IntervalSet> = BTreeMap::new();
+    for (class, (busy, sets)) in per_class {
+        let set = if let [one] = sets[..] {
+            one.clone()
+        } else {
+            IntervalSet::from_ranges(sets.iter().flat_map(|s| s.iter()).collect())
+        };
         let pct = |v: i64, n: usize| {
             if span > 0 && n > 0 {
                 crate::units::round2(v as f64 * 100.0 / (span as f64 * n as f64))
@@ -131,11 +127,11 @@ pub fn engine_utilization(timeline: &Timeline) -> (Vec<EngineStats>, Option<i64>
             }
         };
         rows.push(EngineStats {
-            class: class.clone(),
-            engines,
+            class: class.to_owned(),
+            engines: busy.engines,
             busy_ns: set.total(),
             busy_pct: pct(set.total(), 1),
-            mean_engine_utilization_pct: pct(own_sum, engines),
+            mean_engine_utilization_pct: pct(busy.own_busy_ns, busy.engines),
         });
         by_class.insert(class, set);
     }
@@ -155,6 +151,7 @@ mod tests {
     use steplens_ingest::model::{ArgsRef, LaneId};
 
     use super::engine_utilization;
+    use crate::busy::channels;
 
     #[test]
     fn mme_tpc_utilization_and_overlap() {
@@ -177,7 +174,7 @@ mod tests {
             }
         }
         let timeline = b.finish();
-        let (rows, overlap) = engine_utilization(&timeline);
+        let (rows, overlap) = engine_utilization(&timeline, &channels(&timeline));
         let got: Vec<(&str, usize, i64)> = rows
             .iter()
             .map(|r| (r.class.as_str(), r.engines, r.busy_ns))

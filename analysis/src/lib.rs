@@ -8,6 +8,7 @@
 //! behind the `tables` feature.
 
 pub mod budget;
+pub mod busy;
 pub(crate) mod call_site;
 pub mod check;
 pub mod columns;
@@ -39,6 +40,7 @@ pub mod step_windows;
 pub mod steps;
 #[cfg(feature = "tables")]
 pub mod table;
+pub mod table_spec;
 pub mod tensorboard;
 pub mod thresholds;
 pub mod trace_info;

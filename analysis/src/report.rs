@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use steplens_ingest::model::Timeline;
 
+use crate::busy::{Channels, channels};
 use crate::context::Context;
 use crate::detect::run_all;
 use crate::engines::{EngineStats, engine_utilization};
@@ -16,7 +17,7 @@ use crate::finding::FindingKind;
 pub use crate::finding::{Cost, Finding};
 use crate::idle::{StreamIdle, idle_breakdown_with};
 use crate::ops::OpStats;
-use crate::steps::{Channels, StepStats, channels, step_breakdown_with};
+use crate::steps::{StepStats, step_breakdown_with};
 use crate::thresholds::Thresholds;
 use rustc_hash::FxHashMap;
 
@@ -269,15 +270,10 @@ pub fn build_report_parts(
     let rank_of = |source: Option<u16>| {
         source.and_then(|s| rank_of_source.get(usize::from(s)).copied().flatten())
     };
-    for step in &mut steps {
+    // The step table is in `timeline.steps` order, as the views' per-step breakdowns are.
+    for (index, step) in steps.iter_mut().enumerate() {
         step.rank = rank_of(Some(step.source));
-        let number = step.name.strip_prefix("ProfilerStep#");
-        step.breakdown = views
-            .overview
-            .steps
-            .iter()
-            .find(|s| s.source == step.source && Some(s.name.as_str()) == number)
-            .map(|s| s.breakdown);
+        step.breakdown = views.step_breakdowns.get(index).copied().flatten();
     }
     if let Some(r) = ranks.as_mut() {
         r.distributed.clone_from(&views.distributed);
@@ -419,7 +415,8 @@ fn tables(ctx: &Context<'_>) -> Tables {
             }
         }
     }
-    let (engines, mme_tpc_overlap_ns) = ctx.timed("engines", || engine_utilization(timeline));
+    let (engines, mme_tpc_overlap_ns) =
+        ctx.timed("engines", || engine_utilization(timeline, ctx.channels));
     let idle = ctx.timed("idle", || {
         idle_breakdown_with(timeline, ctx.launches(), ctx.thresholds.kernel_wait_max_ns)
     });

@@ -20,9 +20,9 @@ use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
-use steplens_ingest::model::{NO_PARENT, Timeline, TrackKind};
+use steplens_ingest::model::{Timeline, TrackKind};
 
-use crate::op_names::DATALOADER_PREFIX;
+use crate::busy::{Channels, channels};
 use crate::step_windows::StepWindow;
 use steplens_ingest::intervals::IntervalSet;
 
@@ -96,103 +96,6 @@ pub struct StepStats {
     /// the step (stretched to the end of the device work it launched): see `Report::overview`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub breakdown: Option<crate::tensorboard::Breakdown>,
-}
-
-/// Interval sets of one input, built once and cut per step.
-#[derive(Debug, Default)]
-pub struct Channels {
-    /// Outermost host work.
-    pub host: IntervalSet,
-    /// Data loader waits.
-    pub dataloader: IntervalSet,
-    /// Graph compiles on host threads ([`crate::op_names::is_graph_compile`]).
-    pub compile: IntervalSet,
-    /// Device work, all engines.
-    pub device: IntervalSet,
-    /// Device work per engine class.
-    pub engines: BTreeMap<String, IntervalSet>,
-    /// Whether the input has device engine tracks.
-    pub has_device: bool,
-}
-
-/// Builds the interval sets of every input.
-#[must_use]
-pub fn channels(timeline: &Timeline) -> FxHashMap<u16, Channels> {
-    #[derive(Default)]
-    struct Raw {
-        host: Vec<(i64, i64)>,
-        dataloader: Vec<(i64, i64)>,
-        compile: Vec<(i64, i64)>,
-        device: Vec<(i64, i64)>,
-        engines: BTreeMap<String, Vec<(i64, i64)>>,
-        has_device: bool,
-    }
-    let slices = &timeline.slices;
-    let mut raw: FxHashMap<u16, Raw> = FxHashMap::default();
-    let dataloader_names: Vec<bool> = (0..timeline.strings.len() as u32)
-        .map(|id| timeline.strings.get(id).starts_with(DATALOADER_PREFIX))
-        .collect();
-    let compile_names: Vec<bool> = (0..timeline.strings.len() as u32)
-        .map(|id| crate::op_names::is_graph_compile(timeline.strings.get(id)))
-        .collect();
-    for track in &timeline.tracks {
-        let r = raw.entry(track.source).or_default();
-        match &track.kind {
-            TrackKind::HostThread => {
-                for i in track.slices.clone() {
-                    let idx = i as usize;
-                    let range = (slices.start[idx], slices.start[idx] + slices.dur[idx]);
-                    let class = timeline.slice_class(i);
-                    if compile_names.get(slices.name[idx] as usize) == Some(&true) {
-                        r.compile.push(range);
-                    }
-                    if class.is_host_work() {
-                        let parent = slices.parent[idx];
-                        if parent == NO_PARENT || !timeline.slice_class(parent).is_host_work() {
-                            r.host.push(range);
-                        }
-                    } else if dataloader_names.get(slices.name[idx] as usize) == Some(&true) {
-                        r.dataloader.push(range);
-                    }
-                }
-            }
-            TrackKind::DeviceEngine { class: engine, .. } => {
-                r.has_device = true;
-                if !engine.does_work() {
-                    continue;
-                }
-                let per_engine = r.engines.entry(engine.as_str().to_owned()).or_default();
-                for i in track.slices.clone() {
-                    if timeline.slice_class(i).is_device_work() {
-                        let idx = i as usize;
-                        let range = (slices.start[idx], slices.start[idx] + slices.dur[idx]);
-                        r.device.push(range);
-                        per_engine.push(range);
-                    }
-                }
-            }
-            TrackKind::Counter | TrackKind::Async => {}
-        }
-    }
-    raw.into_iter()
-        .map(|(source, r)| {
-            (
-                source,
-                Channels {
-                    host: IntervalSet::from_ranges(r.host),
-                    dataloader: IntervalSet::from_ranges(r.dataloader),
-                    compile: IntervalSet::from_ranges(r.compile),
-                    device: IntervalSet::from_ranges(r.device),
-                    engines: r
-                        .engines
-                        .into_iter()
-                        .map(|(k, v)| (k, IntervalSet::from_ranges(v)))
-                        .collect(),
-                    has_device: r.has_device,
-                },
-            )
-        })
-        .collect()
 }
 
 /// The step table, in time order.

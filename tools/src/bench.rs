@@ -271,7 +271,7 @@ fn measure(trace: &Path, runs: usize) -> Result<Figures> {
         }
         // The detectors alone (they also ran inside the report), against the 10% budget.
         let t3 = Instant::now();
-        let channels = steplens_analysis::steps::channels(&timeline);
+        let channels = steplens_analysis::busy::channels(&timeline);
         let findings = steplens_analysis::detect::run_all(
             &steplens_analysis::context::Context::new(&timeline, &thresholds, &channels),
         );

@@ -10,6 +10,7 @@ use eframe::egui::{self, RichText};
 use steplens_analysis::engines::EngineStats;
 use steplens_analysis::ops::OpStats;
 use steplens_analysis::steps::StepStats;
+use steplens_analysis::table_spec::{Cell, OP_COLUMNS, Unit, shown};
 use steplens_analysis::units::human_ns;
 
 use crate::query::RangeAggregate;
@@ -224,37 +225,31 @@ pub fn engines_ui(ui: &mut egui::Ui, engines: &[EngineStats], state: &mut TableS
     }
 }
 
-/// The op summary; returns the op clicked (to highlight its slices).
+/// The op summary, with the columns of [`OP_COLUMNS`]; returns the op clicked (to highlight its
+/// slices).
 pub fn ops_ui(ui: &mut egui::Ui, ops: &[OpStats], state: &mut TableState) -> Option<String> {
     if ops.is_empty() {
         ui.label("No ops in this trace.");
         return None;
     }
-    let cols = [
-        ("op", 260.0),
-        ("kind", 55.0),
-        ("category", 100.0),
-        ("calls", 60.0),
-        ("total", 80.0),
-        ("self", 80.0),
-        ("mean", 80.0),
-        ("p50", 80.0),
-        ("p99", 80.0),
-    ];
+    let columns = shown(OP_COLUMNS, ops, false);
+    let cols: Vec<(&str, f32)> = columns
+        .iter()
+        .map(|c| {
+            let width = match (c.unit, c.key) {
+                (_, "name") => 260.0,
+                (_, "track_kind") => 55.0,
+                (Unit::Text, _) => 100.0,
+                _ => 80.0_f32.max(8.0 * c.header.len() as f32),
+            };
+            (c.header, width)
+        })
+        .collect();
     header(ui, &cols, &mut state.ops);
     let idx = order(ops.len(), state.ops, |a, b, c| {
-        let (x, y) = (&ops[a], &ops[b]);
-        match c {
-            0 => x.name.cmp(&y.name),
-            1 => x.track_kind.cmp(&y.track_kind),
-            2 => x.category.cmp(&y.category),
-            3 => x.count.cmp(&y.count),
-            4 => x.total_ns.cmp(&y.total_ns),
-            5 => x.self_ns.cmp(&y.self_ns),
-            6 => x.mean_ns.cmp(&y.mean_ns),
-            7 => x.p50_ns.cmp(&y.p50_ns),
-            _ => x.p99_ns.cmp(&y.p99_ns),
-        }
+        columns.get(c).map_or(Ordering::Equal, |col| {
+            (col.value)(&ops[a]).cmp_same_column((col.value)(&ops[b]))
+        })
     });
     let mut clicked = None;
     egui::ScrollArea::vertical().id_salt("ops-table").show_rows(
@@ -265,21 +260,26 @@ pub fn ops_ui(ui: &mut egui::Ui, ops: &[OpStats], state: &mut TableState) -> Opt
             for &i in &idx[range] {
                 let o = &ops[i];
                 ui.horizontal(|ui| {
-                    let link = egui::Button::new(o.name.as_str()).frame(false).truncate();
-                    if fixed(ui, cols[0].1, |ui| ui.add(link))
-                        .on_hover_text("highlight its slices")
-                        .clicked()
-                    {
-                        clicked = Some(o.name.clone());
+                    for (column, &(_, width)) in columns.iter().zip(&cols) {
+                        if column.key == "name" {
+                            let link = egui::Button::new(o.name.as_str()).frame(false).truncate();
+                            if fixed(ui, width, |ui| ui.add(link))
+                                .on_hover_text("highlight its slices")
+                                .clicked()
+                            {
+                                clicked = Some(o.name.clone());
+                            }
+                            continue;
+                        }
+                        let text = match (column.value)(o) {
+                            Cell::Text(s) => s.to_owned(),
+                            Cell::Count(n) => n.to_string(),
+                            Cell::Ns(ns) => human_ns(ns),
+                            Cell::AtMost(n) => format!("≤{n}"),
+                            Cell::Empty => String::new(),
+                        };
+                        cell(ui, width, text);
                     }
-                    cell(ui, cols[1].1, &o.track_kind);
-                    cell(ui, cols[2].1, &o.category);
-                    cell(ui, cols[3].1, o.count.to_string());
-                    cell(ui, cols[4].1, human_ns(o.total_ns));
-                    cell(ui, cols[5].1, human_ns(o.self_ns));
-                    cell(ui, cols[6].1, human_ns(o.mean_ns));
-                    cell(ui, cols[7].1, human_ns(o.p50_ns));
-                    cell(ui, cols[8].1, human_ns(o.p99_ns));
                 });
             }
         },

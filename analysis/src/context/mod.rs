@@ -15,7 +15,7 @@ use crate::finding::Evidence;
 use crate::op_names::NameFlags;
 use crate::parallel::side_by_side;
 use crate::step_windows::StepWindow;
-use crate::steps::Channels;
+use crate::busy::Channels;
 use crate::thresholds::Thresholds;
 
 /// What every detector reads.

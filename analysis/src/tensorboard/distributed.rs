@@ -8,7 +8,9 @@ use rustc_hash::FxHashMap;
 use steplens_ingest::Timeline;
 use steplens_ingest::model::{CategoryClass, NO_PARENT, OpArg, SliceId, TrackKind};
 
-use super::steps_and_links::{PluginSteps, comm_op_by_id, comm_ops_by_external_id, role_ranges};
+use super::steps_and_links::{
+    PluginStep, PluginSteps, comm_op_by_id, comm_ops_by_external_id, role_ranges,
+};
 use super::{CommOpRow, DistributedRow, Links, is_comm_op};
 use steplens_ingest::intervals::IntervalSet;
 
@@ -128,7 +130,9 @@ pub(super) fn distributed(t: &Timeline, links: &Links, steps: &PluginSteps) -> V
         for n in &mut nodes {
             n.ranges.sort_by_key(|&(s, e)| (s, -e));
             let (s, e) = (t.slices.start[n.op as usize], t.slices.end(n.op));
-            n.step = plugin_steps.iter().position(|st| s >= st.1 && e <= st.2);
+            n.step = plugin_steps
+                .iter()
+                .position(|st| s >= st.start && e <= st.end);
         }
         workers.push((*source, nodes));
     }
@@ -171,10 +175,13 @@ pub(super) fn distributed(t: &Timeline, links: &Links, steps: &PluginSteps) -> V
         let comm_role = &roles[3];
         let both = comp_role.intersect(comm_role);
         let (mut comp, mut ovl, mut comm, mut other) = (0i64, 0i64, 0i64, 0i64);
-        for (_, s, e) in plugin_steps {
-            let c = comp_role.covered(*s, *e);
-            let m = comm_role.covered(*s, *e);
-            let o = both.covered(*s, *e);
+        for &PluginStep {
+            start: s, end: e, ..
+        } in plugin_steps
+        {
+            let c = comp_role.covered(s, e);
+            let m = comm_role.covered(s, e);
+            let o = both.covered(s, e);
             comp += c - o;
             ovl += o;
             comm += m - o;

@@ -22,7 +22,7 @@ pub(super) fn gpu_summary(
         let (Some(first), Some(last)) = (steps.first(), steps.last()) else {
             continue;
         };
-        let (from, to) = (first.1, last.2);
+        let (from, to) = (first.start, last.end);
         let span = (to - from) as f64;
         if span <= 0.0 {
             continue;

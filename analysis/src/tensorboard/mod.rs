@@ -332,6 +332,9 @@ pub struct CommOpRow {
 pub struct Views {
     /// Steps and their breakdown.
     pub overview: Overview,
+    /// The overview's breakdown of each Timeline step, by index into `Timeline::steps` (none
+    /// for a step the plugin does not draw): how the step table carries its breakdown.
+    pub step_breakdowns: Vec<Option<Breakdown>>,
     /// Per device.
     pub gpu_summary: Vec<GpuSummary>,
     /// Per op name.
@@ -389,7 +392,8 @@ pub(crate) fn views_with<'t>(
 ) -> Views {
     use crate::ledger::timed;
     let facts = timed(ledger, "view: kernel facts", || kernel_facts(t));
-    let (mut overview, steps) = timed(ledger, "view: overview", || overview(t, links));
+    let (mut overview, step_breakdowns, steps) =
+        timed(ledger, "view: overview", || overview(t, links));
     let gpu_summary = timed(ledger, "view: GPU summary", || {
         gpu_summary(t, links, &steps, &facts.kernels)
     });
@@ -410,6 +414,7 @@ pub(crate) fn views_with<'t>(
     });
     Views {
         overview,
+        step_breakdowns,
         gpu_summary,
         operators,
         operators_by_shape,

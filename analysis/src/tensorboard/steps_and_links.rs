@@ -44,8 +44,19 @@ fn view_names(t: &Timeline) -> NameFlags {
     })
 }
 
-/// One of the plugin's steps: its name (the step number), start and end.
-pub(super) type PluginStep = (String, i64, i64);
+/// One of the plugin's steps.
+#[derive(Debug, Clone)]
+pub(super) struct PluginStep {
+    /// The step number (`ProfilerStep#N` → `N`; `0` for a trace without steps).
+    pub(super) number: String,
+    /// The `ProfilerStep` slice it is, which is also the Timeline step's slice (none for the
+    /// one step the plugin makes of a trace without them).
+    pub(super) slice: Option<SliceId>,
+    /// Start of the device-extended step, ns.
+    pub(super) start: i64,
+    /// Its end, ns.
+    pub(super) end: i64,
+}
 
 /// The plugin's steps of each input.
 pub(super) type PluginSteps = BTreeMap<u16, Vec<PluginStep>>;
@@ -117,7 +128,7 @@ pub(super) fn comm_op_by_id(
 /// The plugin's steps of one input: `(name, start, end)`.
 pub(super) fn plugin_steps(t: &Timeline, links: &Links, source: u16) -> Vec<PluginStep> {
     let names = view_names(t);
-    let mut host: Vec<(i64, i64, String)> = Vec::new();
+    let mut host: Vec<(i64, i64, String, Option<SliceId>)> = Vec::new();
     let (mut cpu_min, mut cpu_max) = (i64::MAX, i64::MIN);
     for track in t.tracks.iter().filter(|tr| tr.source == source) {
         if track.kind != TrackKind::HostThread {
@@ -133,7 +144,7 @@ pub(super) fn plugin_steps(t: &Timeline, links: &Links, source: u16) -> Vec<Plug
                     .slice_name(i)
                     .trim_start_matches("ProfilerStep#")
                     .to_owned();
-                host.push((start, end, number));
+                host.push((start, end, number, Some(i)));
             }
             if class == CategoryClass::CpuOp {
                 cpu_min = cpu_min.min(start);
@@ -145,7 +156,7 @@ pub(super) fn plugin_steps(t: &Timeline, links: &Links, source: u16) -> Vec<Plug
         if cpu_min > cpu_max {
             return Vec::new();
         }
-        host.push((cpu_min, cpu_max, "0".to_owned()));
+        host.push((cpu_min, cpu_max, "0".to_owned(), None));
     }
     host.sort();
     let host_ranges: Vec<(i64, i64)> = host.iter().map(|h| (h.0, h.1)).collect();
@@ -154,7 +165,12 @@ pub(super) fn plugin_steps(t: &Timeline, links: &Links, source: u16) -> Vec<Plug
     let mut steps: Vec<PluginStep> = host
         .into_iter()
         .zip(&windows)
-        .map(|((_, _, name), w)| (name, w.start, w.end))
+        .map(|((_, _, number, slice), w)| PluginStep {
+            number,
+            slice,
+            start: w.start,
+            end: w.end,
+        })
         .collect();
     if steps.len() > 1
         && let Some(last) = matched.iter().rposition(|&m| m > 0)

@@ -303,6 +303,18 @@ fn opt_ns_cell(v: Option<i64>) -> (String, Option<f64>) {
     v.map_or_else(|| text_cell("-"), ns_cell)
 }
 
+/// A cell of a [`steplens_analysis::table_spec`] table as the page's tables write it.
+fn spec_cell(cell: steplens_analysis::table_spec::Cell<'_>) -> (String, Option<f64>) {
+    use steplens_analysis::table_spec::Cell;
+    match cell {
+        Cell::Text(s) => text_cell(s),
+        Cell::Count(n) => (n.to_string(), Some(n as f64)),
+        Cell::Ns(ns) => ns_cell(ns),
+        Cell::AtMost(n) => (format!("≤{n}"), Some(n as f64)),
+        Cell::Empty => text_cell(""),
+    }
+}
+
 fn bytes_cell(b: i64) -> (String, Option<f64>) {
     (human_bytes(b), Some(b as f64))
 }

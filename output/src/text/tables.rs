@@ -5,6 +5,7 @@
 use steplens_analysis::Report;
 use steplens_analysis::ops::OpStats;
 use steplens_analysis::steps::StepStats;
+use steplens_analysis::table_spec::{Cell, OP_COLUMNS, shown};
 
 use super::{Table, human_ns, pct, runs_ahead, thousands, truncate};
 
@@ -281,50 +282,28 @@ pub(super) fn holders_table(report: &Report) -> Table {
 }
 
 pub(super) fn op_table(ops: &[OpStats], top: usize) -> Table {
-    // Gaudi device nodes run on several engines at once: say on how many, and their engine
-    // time beside the wall time.
-    let nodes = ops.iter().take(top).any(|op| op.max_engines.is_some());
-    let mut columns = vec![
-        ("op", false),
-        ("where", false),
-        ("count", true),
-        ("total", true),
-        ("self", true),
-        ("mean", true),
-        ("p50", true),
-        ("p99", true),
-    ];
-    if nodes {
-        columns.extend([("engines", true), ("engine time", true)]);
-    }
-    // CUDA/HIP graph launches: the device work each graph ran, as one unit.
-    let graphs = ops.iter().take(top).any(|op| op.graph_kernels.is_some());
-    if graphs {
-        columns.extend([("graph kernels", true), ("graph device", true)]);
-    }
-    let mut table = Table::new(&columns);
-    for op in ops.iter().take(top) {
-        let mut row = vec![
-            truncate(&op.name, 60),
-            op.track_kind.clone(),
-            thousands(op.count),
-            human_ns(op.total_ns),
-            human_ns(op.self_ns),
-            human_ns(op.mean_ns),
-            human_ns(op.p50_ns),
-            human_ns(op.p99_ns),
-        ];
-        if nodes {
-            row.push(op.max_engines.map_or_else(String::new, |n| format!("≤{n}")));
-            row.push(op.engine_ns.map_or_else(String::new, human_ns));
-        }
-        if graphs {
-            row.push(op.graph_kernels.map_or_else(String::new, thousands));
-            row.push(op.graph_device_ns.map_or_else(String::new, human_ns));
-        }
-        table.row(row);
+    let rows = &ops[..top.min(ops.len())];
+    let columns = shown(OP_COLUMNS, rows, true);
+    let heads: Vec<(&str, bool)> = columns
+        .iter()
+        .map(|c| (c.header, !c.unit.is_text()))
+        .collect();
+    let mut table = Table::new(&heads);
+    for op in rows {
+        table.row(columns.iter().map(|c| cell_text((c.value)(op))).collect());
     }
     table
+}
+
+/// A cell of a [`steplens_analysis::table_spec`] table as the text tables write it.
+fn cell_text(cell: Cell<'_>) -> String {
+    match cell {
+        Cell::Text(s) => truncate(s, 60),
+        Cell::Count(n) => thousands(n),
+        Cell::Ns(ns) => human_ns(ns),
+        Cell::AtMost(n) => format!("≤{n}"),
+        Cell::Empty => String::new(),
+    }
 }
 
 pub(super) fn engine_table(report: &Report) -> Table {

@@ -6,7 +6,9 @@ use std::fmt::Write as _;
 use steplens_analysis::Report;
 use steplens_analysis::memory::human_bytes;
 
-use crate::html::{Html, bytes_cell, esc, ns_cell, opt_ns_cell, table, text_cell};
+use steplens_analysis::table_spec::{OP_COLUMNS, shown};
+
+use crate::html::{Html, bytes_cell, esc, ns_cell, opt_ns_cell, spec_cell, table, text_cell};
 
 /// The ranks of a multi-rank run and the memory per device, when the report has them.
 pub(super) fn ranks_and_memory(h: &mut Html<'_>, report: &Report) {
@@ -271,44 +273,15 @@ pub(super) fn tables(h: &mut Html<'_>, report: &Report) {
         );
     }
     h.push_str("<h2>Ops (all)</h2>");
-    // CUDA/HIP graph launches: the device work each graph ran, as one unit.
-    let graphs = report.ops.iter().any(|o| o.graph_kernels.is_some());
+    let columns = shown(OP_COLUMNS, &report.ops, false);
     let rows: Vec<Vec<(String, Option<f64>)>> = report
         .ops
         .iter()
-        .map(|o| {
-            let mut row = vec![
-                text_cell(&o.name),
-                text_cell(&o.track_kind),
-                (o.count.to_string(), Some(o.count as f64)),
-                ns_cell(o.total_ns),
-                ns_cell(o.self_ns),
-                ns_cell(o.mean_ns),
-                ns_cell(o.p50_ns),
-                ns_cell(o.p99_ns),
-            ];
-            if graphs {
-                row.push(
-                    o.graph_kernels
-                        .map_or_else(|| text_cell(""), |k| (k.to_string(), Some(k as f64))),
-                );
-                row.push(o.graph_device_ns.map_or_else(|| text_cell(""), ns_cell));
-            }
-            row
-        })
+        .map(|o| columns.iter().map(|c| spec_cell((c.value)(o))).collect())
         .collect();
-    let mut columns = vec![
-        ("op", false),
-        ("where", false),
-        ("count", true),
-        ("total", true),
-        ("self", true),
-        ("mean", true),
-        ("p50", true),
-        ("p99", true),
-    ];
-    if graphs {
-        columns.extend([("graph kernels", true), ("graph device", true)]);
-    }
-    table(h, "ops", &columns, &rows);
+    let heads: Vec<(&str, bool)> = columns
+        .iter()
+        .map(|c| (c.header, !c.unit.is_text()))
+        .collect();
+    table(h, "ops", &heads, &rows);
 }

@@ -1,0 +1,291 @@
+//! Tables defined once: each column's export name, header, unit, when it shows and how its
+//! value is read from a row. The text and Markdown tables, the HTML page, the exported column
+//! tables and the viewer all render from these lists, so a column added here appears in each.
+
+use std::cmp::Ordering;
+
+use crate::ops::OpStats;
+
+/// One cell's value, typed so each renderer formats and sorts it its own way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cell<'a> {
+    /// Text, shown as is.
+    Text(&'a str),
+    /// A count.
+    Count(u64),
+    /// A duration, ns.
+    Ns(i64),
+    /// An upper bound on a count ("at most n"), as Gaudi's engines per node.
+    AtMost(u64),
+    /// No value in this row.
+    Empty,
+}
+
+impl Cell<'_> {
+    /// The value as a number, for sorting and for numeric cells; `None` for text and empty cells.
+    #[must_use]
+    pub fn number(self) -> Option<f64> {
+        self.integer().map(|v| v as f64)
+    }
+
+    /// The value as an integer; `None` for text and empty cells (and counts past `i64`).
+    #[must_use]
+    pub fn integer(self) -> Option<i64> {
+        match self {
+            Self::Count(n) | Self::AtMost(n) => i64::try_from(n).ok(),
+            Self::Ns(ns) => Some(ns),
+            Self::Text(_) | Self::Empty => None,
+        }
+    }
+
+    /// Orders two cells of one column: text by text, numbers by value, empty cells first.
+    #[must_use]
+    pub fn cmp_same_column(self, other: Self) -> Ordering {
+        match (self, other) {
+            (Self::Text(a), Self::Text(b)) => a.cmp(b),
+            (a, b) => a
+                .number()
+                .unwrap_or(f64::NEG_INFINITY)
+                .total_cmp(&b.number().unwrap_or(f64::NEG_INFINITY)),
+        }
+    }
+}
+
+/// What a column's values are: text (left-aligned, sorted alphabetically), or numbers
+/// (right-aligned, sorted by value).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// Text cells.
+    Text,
+    /// Counts ([`Cell::Count`], [`Cell::AtMost`]).
+    Count,
+    /// Durations ([`Cell::Ns`]).
+    Ns,
+}
+
+impl Unit {
+    /// Whether cells of this unit are text.
+    #[must_use]
+    pub fn is_text(self) -> bool {
+        self == Self::Text
+    }
+}
+
+/// One column of a table over rows of `T`.
+pub struct ColumnSpec<T: 'static> {
+    /// Name in exported tables (Parquet/CSV, Python), with its unit: `total_ns`.
+    pub key: &'static str,
+    /// Header in rendered tables: `total`.
+    pub header: &'static str,
+    /// What its values are.
+    pub unit: Unit,
+    /// Only some rows have it (Gaudi nodes, graph launches): rendered tables show it only when
+    /// a shown row has a value; exported tables always carry it, null elsewhere.
+    pub optional: bool,
+    /// Shown in the compact tables (text and Markdown) too, not only in the wide ones (HTML,
+    /// viewer, exports).
+    pub compact: bool,
+    /// The row's value.
+    pub value: fn(&T) -> Cell<'_>,
+}
+
+/// The columns of `spec` a rendered table of `rows` shows: every column that is not optional,
+/// and each optional one that some row has; only the compact ones when `compact`.
+#[must_use]
+pub fn shown<'s, T>(
+    spec: &'s [ColumnSpec<T>],
+    rows: &[T],
+    compact: bool,
+) -> Vec<&'s ColumnSpec<T>> {
+    spec.iter()
+        .filter(|c| !compact || c.compact)
+        .filter(|c| !c.optional || rows.iter().any(|r| (c.value)(r) != Cell::Empty))
+        .collect()
+}
+
+fn opt_ns(v: Option<i64>) -> Cell<'static> {
+    v.map_or(Cell::Empty, Cell::Ns)
+}
+
+/// The op summary ([`crate::report::Report::ops`]), whose rows come sorted by total time,
+/// longest first.
+pub const OP_COLUMNS: &[ColumnSpec<OpStats>] = &[
+    ColumnSpec {
+        key: "name",
+        header: "op",
+        unit: Unit::Text,
+        optional: false,
+        compact: true,
+        value: |o| Cell::Text(&o.name),
+    },
+    ColumnSpec {
+        key: "track_kind",
+        header: "where",
+        unit: Unit::Text,
+        optional: false,
+        compact: true,
+        value: |o| Cell::Text(&o.track_kind),
+    },
+    ColumnSpec {
+        key: "category",
+        header: "category",
+        unit: Unit::Text,
+        optional: false,
+        compact: false,
+        value: |o| Cell::Text(&o.category),
+    },
+    ColumnSpec {
+        key: "count",
+        header: "count",
+        unit: Unit::Count,
+        optional: false,
+        compact: true,
+        value: |o| Cell::Count(o.count),
+    },
+    ColumnSpec {
+        key: "total_ns",
+        header: "total",
+        unit: Unit::Ns,
+        optional: false,
+        compact: true,
+        value: |o| Cell::Ns(o.total_ns),
+    },
+    ColumnSpec {
+        key: "self_ns",
+        header: "self",
+        unit: Unit::Ns,
+        optional: false,
+        compact: true,
+        value: |o| Cell::Ns(o.self_ns),
+    },
+    ColumnSpec {
+        key: "mean_ns",
+        header: "mean",
+        unit: Unit::Ns,
+        optional: false,
+        compact: true,
+        value: |o| Cell::Ns(o.mean_ns),
+    },
+    ColumnSpec {
+        key: "p50_ns",
+        header: "p50",
+        unit: Unit::Ns,
+        optional: false,
+        compact: true,
+        value: |o| Cell::Ns(o.p50_ns),
+    },
+    ColumnSpec {
+        key: "p99_ns",
+        header: "p99",
+        unit: Unit::Ns,
+        optional: false,
+        compact: true,
+        value: |o| Cell::Ns(o.p99_ns),
+    },
+    // Gaudi device nodes run on several engines at once: on how many, and their engine time
+    // beside the wall time.
+    ColumnSpec {
+        key: "max_engines",
+        header: "engines",
+        unit: Unit::Count,
+        optional: true,
+        compact: true,
+        value: |o| {
+            o.max_engines
+                .map_or(Cell::Empty, |n| Cell::AtMost(u64::from(n)))
+        },
+    },
+    ColumnSpec {
+        key: "engine_ns",
+        header: "engine time",
+        unit: Unit::Ns,
+        optional: true,
+        compact: true,
+        value: |o| opt_ns(o.engine_ns),
+    },
+    // CUDA/HIP graph launches: the device work each graph ran, as one unit.
+    ColumnSpec {
+        key: "graph_kernels",
+        header: "graph kernels",
+        unit: Unit::Count,
+        optional: true,
+        compact: true,
+        value: |o| o.graph_kernels.map_or(Cell::Empty, Cell::Count),
+    },
+    ColumnSpec {
+        key: "graph_device_ns",
+        header: "graph device",
+        unit: Unit::Ns,
+        optional: true,
+        compact: true,
+        value: |o| opt_ns(o.graph_device_ns),
+    },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::{Cell, OP_COLUMNS, Unit, shown};
+    use crate::ops::OpStats;
+
+    fn op(name: &str, graph_kernels: Option<u64>) -> OpStats {
+        OpStats {
+            name: name.to_owned(),
+            track_kind: "host".to_owned(),
+            category: "cpu_op".to_owned(),
+            count: 1,
+            total_ns: 10,
+            self_ns: 10,
+            mean_ns: 10,
+            p50_ns: 10,
+            p99_ns: 10,
+            engine_ns: None,
+            max_engines: None,
+            graph_kernels,
+            graph_device_ns: None,
+        }
+    }
+
+    #[test]
+    fn optional_columns_show_only_when_a_row_has_them() {
+        let plain = [op("aten::mm", None)];
+        let heads = |rows: &[OpStats], compact| {
+            shown(OP_COLUMNS, rows, compact)
+                .iter()
+                .map(|c| c.header)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            heads(&plain, true),
+            [
+                "op", "where", "count", "total", "self", "mean", "p50", "p99"
+            ]
+        );
+        assert!(heads(&plain, false).contains(&"category"));
+        let graphs = [op("cudaGraphLaunch", Some(12)), op("aten::mm", None)];
+        assert!(heads(&graphs, true).ends_with(&["graph kernels"]));
+    }
+
+    #[test]
+    fn export_keys_are_unique_and_name_their_unit() {
+        let mut keys: Vec<&str> = OP_COLUMNS.iter().map(|c| c.key).collect();
+        for c in OP_COLUMNS {
+            let mut full = op("x", Some(1));
+            full.engine_ns = Some(1);
+            full.max_engines = Some(1);
+            full.graph_device_ns = Some(1);
+            let sample = (c.value)(&full);
+            assert_ne!(sample, Cell::Empty, "{}", c.key);
+            let unit = match sample {
+                Cell::Text(_) => Unit::Text,
+                Cell::Count(_) | Cell::AtMost(_) => Unit::Count,
+                Cell::Ns(_) => Unit::Ns,
+                Cell::Empty => unreachable!(),
+            };
+            assert_eq!(c.unit, unit, "{}", c.key);
+            assert_eq!(c.key.ends_with("_ns"), c.unit == Unit::Ns, "{}", c.key);
+        }
+        keys.sort_unstable();
+        keys.dedup();
+        assert_eq!(keys.len(), OP_COLUMNS.len());
+    }
+}
