@@ -267,7 +267,7 @@ fn the_scan_resolves_real_imports() {
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR"));
     let analysis = edges(&modules(&workspace.join("analysis/src")));
     // `use crate::op_names::…`, and `crate::ranks::…(…)` inside an expression.
-    for (from, to) in [("steps", "op_names"), ("critical_path", "ranks")] {
+    for (from, to) in [("busy", "op_names"), ("critical_path", "ranks")] {
         assert!(
             analysis.get(from).is_some_and(|t| t.contains(to)),
             "analysis: {from} -> {to}: {:?}",
