@@ -7,15 +7,15 @@
 pub(crate) mod enclosure;
 
 use steplens_ingest::model::{
-    ArgKeys, CategoryClass, NO_PARENT, OpArg, SliceId, Timeline, TrackKind,
+    ARGS_AHEAD, ArgKeys, CategoryClass, NO_PARENT, OpArg, SliceId, Timeline, TrackKind,
 };
 
 use self::enclosure::Under;
+use crate::busy::Channels;
 use crate::finding::Evidence;
 use crate::op_names::NameFlags;
 use crate::parallel::side_by_side;
 use crate::step_windows::StepWindow;
-use crate::busy::Channels;
 use crate::thresholds::Thresholds;
 
 /// What every detector reads.
@@ -138,7 +138,11 @@ impl<'a> Context<'a> {
                     .collect();
                 let (first, second) = ops.split_at(ops.len() / 2);
                 let find = |half: &[SliceId]| {
-                    for &op in half {
+                    for (k, &op) in half.iter().enumerate() {
+                        // The args are cold and scattered: fetch ahead, read when they're in.
+                        if let Some(&ahead) = half.get(k + ARGS_AHEAD) {
+                            t.prefetch_args(ahead, 512);
+                        }
                         // Only the memo it fills is wanted.
                         let _ = self.op_args.get(t, op, OpArg::InputDims);
                     }
