@@ -5,8 +5,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use steplens_analysis::check::check;
-use steplens_analysis::compare::RunFigures;
+use steplens_analysis::compare::check::check;
+use steplens_analysis::compare::figures::RunFigures;
 
 use crate::{LoadArgs, output};
 use steplens::output_path::{check_not_an_input, write_atomically};
@@ -107,7 +107,7 @@ pub(crate) fn run(args: &CheckArgs) -> Result<bool> {
             let current = load_run(&args.current, &options, &budget.thresholds, false)?;
             let baseline = Run {
                 label: format!("{} ({} runs)", path.display(), runs.len()),
-                ops: steplens_analysis::op_rows::ops_from_report(&newest),
+                ops: steplens_analysis::compare::op_rows::ops_from_report(&newest),
                 report: newest,
                 from_report: true,
             };

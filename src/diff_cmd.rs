@@ -4,8 +4,8 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Result;
-use steplens_analysis::compare::RunFigures;
-use steplens_analysis::diff::{DiffSide, diff};
+use steplens_analysis::compare::diff::{DiffSide, diff};
+use steplens_analysis::compare::figures::RunFigures;
 
 use crate::{LoadArgs, ReportFormat, output};
 use steplens::run_input::load_pair;

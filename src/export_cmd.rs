@@ -15,7 +15,7 @@ use anyhow::{Result, bail};
 #[cfg(feature = "tables")]
 use steplens::output_path::TEMP_PREFIX;
 #[cfg(feature = "tables")]
-use steplens_analysis::table::{TableFormat, tables};
+use steplens_analysis::export::table::{TableFormat, tables};
 
 use crate::{LoadArgs, load};
 use steplens::run_input::{read_optional_budget, with_budget_marker};
@@ -228,7 +228,7 @@ fn stage_tables(
         .map(|r| r.ranks.iter().map(|row| (row.source, row.rank)).collect())
         .unwrap_or_default();
     if let Some(ranks) = &report.ranks {
-        all.push(steplens_analysis::table::ranks_table(ranks)?);
+        all.push(steplens_analysis::export::table::ranks_table(ranks)?);
     }
     let mut written = Vec::new();
     let mut entries = Vec::new();
@@ -273,7 +273,7 @@ fn write_tables(
 
 #[cfg(feature = "tables")]
 fn write_one(
-    table: &mut steplens_analysis::table::Table,
+    table: &mut steplens_analysis::export::table::Table,
     format: TableFormat,
     path: &Path,
 ) -> Result<()> {

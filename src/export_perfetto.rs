@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::Result;
 use steplens_analysis::Report;
-use steplens_analysis::perfetto_export::write_perfetto;
+use steplens_analysis::export::perfetto::write_perfetto;
 use steplens_ingest::Timeline;
 
 use steplens::output_path::write_atomically;

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use anyhow::{Context, Result, bail};
-use steplens_analysis::budget::Budget;
-use steplens_analysis::op_rows::{OpRow, ops_by_shape, ops_from_report};
+use steplens_analysis::compare::budget::Budget;
+use steplens_analysis::compare::op_rows::{OpRow, ops_by_shape, ops_from_report};
 use steplens_analysis::report::SCHEMA;
 use steplens_analysis::{Report, Thresholds};
 use steplens_ingest::IngestError;
@@ -620,7 +620,7 @@ pub fn parse_regex(text: &str) -> Result<regex::Regex, String> {
 pub fn read_budget(path: &Path) -> Result<Budget> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("{}: cannot read budget file", path.display()))?;
-    let budget = steplens_analysis::budget::parse_budget(&text)
+    let budget = steplens_analysis::compare::budget::parse_budget(&text)
         .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     if let Some(marker) = &budget.step_marker {
         parse_regex(marker)

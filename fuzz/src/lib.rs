@@ -32,6 +32,6 @@ pub fn load_and_report(data: &[u8]) {
 /// Parses `data` as a budget file.
 pub fn parse_budget(data: &[u8]) {
     if let Ok(text) = std::str::from_utf8(data) {
-        let _ = steplens_analysis::budget::parse_budget(text);
+        let _ = steplens_analysis::compare::budget::parse_budget(text);
     }
 }

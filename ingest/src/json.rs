@@ -5,6 +5,10 @@
 //! later, on demand). Numbers that are times are parsed from their decimal text straight to
 //! integer nanoseconds, because an `f64` cannot hold µs timestamps near 1.7e15 to the ns.
 //! Strings with invalid UTF-8 are decoded lossily rather than rejected (old Kineto wrote such).
+//!
+//! A Timeline keeps args as their JSON text; the few calls that walk such text ([`Cursor`]'s
+//! `new`, `peek`, `expect`, `next_member`, `raw_string`, `scalar_text`, [`unescape`],
+//! [`utf8_lossy`]) are public, for analysis' Perfetto writer, which converts args with them.
 
 use std::borrow::Cow;
 
@@ -13,7 +17,7 @@ mod skip;
 
 /// A syntax error at a byte offset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct SyntaxError {
+pub struct SyntaxError {
     /// Offset of the offending byte (or the end of input).
     pub(crate) offset: usize,
     /// What was expected.
@@ -22,10 +26,11 @@ pub(crate) struct SyntaxError {
     pub(crate) depth_limit: bool,
 }
 
-pub(crate) type Result<T> = std::result::Result<T, SyntaxError>;
+/// A step of the scanner, or where it failed.
+pub type Result<T> = std::result::Result<T, SyntaxError>;
 
 /// A read position in a JSON byte slice.
-pub(crate) struct Cursor<'a> {
+pub struct Cursor<'a> {
     pub(crate) buf: &'a [u8],
     pub(crate) pos: usize,
     /// Deepest nesting of arrays/objects the skipper follows.
@@ -33,7 +38,9 @@ pub(crate) struct Cursor<'a> {
 }
 
 impl<'a> Cursor<'a> {
-    pub(crate) fn new(buf: &'a [u8]) -> Self {
+    /// A cursor at the start of `buf`, with the default nesting limit.
+    #[must_use]
+    pub fn new(buf: &'a [u8]) -> Self {
         Self::with_max_depth(buf, crate::limits::DEFAULT_MAX_JSON_DEPTH)
     }
 
@@ -84,14 +91,14 @@ impl<'a> Cursor<'a> {
 
     /// The next non-whitespace byte, without consuming it.
     #[inline]
-    pub(crate) fn peek(&mut self) -> Option<u8> {
+    pub fn peek(&mut self) -> Option<u8> {
         self.skip_ws();
         self.buf.get(self.pos).copied()
     }
 
     /// Consumes `byte` (after whitespace) or fails.
     #[inline]
-    pub(crate) fn expect(&mut self, byte: u8, expected: &'static str) -> Result<()> {
+    pub fn expect(&mut self, byte: u8, expected: &'static str) -> Result<()> {
         if self.peek() == Some(byte) {
             self.pos += 1;
             Ok(())
@@ -116,7 +123,7 @@ impl<'a> Cursor<'a> {
     /// After a member or element: consumes `,` and returns true, or consumes `close` and
     /// returns false.
     #[inline]
-    pub(crate) fn next_member(&mut self, close: u8, expected: &'static str) -> Result<bool> {
+    pub fn next_member(&mut self, close: u8, expected: &'static str) -> Result<bool> {
         match self.peek() {
             Some(b',') => {
                 self.pos += 1;
@@ -133,7 +140,7 @@ impl<'a> Cursor<'a> {
     /// Reads a string's raw bytes (between the quotes, escapes not decoded) and whether it
     /// contained a backslash.
     #[inline]
-    pub(crate) fn raw_string(&mut self) -> Result<(&'a [u8], bool)> {
+    pub fn raw_string(&mut self) -> Result<(&'a [u8], bool)> {
         if self.peek() != Some(b'"') {
             return self.err("a string");
         }
@@ -207,7 +214,7 @@ impl<'a> Cursor<'a> {
 
     /// The text of a number or literal (`true`, `null`, `-1.5e3`).
     #[inline]
-    pub(crate) fn scalar_text(&mut self) -> Result<&'a [u8]> {
+    pub fn scalar_text(&mut self) -> Result<&'a [u8]> {
         self.skip_ws();
         let start = self.pos;
         // Timestamps run to 17 digits: 16 bytes a step.
@@ -275,7 +282,7 @@ fn string_end(buf: &[u8], start: usize) -> Option<(usize, bool)> {
 }
 
 /// Decodes JSON string escapes; invalid sequences and invalid UTF-8 become U+FFFD.
-pub(crate) fn unescape(raw: &[u8]) -> String {
+pub fn unescape(raw: &[u8]) -> String {
     let mut out: Vec<u8> = Vec::with_capacity(raw.len());
     let mut i = 0;
     while i < raw.len() {
@@ -525,7 +532,7 @@ pub(crate) fn without_trailing_commas(raw: &[u8]) -> Option<Vec<u8>> {
 /// `raw` as text, borrowed when it is valid UTF-8 (nearly always: the standard library's check
 /// is several times faster than `String::from_utf8_lossy` on valid input), else decoded lossily.
 #[inline]
-pub(crate) fn utf8_lossy(raw: &[u8]) -> Cow<'_, str> {
+pub fn utf8_lossy(raw: &[u8]) -> Cow<'_, str> {
     match std::str::from_utf8(raw) {
         Ok(s) => Cow::Borrowed(s),
         Err(_) => String::from_utf8_lossy(raw),

@@ -29,7 +29,7 @@ mod hltv;
 mod inflating;
 pub mod intervals;
 mod invariants;
-mod json;
+pub mod json;
 mod kineto;
 pub mod limits;
 pub mod model;
@@ -155,8 +155,10 @@ fn add_read_input(
     after_read(builder, display, first_new, read, options)
 }
 
-/// Whether a second thread can run beside this one (more than one CPU is available).
-pub(crate) fn spare_core() -> bool {
+/// Whether a second thread can run beside this one (more than one CPU is available): the
+/// readers and analysis' Perfetto writer ask before splitting their work over two threads.
+#[must_use]
+pub fn spare_core() -> bool {
     std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2)
 }
 

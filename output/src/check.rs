@@ -4,8 +4,8 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use steplens_analysis::check::{CheckOutcome, RuleResult, Status};
-use steplens_analysis::compare::RunFigures;
+use steplens_analysis::compare::check::{CheckOutcome, RuleResult, Status};
+use steplens_analysis::compare::figures::RunFigures;
 use steplens_analysis::units::human_ns;
 
 use crate::escape;

@@ -2,8 +2,8 @@
 
 use std::io::{self, Write};
 
-use steplens_analysis::compare::RunFigures;
-use steplens_analysis::diff::{Diff, FindingChange, OpChange, OpStatus};
+use steplens_analysis::compare::diff::{Diff, FindingChange, OpChange, OpStatus};
+use steplens_analysis::compare::figures::RunFigures;
 use steplens_analysis::units::{human_ns, signed_ns};
 
 use crate::escape;
@@ -88,7 +88,7 @@ fn step_table(d: &Diff) -> Table {
 
 fn finding_rows(t: &mut Table, what: &str, changes: &[FindingChange]) {
     for c in changes {
-        let lost = |g: Option<&steplens_analysis::compare::FindingGroup>| {
+        let lost = |g: Option<&steplens_analysis::compare::figures::FindingGroup>| {
             g.map_or_else(|| "-".to_owned(), |g| human_ns(g.lost_ns))
         };
         t.row(vec![
@@ -212,8 +212,8 @@ pub fn write(out: &mut dyn Write, d: &Diff, top: usize, style: Option<Style>) ->
         count(OpStatus::Slower),
         count(OpStatus::Faster),
         count(OpStatus::Same),
-        steplens_analysis::diff::OP_CHANGE_MIN_PCT,
-        human_ns(steplens_analysis::diff::OP_CHANGE_MIN_NS),
+        steplens_analysis::compare::diff::OP_CHANGE_MIN_PCT,
+        human_ns(steplens_analysis::compare::diff::OP_CHANGE_MIN_NS),
     );
     writeln!(out, "{}{counts}", if md { "" } else { "  " })?;
     let changed: Vec<&OpChange> = d

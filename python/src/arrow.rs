@@ -12,7 +12,7 @@ use arrow_array::{
 use arrow_schema::{ArrowError, Field, Schema};
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
-use steplens_analysis::columns::{ColumnTable, Values};
+use steplens_analysis::export::columns::{ColumnTable, Values};
 
 /// One table as Arrow data; exported as a stream as many times as asked.
 #[pyclass(frozen, module = "steplens._steplens")]

@@ -24,8 +24,8 @@ use steplens::run_input::{
     expand_inputs, is_baseline_set, load_run, one_line, read_baseline_set, read_budget,
 };
 use steplens_analysis::Report;
-use steplens_analysis::columns::{self, ColumnTable, SliceColumns};
-use steplens_analysis::compare::RunFigures;
+use steplens_analysis::compare::figures::RunFigures;
+use steplens_analysis::export::columns::{self, ColumnTable, SliceColumns};
 use steplens_analysis::ranks::{
     RankSummary, SUMMARY_SCHEMA, SummaryError, parse_summary, rank_summary, ranks_of,
 };
@@ -515,7 +515,7 @@ fn check(
 ) -> PyResult<String> {
     let budget = match &budget {
         Some(path) => read_budget(path).map_err(|e| trace_error(py, &e))?,
-        None => steplens_analysis::budget::Budget::default(),
+        None => steplens_analysis::compare::budget::Budget::default(),
     };
     let mut limits = budget.check;
     if let Some(warmup) = warmup {
@@ -539,7 +539,7 @@ fn check(
         .into_iter()
         .next()
         .ok_or_else(|| PyValueError::new_err("the current input holds no run"))?;
-    let outcome = steplens_analysis::check::check(&pooled, &current, &limits);
+    let outcome = steplens_analysis::compare::check::check(&pooled, &current, &limits);
     let mut value = serde_json::to_value(&outcome).map_err(|e| serde_error(&e))?;
     if let Some(obj) = value.as_object_mut() {
         obj.insert("baseline_input".into(), labels.join(" | ").into());

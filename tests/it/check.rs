@@ -10,7 +10,7 @@ use std::path::Path;
 
 use crate::support::{corpus_path, fails, json, ok, stderr, stdout, steplens, temp_file};
 use serde_json::Value;
-use steplens_analysis::table::{TableFormat, read_shape};
+use steplens_analysis::export::table::{TableFormat, read_shape};
 use tempfile::TempDir;
 
 const CLEAN: &str = "samples/torch-cpu/train_clean.json";

@@ -26,7 +26,7 @@ fn replay(target: &str, path: &Path) -> Result<(), String> {
     let data = std::fs::read(path).unwrap();
     if target == "budget" {
         let text = String::from_utf8_lossy(&data);
-        return steplens_analysis::budget::parse_budget(&text)
+        return steplens_analysis::compare::budget::parse_budget(&text)
             .map(|_| ())
             .map_err(|e| e.to_string());
     }

@@ -30,6 +30,7 @@ mod module_graph;
 mod output_path;
 mod patterns;
 mod perfetto;
+mod perfetto_damage;
 mod ranks;
 mod savings_shown;
 mod support;

@@ -11,8 +11,8 @@ use crate::support;
 use std::path::{Path, PathBuf};
 
 use crate::support::{corpus_path, repo, sample_traces};
+use steplens_analysis::export::perfetto::write::write_timeline;
 use steplens_ingest::model::SliceId;
-use steplens_ingest::perfetto::write::write_timeline;
 use steplens_ingest::{LoadOptions, Timeline, load};
 
 fn export(t: &Timeline) -> Vec<u8> {
@@ -213,7 +213,7 @@ fn analysis_overlay_is_written() {
     let report = steplens_analysis::build_report(&t);
     let mut bytes = Vec::new();
     let stats =
-        steplens_analysis::perfetto_export::write_perfetto(&t, &report, &mut bytes).unwrap();
+        steplens_analysis::export::perfetto::write_perfetto(&t, &report, &mut bytes).unwrap();
     assert_eq!(stats.bytes, bytes.len() as u64);
     assert_eq!(stats.steps, report.steps.len() as u64);
     assert_eq!(stats.findings, report.findings.len() as u64);
@@ -309,7 +309,7 @@ fn report_on_the_annotated_export_equals_the_original() {
         let t = load(&repo().join(rel), &LoadOptions::default(), None).unwrap();
         let report = steplens_analysis::build_report(&t);
         let mut bytes = Vec::new();
-        steplens_analysis::perfetto_export::write_perfetto(&t, &report, &mut bytes).unwrap();
+        steplens_analysis::export::perfetto::write_perfetto(&t, &report, &mut bytes).unwrap();
         let dir = tempfile::tempdir().unwrap();
         let back = steplens_analysis::build_report(&reload(&bytes, dir.path()));
         let (a, b) = (
@@ -339,7 +339,7 @@ fn args_with_a_trailing_comma_survive_the_export() {
     .unwrap();
     let t = load(&json, &LoadOptions::default(), None).unwrap();
     let mut bytes = Vec::new();
-    steplens_ingest::perfetto::write::write_timeline(&t, None, &mut bytes).unwrap();
+    steplens_analysis::export::perfetto::write::write_timeline(&t, None, &mut bytes).unwrap();
     let back = reload(&bytes, dir.path());
     let args = back.args(0).expect("args after the round trip");
     assert_eq!(args["alpha"], 1);

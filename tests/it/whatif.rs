@@ -19,10 +19,10 @@ use std::path::Path;
 
 use crate::support::{read_json, repo, report, truth_files};
 use steplens_analysis::FindingKind;
-use steplens_analysis::stats::Shift;
-use steplens_analysis::whatif::{
+use steplens_analysis::compare::whatif::{
     agrees, estimated_saving_per_step, realized_saving, statistic_for,
 };
+use steplens_analysis::stats::Shift;
 
 struct Pair {
     name: String,

@@ -379,7 +379,8 @@ fn measure_perfetto(trace: &Path, runs: usize) -> Result<PerfettoFigures> {
         let t0 = Instant::now();
         let file = File::create(&out).with_context(|| format!("cannot write {}", out.display()))?;
         let mut w = BufWriter::with_capacity(1 << 20, file);
-        let stats = steplens_ingest::perfetto::write::write_timeline(&timeline, None, &mut w)?;
+        let stats =
+            steplens_analysis::export::perfetto::write::write_timeline(&timeline, None, &mut w)?;
         w.flush()?;
         export.push(t0.elapsed().as_secs_f64());
         written = stats.bytes;

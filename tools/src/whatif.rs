@@ -10,7 +10,7 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use steplens_analysis::FindingKind;
-use steplens_analysis::whatif::{
+use steplens_analysis::compare::whatif::{
     agrees, estimated_saving_per_step, realized_saving, statistic_for, step_durations,
 };
 use steplens_ingest::LoadOptions;

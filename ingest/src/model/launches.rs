@@ -224,12 +224,12 @@ mod tests {
         ),
         ("ingest/src/invariants.rs", "checks every flow's ends"),
         (
-            "ingest/src/perfetto/write/mod.rs",
-            "writes the flows to Perfetto",
+            "analysis/src/export/columns.rs",
+            "exports each slice's flow id as the correlation column",
         ),
         (
-            "analysis/src/columns.rs",
-            "exports each slice's flow id as the correlation column",
+            "analysis/src/export/perfetto/write/mod.rs",
+            "writes the flows to Perfetto",
         ),
         (
             "analysis/src/detect/layer_patterns.rs",

@@ -1,6 +1,8 @@
-//! Perfetto TrackEvent protobuf (`.pftrace`): the `perfetto-proto` reader ([`read`]) and the
-//! writer that exports a Timeline, with optional annotation tracks, for ui.perfetto.dev
-//! ([`write`]).
+//! Perfetto TrackEvent protobuf (`.pftrace`): the `perfetto-proto` reader ([`read`]), and the
+//! format's shared vocabulary: the prost types ([`proto`]), the notes steplens writes into a
+//! file and their names, the flow id layout and the overlay's categories. The reader here and
+//! the writer that exports a Timeline (`steplens_analysis::export::perfetto::write`) both use
+//! them, so a file written by one is read back exactly by the other.
 //!
 //! The prost types in `proto` are generated from `ingest/proto/perfetto_trackevent.proto`, a
 //! trimmed copy of Perfetto's merged trace proto (same names and field numbers), and checked
@@ -14,7 +16,6 @@
 
 mod event;
 pub(crate) mod read;
-pub mod write;
 
 #[rustfmt::skip]
 #[allow(
@@ -26,7 +27,8 @@ pub mod write;
     clippy::doc_markdown,
     clippy::derive_partial_eq_without_eq
 )]
-pub(crate) mod proto;
+/// The prost types of the TrackEvent messages steplens reads and writes.
+pub mod proto;
 
 use serde::{Deserialize, Serialize};
 
@@ -38,65 +40,65 @@ use crate::model::{EngineClass, LaneId, StringTable, TrackKind};
 pub const OVERLAY_CATEGORY: &str = "steplens_overlay";
 
 /// Prefix of the JSON note in a track descriptor's `description`.
-pub(crate) const TRACK_NOTE: &str = "steplens track ";
+pub const TRACK_NOTE: &str = "steplens track ";
 /// Name of the root track holding the trace-wide note.
-pub(crate) const META_TRACK: &str = "steplens";
+pub const META_TRACK: &str = "steplens";
 /// Prefix of the trace-wide note.
-pub(crate) const META_NOTE: &str = "steplens trace ";
+pub const META_NOTE: &str = "steplens trace ";
 /// Version of the notes.
-pub(crate) const NOTE_VERSION: u32 = 1;
+pub const NOTE_VERSION: u32 = 1;
 
 /// The Timeline track a Perfetto track came from.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub(crate) struct TrackNote {
+pub struct TrackNote {
     /// Index of the track in the exported Timeline (several Perfetto tracks, the overlap
     /// layers of one lane, share it).
-    pub(crate) id: u32,
+    pub id: u32,
     /// `host`, `device`, `counter` or `async`.
-    pub(crate) kind: String,
+    pub kind: String,
     /// Engine class of a device track.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) engine: Option<String>,
+    pub engine: Option<String>,
     /// Device index of a device track.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) device: Option<i64>,
+    pub device: Option<i64>,
     /// Process id as written in the original trace (number or string).
-    pub(crate) pid: serde_json::Value,
+    pub pid: serde_json::Value,
     /// Thread id as written in the original trace (number or string).
-    pub(crate) tid: serde_json::Value,
+    pub tid: serde_json::Value,
     /// Track name.
-    pub(crate) name: String,
+    pub name: String,
     /// Process or device name.
-    pub(crate) process: String,
+    pub process: String,
     /// The track's sort key.
-    pub(crate) sort: (i64, i64),
+    pub sort: (i64, i64),
 }
 
 /// Trace-wide facts of an exported Timeline.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub(crate) struct TraceNote {
+pub struct TraceNote {
     /// [`NOTE_VERSION`].
-    pub(crate) version: u32,
+    pub version: u32,
     /// Flow categories: a flow id's top 16 bits index this list.
-    pub(crate) flow_categories: Vec<String>,
+    pub flow_categories: Vec<String>,
     /// Device kind (`cuda`, `hpu`, …).
-    pub(crate) device_kind: String,
+    pub device_kind: String,
     /// Device model name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) device_name: Option<String>,
+    pub device_name: Option<String>,
     /// Memory of one device, bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) device_memory_bytes: Option<i64>,
+    pub device_memory_bytes: Option<i64>,
     /// CUDA compute capability of the device.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) device_compute_capability: Option<String>,
+    pub device_compute_capability: Option<String>,
     /// Added to every time on export (Perfetto times are unsigned); the reader subtracts it.
     #[serde(default)]
-    pub(crate) time_offset_ns: i64,
+    pub time_offset_ns: i64,
 }
 
 /// Bits of an exported flow id below the category index.
-pub(crate) const FLOW_CAT_SHIFT: u32 = 48;
+pub const FLOW_CAT_SHIFT: u32 = 48;
 
 /// Flow category of the critical path steplens overlays on its exports. Its arrows are drawn
 /// for people; reading the file back leaves them out, so the Timeline (and every analysis of
@@ -132,7 +134,8 @@ pub(crate) fn engine_class(name: &str) -> EngineClass {
     }
 }
 
-pub(crate) fn lane_to_json(lane: LaneId, strings: &StringTable) -> serde_json::Value {
+/// A lane id (pid or tid) as a [`TrackNote`] writes it: the number, or the interned name's text.
+pub fn lane_to_json(lane: LaneId, strings: &StringTable) -> serde_json::Value {
     match lane {
         LaneId::Int(v) => serde_json::Value::from(v),
         LaneId::Str(s) => serde_json::Value::from(strings.get(s)),

@@ -15,6 +15,5 @@ mod invariants;
 mod kineto_schemas;
 mod limits;
 mod parallel_load;
-mod perfetto_damage;
 mod perfetto_proto_fresh;
 mod perfetto_read;

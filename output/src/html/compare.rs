@@ -11,7 +11,7 @@ use super::{Html, PALETTE, close_page, esc, hbars, legend, ns_cell, open_page, t
 /// `steplens diff -f html`: the two runs' figures, lost time by kind before and after, the
 /// findings that appeared or went, and every op change (sortable, filterable).
 #[must_use]
-pub fn diff_page(d: &steplens_analysis::diff::Diff) -> String {
+pub fn diff_page(d: &steplens_analysis::compare::diff::Diff) -> String {
     super::sink::page_string(|out| write_diff_page(out, d))
 }
 
@@ -21,7 +21,7 @@ pub fn diff_page(d: &steplens_analysis::diff::Diff) -> String {
 /// The first error `out` returns; nothing is written after it.
 pub fn write_diff_page(
     out: &mut dyn io::Write,
-    d: &steplens_analysis::diff::Diff,
+    d: &steplens_analysis::compare::diff::Diff,
 ) -> io::Result<()> {
     let mut h = Html::new(out);
     open_page(
@@ -29,7 +29,7 @@ pub fn write_diff_page(
         &format!("steplens diff — {} vs {}", d.a_label, d.b_label),
         "steplens diff",
     );
-    let median = |f: &steplens_analysis::compare::RunFigures| f.step_p50_ns.unwrap_or(0);
+    let median = |f: &steplens_analysis::compare::figures::RunFigures| f.step_p50_ns.unwrap_or(0);
     let (a, b) = (median(&d.a), median(&d.b));
     let _ = write!(
         h,
@@ -132,7 +132,7 @@ pub fn write_diff_page(
 /// step by kind, baseline beside current.
 #[must_use]
 pub fn check_page(
-    outcome: &steplens_analysis::check::CheckOutcome,
+    outcome: &steplens_analysis::compare::check::CheckOutcome,
     baseline: &str,
     current: &str,
 ) -> String {
@@ -145,11 +145,11 @@ pub fn check_page(
 /// The first error `out` returns; nothing is written after it.
 pub fn write_check_page(
     out: &mut dyn io::Write,
-    outcome: &steplens_analysis::check::CheckOutcome,
+    outcome: &steplens_analysis::compare::check::CheckOutcome,
     baseline: &str,
     current: &str,
 ) -> io::Result<()> {
-    use steplens_analysis::check::Status;
+    use steplens_analysis::compare::check::Status;
     let mut h = Html::new(out);
     open_page(&mut h, "steplens check", "steplens check");
     let count = |st: Status| outcome.rules.iter().filter(|r| r.status == st).count();
@@ -221,7 +221,8 @@ pub fn write_check_page(
             Status::Skipped => 4.0,
         }
     };
-    let mut rules: Vec<&steplens_analysis::check::RuleResult> = outcome.rules.iter().collect();
+    let mut rules: Vec<&steplens_analysis::compare::check::RuleResult> =
+        outcome.rules.iter().collect();
     rules.sort_by(|a, b| order(a.status).total_cmp(&order(b.status)));
     let rows: Vec<Vec<(String, Option<f64>)>> = rules
         .iter()

@@ -3,10 +3,11 @@
 
 use std::io;
 
+use steplens_ingest::model::{LaneId, TrackKind};
+use steplens_ingest::perfetto::proto::{self as pb, trace_packet, track_descriptor};
+use steplens_ingest::perfetto::{TRACK_NOTE, TrackNote, lane_to_json};
+
 use super::{Writer, layers};
-use crate::model::{LaneId, TrackKind};
-use crate::perfetto::proto::{self as pb, trace_packet, track_descriptor};
-use crate::perfetto::{TRACK_NOTE, TrackNote};
 
 impl Writer<'_, '_> {
     pub(super) fn describe(&mut self, descriptor: pb::TrackDescriptor) -> io::Result<()> {
@@ -90,8 +91,8 @@ impl Writer<'_, '_> {
             kind: track.kind.label().to_owned(),
             engine,
             device,
-            pid: crate::perfetto::lane_to_json(track.pid, &self.t.strings),
-            tid: crate::perfetto::lane_to_json(track.tid, &self.t.strings),
+            pid: lane_to_json(track.pid, &self.t.strings),
+            tid: lane_to_json(track.tid, &self.t.strings),
             name: name.to_owned(),
             process: track.process_name.clone(),
             sort: track.sort_key,

@@ -1,5 +1,5 @@
 //! Exporting a Timeline with its analysis as a Perfetto trace for ui.perfetto.dev: the
-//! Timeline's own tracks (written by `steplens_ingest::perfetto::write`) plus annotation
+//! Timeline's own tracks (written by [`write`], the TrackEvent writer) plus annotation
 //! tracks built from the [`Report`]: a `Steps` track with one slice per step, and one
 //! `finding: KIND` track per finding kind with one slice per finding (title, lost time,
 //! recommendation … as args) and flow arrows from each finding to its evidence slices; the
@@ -8,10 +8,12 @@
 use std::io::Write;
 
 use steplens_ingest::model::{SliceId, Timeline};
-use steplens_ingest::perfetto::write::{Annotation, Overlay, OverlaySlice, OverlayTrack};
 
+use self::write::{Annotation, Overlay, OverlaySlice, OverlayTrack};
 use crate::finding::{Evidence, FindingKind};
 use crate::report::{Finding, Report};
+
+pub mod write;
 
 /// What [`write_perfetto`] wrote.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -59,7 +61,7 @@ pub fn write_perfetto(
         .first()
         .filter(|t| t.name == STEPS_TRACK)
         .map_or(0, |t| t.slices.len() as u64);
-    let written = steplens_ingest::perfetto::write::write_timeline(timeline, Some(&overlay), out)?;
+    let written = write::write_timeline(timeline, Some(&overlay), out)?;
     Ok(ExportStats {
         bytes: written.bytes,
         tracks: written.tracks,

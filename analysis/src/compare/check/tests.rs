@@ -252,7 +252,7 @@ fn a_new_call_site_fails_unless_allowed() {
             kind: FindingKind::SyncPoint,
             site: "train.py:43".into(),
         },
-        crate::compare::FindingGroup {
+        crate::compare::figures::FindingGroup {
             findings: 3,
             count: 3,
             lost_ns: 3_000,

@@ -10,8 +10,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-pub use crate::budget::{CheckBudget, KindKey, PctLimit, SpreadLimit, TimeLimit};
-use crate::compare::{FindingKey, RunFigures};
+pub use crate::compare::budget::{CheckBudget, KindKey, PctLimit, SpreadLimit, TimeLimit};
+use crate::compare::figures::{FindingKey, RunFigures};
 use crate::finding::FindingKind;
 use crate::stats::{Statistic, bootstrap_shift};
 use crate::units::{human_ns, signed_ns};

@@ -9,12 +9,12 @@ use std::io::Write as _;
 use std::ops::Range;
 use std::path::Path;
 
-use steplens_ingest::perfetto::write::write_timeline;
+use steplens_analysis::export::perfetto::write::write_timeline;
 use steplens_ingest::{IngestError, LoadOptions, Timeline, load};
 
 fn sample() -> Vec<u8> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../samples/hta/mi250_minitoy_train_ROCm6_2_kineto.json.gz");
+        .join("samples/hta/mi250_minitoy_train_ROCm6_2_kineto.json.gz");
     let t = load(&path, &LoadOptions::default(), None).expect("sample loads");
     let mut out = Vec::new();
     write_timeline(&t, None, &mut out).expect("export");

@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
-use crate::compare::{FindingGroup, FindingKey, RunFigures};
-use crate::op_rows::{JoinedOp, OpRow, join_ops};
+use crate::compare::figures::{FindingGroup, FindingKey, RunFigures};
+use crate::compare::op_rows::{JoinedOp, OpRow, join_ops};
 
 /// Schema name of the diff's JSON output.
 pub const DIFF_SCHEMA: &str = "steplens.diff/1";

@@ -11,15 +11,16 @@
 //! in its description so that reading the file back rebuilds the Timeline exactly.
 //!
 //! Packets are encoded one at a time into a reused buffer: memory does not grow with the file.
+//! Ingest's `perfetto-proto` reader reads the file back; the two share the format's vocabulary
+//! in `steplens_ingest::perfetto` (the prost types, the notes, the flow id layout).
 
 use std::io::{self, Write};
 
 use prost::Message;
 use rustc_hash::FxHashMap;
-
-use super::proto::{self as pb, trace_packet, track_descriptor};
-use super::{FLOW_CAT_SHIFT, META_NOTE, META_TRACK, NOTE_VERSION, TraceNote};
-use crate::model::{CatId, LaneId, SliceId, StrId, Timeline};
+use steplens_ingest::model::{CatId, LaneId, SliceId, StrId, Timeline};
+use steplens_ingest::perfetto::proto::{self as pb, trace_packet, track_descriptor};
+use steplens_ingest::perfetto::{FLOW_CAT_SHIFT, META_NOTE, META_TRACK, NOTE_VERSION, TraceNote};
 
 mod args;
 mod events;
@@ -116,7 +117,7 @@ pub fn write_timeline(
     overlay: Option<&Overlay>,
     out: &mut dyn Write,
 ) -> io::Result<WriteStats> {
-    let threaded = timeline.slices.len() >= MIN_THREADED_SLICES && crate::spare_core();
+    let threaded = timeline.slices.len() >= MIN_THREADED_SLICES && steplens_ingest::spare_core();
     write_timeline_with(timeline, overlay, out, threaded)
 }
 
@@ -647,7 +648,10 @@ mod tests {
                 }
             }
         }
-        crate::builder::stage_test::build(&format!(r#"{{"traceEvents":[{}]}}"#, events.join(",")))
+        let json = format!(r#"{{"traceEvents":[{}]}}"#, events.join(","));
+        let options = steplens_ingest::LoadOptions::default();
+        steplens_ingest::load_bytes("busy.json", json.into_bytes(), &options)
+            .unwrap_or_else(|e| panic!("inline trace: {e}"))
     }
 
     #[test]
@@ -687,7 +691,11 @@ mod tests {
         let written = write_timeline(&t, None, &mut bytes).map_err(|e| e.to_string());
         assert!(written.is_ok(), "{written:?}");
         // Over a MiB: the reader encodes args on its second thread (where there is a core).
-        let back = crate::load_bytes("busy.pftrace", bytes, &crate::LoadOptions::default());
+        let back = steplens_ingest::load_bytes(
+            "busy.pftrace",
+            bytes,
+            &steplens_ingest::LoadOptions::default(),
+        );
         let back = back.map_err(|e| e.to_string());
         let Ok(back) = back else {
             panic!("{back:?}");

@@ -4,13 +4,13 @@
 use std::io;
 
 use prost::Message;
+use steplens_ingest::model::SliceId;
+use steplens_ingest::perfetto::proto::{self as pb, trace_packet, track_descriptor, track_event};
+use steplens_ingest::perfetto::{FLOW_CAT_SHIFT, OVERLAY_CATEGORY};
 
 use super::args::instants_of;
 use super::wire;
 use super::{OVERLAY_FLOW_CAT, Overlay, SEQ_NEEDS, SEQUENCE, Writer, layers};
-use crate::model::SliceId;
-use crate::perfetto::FLOW_CAT_SHIFT;
-use crate::perfetto::proto::{self as pb, trace_packet, track_descriptor, track_event};
 
 impl Writer<'_, '_> {
     /// BEGIN/END pairs of the slices of one layer: `members` are offsets from slice `first`.
@@ -247,7 +247,7 @@ impl Writer<'_, '_> {
                         r#type: Some(track_event::Type::SliceBegin as i32),
                         track_uuid: Some(uuid),
                         name_field: Some(track_event::NameField::NameIid(name)),
-                        categories: vec![crate::perfetto::OVERLAY_CATEGORY.to_owned()],
+                        categories: vec![OVERLAY_CATEGORY.to_owned()],
                         debug_annotations,
                         flow_ids,
                         ..Default::default()

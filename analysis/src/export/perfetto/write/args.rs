@@ -10,13 +10,12 @@ use std::ops::Range;
 use std::sync::mpsc::{Receiver, SyncSender};
 
 use rustc_hash::FxHashMap;
-
-use super::{layers, wire};
-use crate::json::{Cursor, unescape, utf8_lossy};
-use crate::model::{SliceId, Timeline};
-use crate::perfetto::proto::{self as pb, debug_annotation};
+use steplens_ingest::json::{Cursor, unescape, utf8_lossy};
+use steplens_ingest::model::{SliceId, Timeline};
+use steplens_ingest::perfetto::proto::{self as pb, debug_annotation};
 
 use super::Annotation;
+use super::{layers, wire};
 
 /// Turns args into debug annotations, interning their names.
 #[derive(Debug, Default)]

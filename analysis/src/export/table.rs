@@ -1,4 +1,4 @@
-//! Tables as polars DataFrames: the tables of [`crate::columns`] that `export --tables` writes,
+//! Tables as polars DataFrames: the tables of [`crate::export::columns`] that `export --tables` writes,
 //! and the Parquet/CSV writers (the `tables` feature).
 //!
 //! All polars code lives in this module: polars changes its API between releases, so one place
@@ -10,7 +10,7 @@ use polars::prelude::*;
 use rustc_hash::FxHashMap;
 use steplens_ingest::model::Timeline;
 
-use crate::columns::{ColumnTable, Values};
+use crate::export::columns::{ColumnTable, Values};
 use crate::report::Report;
 
 /// A table could not be built or written.
@@ -161,7 +161,7 @@ impl Table {
 /// # Errors
 /// When polars rejects the frame.
 pub fn ranks_table(ranks: &crate::ranks::RanksReport) -> Result<Table, TableError> {
-    to_polars(&crate::columns::ranks_table(ranks))
+    to_polars(&crate::export::columns::ranks_table(ranks))
 }
 
 /// A table of plain columns as a polars frame.
@@ -238,7 +238,7 @@ pub fn read_shape(format: TableFormat, bytes: Vec<u8>) -> Result<TableShape, Tab
 /// # Errors
 /// When polars rejects a frame (columns of unequal length would be a bug here).
 pub fn tables(timeline: &Timeline, report: &Report) -> Result<Vec<Table>, TableError> {
-    crate::columns::export_tables(timeline, report)
+    crate::export::columns::export_tables(timeline, report)
         .iter()
         .map(to_polars)
         .collect()
