@@ -89,6 +89,9 @@ enum Command {
     View {
         /// Trace files, or directories of them, to open.
         traces: Vec<PathBuf>,
+        /// How traces load, here and when opened from the window's path field.
+        #[command(flatten)]
+        load: LoadArgs,
     },
 }
 
@@ -312,7 +315,7 @@ fn main() -> ExitCode {
             args.join(" ")
         )),
         Command::Summarize(args) => summaries_cmd::summarize(&args).map(|()| true),
-        Command::View { traces } => view(&traces).map(|()| true),
+        Command::View { traces, load } => view(&traces, load.options()).map(|()| true),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,
@@ -348,15 +351,17 @@ fn main() -> ExitCode {
 
 /// Loads the traces with a progress bar on stderr for slow loads.
 #[cfg(feature = "viewer")]
-fn view(traces: &[PathBuf]) -> anyhow::Result<()> {
+fn view(traces: &[PathBuf], load: LoadOptions) -> anyhow::Result<()> {
+    // Expanded here too, so that a directory without traces fails before a window opens.
     let traces = expand_dirs(traces)?;
-    steplens_viewer::run(traces).map_err(|e| anyhow::anyhow!("cannot open the viewer window: {e}"))
+    steplens_viewer::run(traces, load)
+        .map_err(|e| anyhow::anyhow!("cannot open the viewer window: {e}"))
 }
 
 /// A CLI-only build keeps the command, so scripts and muscle memory get a reason, not clap's
 /// "unrecognized subcommand".
 #[cfg(not(feature = "viewer"))]
-fn view(_traces: &[PathBuf]) -> anyhow::Result<()> {
+fn view(_traces: &[PathBuf], _load: LoadOptions) -> anyhow::Result<()> {
     anyhow::bail!(
         "this steplens was built without its viewer (--no-default-features): `cargo install \
          steplens` gives `steplens view`"

@@ -8,8 +8,8 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use crate::run_input::expand_inputs;
 use anyhow::{Context, Result, bail};
+use steplens_ingest::open::expand_inputs;
 
 /// Where the temporary files begin their names (hidden, and skipped by `export --tables`).
 pub const TEMP_PREFIX: &str = ".steplens-tmp-";

@@ -3,7 +3,7 @@
 //! gives the same figures as the trace it came from, less the op shapes), baseline sets and
 //! budget files; and an error as the one line both print.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use std::sync::OnceLock;
@@ -15,6 +15,7 @@ use steplens_analysis::report::SCHEMA;
 use steplens_analysis::{Report, Thresholds};
 use steplens_ingest::IngestError;
 use steplens_ingest::LoadOptions;
+use steplens_ingest::open::{self, Kind};
 
 /// A run, loaded and analysed.
 pub struct Run {
@@ -28,49 +29,36 @@ pub struct Run {
     pub from_report: bool,
 }
 
-/// How far into a file to look for a report's schema tag.
-const SNIFF_BYTES: usize = 4096;
-
-/// The first [`SNIFF_BYTES`] of a regular file (none for stdin, a FIFO or a device, whose
-/// bytes a look would take from the reader, or an unreadable path).
-fn file_head(path: &Path) -> Option<String> {
-    if path.as_os_str() == "-" || !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
-        return None;
+/// The schema tag of a steplens document (`steplens.report/1`, a baseline set, …), from one
+/// look at the file ([`open::identify`]).
+fn steplens_schema(kind: Option<&Kind>) -> Option<&str> {
+    match kind {
+        Some(Kind::Steplens { schema }) => Some(schema),
+        _ => None,
     }
-    let mut head = vec![0u8; SNIFF_BYTES];
-    let mut file = std::fs::File::open(path).ok()?;
-    let n = file.read(&mut head).ok()?;
-    Some(String::from_utf8_lossy(&head[..n]).into_owned())
 }
 
-/// The schema tag of a saved report, when `path` is one.
-fn saved_report_schema(path: &Path) -> Option<String> {
-    let head = file_head(path)?;
-    let trimmed = head.trim_start();
-    if !trimmed.starts_with('{') {
-        return None;
-    }
-    let at = trimmed.find("\"steplens.report/")?;
-    let tag = &trimmed[at + 1..];
-    let end = tag.find('"')?;
-    Some(tag[..end].to_owned())
+/// Whether a schema tag is a report's, of any version.
+fn is_report_schema(schema: &str) -> bool {
+    schema.starts_with("steplens.report/")
 }
 
 /// The largest JSON object searched past its first bytes for a report's schema tag.
 const LATE_SCHEMA_MAX_BYTES: u64 = 1 << 30;
 
-/// The schema tag of a saved report whose `"schema"` key comes after its first 4 KiB (a report
+/// The schema tag of a saved report whose `"schema"` key comes after the first look (a report
 /// rewritten with sorted keys): only for a JSON object of at most 1 GiB whose first bytes hold
 /// no `"traceEvents"` and that has a report's `"sources"` and `"summary"` keys.
 fn late_report_schema(path: &Path) -> Option<String> {
-    let head = file_head(path)?;
+    let (head, _) = open::head(path)?;
+    let head = String::from_utf8_lossy(&head);
     if !head.trim_start().starts_with('{') || head.contains("\"traceEvents\"") {
         return None;
     }
     if std::fs::metadata(path).ok()?.len() > LATE_SCHEMA_MAX_BYTES {
         return None;
     }
-    let text = std::fs::read(path).ok()?;
+    let text = open::read_document(path).ok()?;
     let found = |needle: &[u8]| text.windows(needle.len()).position(|w| w == needle);
     found(b"\"sources\"")?;
     found(b"\"summary\"")?;
@@ -78,20 +66,6 @@ fn late_report_schema(path: &Path) -> Option<String> {
     let tag = text.get(at + 1..)?;
     let end = tag.iter().position(|&b| b == b'"')?;
     Some(String::from_utf8_lossy(&tag[..end]).into_owned())
-}
-
-/// The `"schema"` tag of a JSON document written by steplens (`steplens.…`), when `path`
-/// starts like one.
-fn steplens_schema(path: &Path) -> Option<String> {
-    let head = file_head(path)?;
-    let trimmed = head.trim_start();
-    if !trimmed.starts_with('{') {
-        return None;
-    }
-    let at = trimmed.find("\"steplens.")?;
-    let tag = &trimmed[at + 1..];
-    let end = tag.find('"')?;
-    Some(tag[..end].to_owned())
 }
 
 /// The longest span a saved report's run may have: a year.
@@ -274,16 +248,16 @@ pub struct BaselineSet {
     pub runs: Vec<Report>,
 }
 
-/// Whether `path` starts like a baseline set.
+/// Whether `path` is a baseline set.
 pub fn is_baseline_set(path: &Path) -> bool {
-    file_head(path).is_some_and(|head| head.contains(&format!("\"{BASELINE_SET_SCHEMA}\"")))
+    steplens_schema(open::identify(path).as_ref()) == Some(BASELINE_SET_SCHEMA)
 }
 
 /// Reads a baseline set.
 pub fn read_baseline_set(path: &Path) -> Result<BaselineSet> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("{}: cannot read", path.display()))?;
-    let set: BaselineSet = serde_json::from_str(&text).map_err(|e| {
+    let text =
+        open::read_document(path).with_context(|| format!("{}: cannot read", path.display()))?;
+    let set: BaselineSet = serde_json::from_slice(&text).map_err(|e| {
         anyhow::anyhow!(
             "{}: line {} column {}: not a valid {BASELINE_SET_SCHEMA} file: {e}",
             path.display(),
@@ -312,8 +286,19 @@ pub fn read_baseline_set(path: &Path) -> Result<BaselineSet> {
 /// # Errors
 /// A report of another schema, one that does not parse, or one whose figures cannot be.
 pub fn read_saved_report(path: &Path) -> Result<Option<Report>> {
-    let Some(schema) = saved_report_schema(path).or_else(|| late_report_schema(path)) else {
-        return Ok(None);
+    saved_report(path, open::identify(path).as_ref())
+}
+
+/// [`read_saved_report`] of a file already looked at (`kind`).
+fn saved_report(path: &Path, kind: Option<&Kind>) -> Result<Option<Report>> {
+    let schema = match kind {
+        Some(Kind::Steplens { schema }) if is_report_schema(schema) => schema.clone(),
+        // A report whose keys were sorted has its schema past the first look.
+        Some(Kind::Trace | Kind::Other) => match late_report_schema(path) {
+            Some(schema) => schema,
+            None => return Ok(None),
+        },
+        Some(Kind::Steplens { .. }) | None => return Ok(None),
     };
     if schema != SCHEMA {
         bail!(
@@ -321,9 +306,9 @@ pub fn read_saved_report(path: &Path) -> Result<Option<Report>> {
             path.display()
         );
     }
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("{}: cannot read", path.display()))?;
-    let report: Report = serde_json::from_str(&text).map_err(|e| {
+    let text =
+        open::read_document(path).with_context(|| format!("{}: cannot read", path.display()))?;
+    let report: Report = serde_json::from_slice(&text).map_err(|e| {
         anyhow::anyhow!(
             "{}: line {} column {}: not a valid {SCHEMA} report: {e}",
             path.display(),
@@ -348,9 +333,11 @@ pub fn load_run(
         .map(|p| p.display().to_string())
         .collect::<Vec<_>>()
         .join(" + ");
-    if let [path] = paths
-        && saved_report_schema(path).is_none()
-        && let Some(schema) = steplens_schema(path)
+    // One look at each file says what it is.
+    let kinds: Vec<Option<Kind>> = paths.iter().map(|p| open::identify(p)).collect();
+    if let ([path], [kind]) = (paths, kinds.as_slice())
+        && let Some(schema) = steplens_schema(kind.as_ref())
+        && !is_report_schema(schema)
         && schema != BASELINE_SET_SCHEMA
     {
         bail!(
@@ -358,8 +345,8 @@ pub fn load_run(
             path.display()
         );
     }
-    if let [path] = paths
-        && let Some(report) = read_saved_report(path)?
+    if let ([path], [kind]) = (paths, kinds.as_slice())
+        && let Some(report) = saved_report(path, kind.as_ref())?
     {
         let ops = ops_from_report(&report);
         return Ok(Run {
@@ -369,7 +356,11 @@ pub fn load_run(
             from_report: true,
         });
     }
-    if paths.len() > 1 && paths.iter().any(|p| saved_report_schema(p).is_some()) {
+    if paths.len() > 1
+        && kinds
+            .iter()
+            .any(|k| steplens_schema(k.as_ref()).is_some_and(is_report_schema))
+    {
         bail!("{label}: a saved report stands alone; it cannot be combined with other inputs");
     }
     let expanded = expand_dirs(paths)?;
@@ -446,25 +437,6 @@ pub fn one_line(err: &anyhow::Error) -> String {
     line
 }
 
-/// File names a directory argument loads: traces, not truth files or saved reports.
-fn is_trace_name(name: &str) -> bool {
-    let trace = [
-        ".json",
-        ".json.gz",
-        ".pftrace",
-        ".perfetto-trace",
-        ".csv",
-        ".hltv",
-        ".gz",
-    ]
-    .iter()
-    .any(|ext| name.ends_with(ext));
-    trace
-        && !name.ends_with(".truth.json")
-        && !name.ends_with(".report.json")
-        && !name.starts_with('.')
-}
-
 /// The inputs with every directory replaced by the traces in it (sorted by name): a run's
 /// per-rank traces are usually one directory. Files in a directory that are not traces (truth
 /// files, saved reports, notes) are skipped and said in one warning line on stderr.
@@ -472,7 +444,7 @@ fn is_trace_name(name: &str) -> bool {
 /// # Errors
 /// When a directory cannot be listed or holds no trace.
 pub fn expand_dirs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, IngestError> {
-    let expanded = expand_inputs(paths)?;
+    let expanded = open::expand_inputs(paths)?;
     if let Some(line) = expanded.skipped_line() {
         // File names may hold control characters: shown escaped, on one line.
         let _ = writeln!(
@@ -482,121 +454,6 @@ pub fn expand_dirs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, IngestError> {
         );
     }
     Ok(expanded.paths)
-}
-
-/// Inputs after directories were expanded, and what the directories held besides traces.
-#[derive(Debug, Clone, Default)]
-pub struct Inputs {
-    /// The traces, in the order given (a directory's in name order).
-    pub paths: Vec<PathBuf>,
-    /// Files in a directory that were not read: not traces by name or by content.
-    pub skipped: Vec<PathBuf>,
-}
-
-impl Inputs {
-    /// The skipped files in one line (up to 5 named), or `None` when nothing was skipped.
-    #[must_use]
-    pub fn skipped_line(&self) -> Option<String> {
-        if self.skipped.is_empty() {
-            return None;
-        }
-        let names: Vec<String> = self
-            .skipped
-            .iter()
-            .take(5)
-            .map(|p| p.display().to_string())
-            .collect();
-        let more = self.skipped.len().saturating_sub(names.len());
-        let tail = if more > 0 {
-            format!(" and {more} more")
-        } else {
-            String::new()
-        };
-        Some(format!(
-            "skipped {} file(s) that are not traces: {}{tail}",
-            self.skipped.len(),
-            names.join(", ")
-        ))
-    }
-}
-
-/// [`expand_dirs`] without the warning: the skipped files are returned.
-///
-/// # Errors
-/// When a directory cannot be listed or holds no trace.
-pub fn expand_inputs(paths: &[PathBuf]) -> Result<Inputs, IngestError> {
-    let mut out = Inputs::default();
-    for path in paths {
-        if !path.is_dir() {
-            out.paths.push(path.clone());
-            continue;
-        }
-        let entries = std::fs::read_dir(path).map_err(|e| IngestError::Io {
-            path: path.display().to_string(),
-            source: e,
-        })?;
-        let mut files: Vec<PathBuf> = entries
-            .filter_map(Result::ok)
-            .map(|e| e.path())
-            .filter(|p| p.is_file())
-            .collect();
-        files.sort();
-        let before = out.paths.len();
-        for file in files {
-            let by_name = file
-                .file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(is_trace_name);
-            if by_name && looks_like_trace(&file) {
-                out.paths.push(file);
-            } else {
-                out.skipped.push(file);
-            }
-        }
-        if out.paths.len() == before {
-            return Err(IngestError::NotATrace {
-                path: path.display().to_string(),
-                reason: "a directory with no trace files in it".into(),
-            });
-        }
-    }
-    Ok(out)
-}
-
-/// Whether a file in a directory reads as a trace from its first bytes: a format steplens
-/// reads, and not a JSON document of steplens's own (a report, a baseline set) or a small
-/// JSON object with no event array (a truth file). A large JSON object gets the benefit of
-/// the doubt: its event array may come after a long preamble.
-fn looks_like_trace(path: &Path) -> bool {
-    const HEAD: u64 = 64 << 10;
-    let Ok(file) = std::fs::File::open(path) else {
-        return true; // the load names the problem
-    };
-    let mut raw = Vec::new();
-    if file.take(HEAD).read_to_end(&mut raw).is_err() {
-        return true;
-    }
-    let whole = raw.len() < HEAD as usize;
-    let head = if raw.starts_with(&[0x1f, 0x8b]) {
-        let mut inflated = Vec::new();
-        let decoder = flate2::read::MultiGzDecoder::new(raw.as_slice());
-        // A short read of a truncated member still gives its first bytes.
-        let _ = decoder.take(HEAD).read_to_end(&mut inflated);
-        inflated
-    } else {
-        raw
-    };
-    match steplens_ingest::sniff(&head) {
-        steplens_ingest::Format::Unknown | steplens_ingest::Format::Csv => return false,
-        steplens_ingest::Format::Zip => return true,
-        steplens_ingest::Format::Trace(_) => {}
-    }
-    let text = String::from_utf8_lossy(&head);
-    let body = text.trim_start_matches('\u{feff}').trim_start();
-    if body.starts_with('{') && text.contains("\"schema\"") && text.contains("\"steplens.") {
-        return false;
-    }
-    !(whole && body.starts_with('{') && !text.contains("\"traceEvents\""))
 }
 
 /// A `--rank-regex` or `--step-marker` pattern, or why it is not one, on one line.

@@ -5,9 +5,11 @@
 use std::cmp::Ordering;
 
 use crate::ops::OpStats;
+use crate::ranks::RankStats;
+use crate::units::human_ns;
 
 /// One cell's value, typed so each renderer formats and sorts it its own way.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Cell<'a> {
     /// Text, shown as is.
     Text(&'a str),
@@ -17,6 +19,10 @@ pub enum Cell<'a> {
     Ns(i64),
     /// An upper bound on a count ("at most n"), as Gaudi's engines per node.
     AtMost(u64),
+    /// A count out of a total ("3 of 12"), sorted by the count.
+    OutOf(u64, u64),
+    /// A percentage, shown without decimals.
+    Pct(f64),
     /// No value in this row.
     Empty,
 }
@@ -25,16 +31,34 @@ impl Cell<'_> {
     /// The value as a number, for sorting and for numeric cells; `None` for text and empty cells.
     #[must_use]
     pub fn number(self) -> Option<f64> {
-        self.integer().map(|v| v as f64)
+        match self {
+            Self::Pct(p) => Some(p),
+            other => other.integer().map(|v| v as f64),
+        }
     }
 
     /// The value as an integer; `None` for text and empty cells (and counts past `i64`).
     #[must_use]
     pub fn integer(self) -> Option<i64> {
         match self {
-            Self::Count(n) | Self::AtMost(n) => i64::try_from(n).ok(),
+            Self::Count(n) | Self::AtMost(n) | Self::OutOf(n, _) => i64::try_from(n).ok(),
             Self::Ns(ns) => Some(ns),
-            Self::Text(_) | Self::Empty => None,
+            Self::Text(_) | Self::Pct(_) | Self::Empty => None,
+        }
+    }
+
+    /// The cell as text, `missing` for an empty one: counts in plain digits, durations as
+    /// [`human_ns`] writes them.
+    #[must_use]
+    pub fn display(self, missing: &str) -> String {
+        match self {
+            Self::Text(s) => s.to_owned(),
+            Self::Count(n) => n.to_string(),
+            Self::Ns(ns) => human_ns(ns),
+            Self::AtMost(n) => format!("≤{n}"),
+            Self::OutOf(n, of) => format!("{n} of {of}"),
+            Self::Pct(p) => format!("{p:.0}%"),
+            Self::Empty => missing.to_owned(),
         }
     }
 
@@ -57,10 +81,12 @@ impl Cell<'_> {
 pub enum Unit {
     /// Text cells.
     Text,
-    /// Counts ([`Cell::Count`], [`Cell::AtMost`]).
+    /// Counts ([`Cell::Count`], [`Cell::AtMost`], [`Cell::OutOf`]).
     Count,
     /// Durations ([`Cell::Ns`]).
     Ns,
+    /// Percentages ([`Cell::Pct`]).
+    Pct,
 }
 
 impl Unit {
@@ -79,6 +105,8 @@ pub struct ColumnSpec<T: 'static> {
     pub header: &'static str,
     /// What its values are.
     pub unit: Unit,
+    /// What a rendered table shows for a row without a value.
+    pub missing: &'static str,
     /// Only some rows have it (Gaudi nodes, graph launches): rendered tables show it only when
     /// a shown row has a value; exported tables always carry it, null elsewhere.
     pub optional: bool,
@@ -114,6 +142,7 @@ pub const OP_COLUMNS: &[ColumnSpec<OpStats>] = &[
         key: "name",
         header: "op",
         unit: Unit::Text,
+        missing: "",
         optional: false,
         compact: true,
         value: |o| Cell::Text(&o.name),
@@ -122,6 +151,7 @@ pub const OP_COLUMNS: &[ColumnSpec<OpStats>] = &[
         key: "track_kind",
         header: "where",
         unit: Unit::Text,
+        missing: "",
         optional: false,
         compact: true,
         value: |o| Cell::Text(&o.track_kind),
@@ -130,6 +160,7 @@ pub const OP_COLUMNS: &[ColumnSpec<OpStats>] = &[
         key: "category",
         header: "category",
         unit: Unit::Text,
+        missing: "",
         optional: false,
         compact: false,
         value: |o| Cell::Text(&o.category),
@@ -138,6 +169,7 @@ pub const OP_COLUMNS: &[ColumnSpec<OpStats>] = &[
         key: "count",
         header: "count",
         unit: Unit::Count,
+        missing: "",
         optional: false,
         compact: true,
         value: |o| Cell::Count(o.count),
@@ -146,6 +178,7 @@ pub const OP_COLUMNS: &[ColumnSpec<OpStats>] = &[
         key: "total_ns",
         header: "total",
         unit: Unit::Ns,
+        missing: "",
         optional: false,
         compact: true,
         value: |o| Cell::Ns(o.total_ns),
@@ -154,6 +187,7 @@ pub const OP_COLUMNS: &[ColumnSpec<OpStats>] = &[
         key: "self_ns",
         header: "self",
         unit: Unit::Ns,
+        missing: "",
         optional: false,
         compact: true,
         value: |o| Cell::Ns(o.self_ns),
@@ -162,6 +196,7 @@ pub const OP_COLUMNS: &[ColumnSpec<OpStats>] = &[
         key: "mean_ns",
         header: "mean",
         unit: Unit::Ns,
+        missing: "",
         optional: false,
         compact: true,
         value: |o| Cell::Ns(o.mean_ns),
@@ -170,6 +205,7 @@ pub const OP_COLUMNS: &[ColumnSpec<OpStats>] = &[
         key: "p50_ns",
         header: "p50",
         unit: Unit::Ns,
+        missing: "",
         optional: false,
         compact: true,
         value: |o| Cell::Ns(o.p50_ns),
@@ -178,6 +214,7 @@ pub const OP_COLUMNS: &[ColumnSpec<OpStats>] = &[
         key: "p99_ns",
         header: "p99",
         unit: Unit::Ns,
+        missing: "",
         optional: false,
         compact: true,
         value: |o| Cell::Ns(o.p99_ns),
@@ -188,6 +225,7 @@ pub const OP_COLUMNS: &[ColumnSpec<OpStats>] = &[
         key: "max_engines",
         header: "engines",
         unit: Unit::Count,
+        missing: "",
         optional: true,
         compact: true,
         value: |o| {
@@ -199,6 +237,7 @@ pub const OP_COLUMNS: &[ColumnSpec<OpStats>] = &[
         key: "engine_ns",
         header: "engine time",
         unit: Unit::Ns,
+        missing: "",
         optional: true,
         compact: true,
         value: |o| opt_ns(o.engine_ns),
@@ -208,6 +247,7 @@ pub const OP_COLUMNS: &[ColumnSpec<OpStats>] = &[
         key: "graph_kernels",
         header: "graph kernels",
         unit: Unit::Count,
+        missing: "",
         optional: true,
         compact: true,
         value: |o| o.graph_kernels.map_or(Cell::Empty, Cell::Count),
@@ -216,10 +256,65 @@ pub const OP_COLUMNS: &[ColumnSpec<OpStats>] = &[
         key: "graph_device_ns",
         header: "graph device",
         unit: Unit::Ns,
+        missing: "",
         optional: true,
         compact: true,
         value: |o| opt_ns(o.graph_device_ns),
     },
+];
+
+fn opt_ns_of(v: Option<i64>) -> Cell<'static> {
+    v.map_or(Cell::Empty, Cell::Ns)
+}
+
+/// A rank column: always shown, its missing values as `-`.
+const fn rank_column(
+    key: &'static str,
+    header: &'static str,
+    unit: Unit,
+    value: fn(&RankStats) -> Cell<'_>,
+) -> ColumnSpec<RankStats> {
+    ColumnSpec {
+        key,
+        header,
+        unit,
+        missing: "-",
+        optional: false,
+        compact: true,
+        value,
+    }
+}
+
+/// The rank table of a multi-rank run ([`crate::ranks::RanksReport::ranks`]), in rank order.
+pub const RANK_COLUMNS: &[ColumnSpec<RankStats>] = &[
+    rank_column("rank", "rank", Unit::Count, |r| {
+        u64::try_from(r.rank).map_or(Cell::Empty, Cell::Count)
+    }),
+    rank_column("rank_from", "from", Unit::Text, |r| {
+        Cell::Text(&r.rank_from)
+    }),
+    rank_column("steps", "steps", Unit::Count, |r| {
+        Cell::Count(r.steps as u64)
+    }),
+    rank_column("step_p50_ns", "median step", Unit::Ns, |r| {
+        opt_ns_of(r.step_p50_ns)
+    }),
+    rank_column("compute_p50_ns", "compute", Unit::Ns, |r| {
+        opt_ns_of(r.compute_p50_ns)
+    }),
+    rank_column("collective_p50_ns", "in collectives", Unit::Ns, |r| {
+        opt_ns_of(r.collective_p50_ns)
+    }),
+    rank_column("exposed_comm_p50_ns", "exposed", Unit::Ns, |r| {
+        opt_ns_of(r.exposed_comm_p50_ns)
+    }),
+    rank_column("last_arrivals", "last to arrive", Unit::Count, |r| {
+        Cell::OutOf(r.last_arrivals as u64, r.collectives as u64)
+    }),
+    rank_column("wait_ns", "waited", Unit::Ns, |r| Cell::Ns(r.wait_ns)),
+    rank_column("comm_overlap_pct", "comm hidden", Unit::Pct, |r| {
+        r.comm_overlap_pct.map_or(Cell::Empty, Cell::Pct)
+    }),
 ];
 
 #[cfg(test)]
@@ -277,8 +372,9 @@ mod tests {
             assert_ne!(sample, Cell::Empty, "{}", c.key);
             let unit = match sample {
                 Cell::Text(_) => Unit::Text,
-                Cell::Count(_) | Cell::AtMost(_) => Unit::Count,
+                Cell::Count(_) | Cell::AtMost(_) | Cell::OutOf(..) => Unit::Count,
                 Cell::Ns(_) => Unit::Ns,
+                Cell::Pct(_) => Unit::Pct,
                 Cell::Empty => unreachable!(),
             };
             assert_eq!(c.unit, unit, "{}", c.key);

@@ -33,6 +33,7 @@ pub mod json;
 mod kineto;
 pub mod limits;
 pub mod model;
+pub mod open;
 mod options;
 pub mod perfetto;
 mod reader;

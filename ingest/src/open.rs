@@ -104,6 +104,31 @@ fn steplens_schema(body: &[u8]) -> Option<String> {
     None
 }
 
+/// The largest steplens document [`read_document`] reads, inflated.
+pub const MAX_DOCUMENT_BYTES: u64 = 1 << 30;
+
+/// The whole of a steplens document (a saved report, a baseline set), inflated when it is gzip.
+///
+/// # Errors
+/// When the file cannot be read, its gzip is damaged, or it inflates past
+/// [`MAX_DOCUMENT_BYTES`].
+pub fn read_document(path: &Path) -> std::io::Result<Vec<u8>> {
+    let raw = std::fs::read(path)?;
+    if !raw.starts_with(&[0x1f, 0x8b]) {
+        return Ok(raw);
+    }
+    let mut text = Vec::new();
+    flate2::read::MultiGzDecoder::new(raw.as_slice())
+        .take(MAX_DOCUMENT_BYTES + 1)
+        .read_to_end(&mut text)?;
+    if text.len() as u64 > MAX_DOCUMENT_BYTES {
+        return Err(std::io::Error::other(format!(
+            "inflates past {MAX_DOCUMENT_BYTES} bytes"
+        )));
+    }
+    Ok(text)
+}
+
 /// File names a directory stands for: traces, not truth files or saved reports.
 fn is_trace_name(name: &str) -> bool {
     let trace = [

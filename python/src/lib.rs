@@ -20,9 +20,7 @@ use std::path::PathBuf;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
-use steplens::run_input::{
-    expand_inputs, is_baseline_set, load_run, one_line, read_baseline_set, read_budget,
-};
+use steplens::run_input::{is_baseline_set, load_run, one_line, read_baseline_set, read_budget};
 use steplens_analysis::Report;
 use steplens_analysis::compare::figures::RunFigures;
 use steplens_analysis::export::columns::{self, ColumnTable, SliceColumns};
@@ -98,7 +96,7 @@ fn load(
             anyhow::bail!("load() needs at least one trace file or directory");
         }
         let options = load_options(rank_regex.as_deref(), step_marker.as_deref(), no_mmap)?;
-        let inputs = expand_inputs(&paths)?;
+        let inputs = steplens_ingest::open::expand_inputs(&paths)?;
         let expanded = inputs.paths.as_slice();
         let refs: Vec<&std::path::Path> = expanded.iter().map(PathBuf::as_path).collect();
         let timeline = steplens_ingest::load_many(&refs, &options, None)?;

@@ -26,7 +26,7 @@ pub mod timeline;
 use std::path::PathBuf;
 
 pub use app::{Session, ViewerApp};
-pub use load::{LoadError, Loaded, load_now};
+pub use load::{LoadError, Loaded, load_now, load_with};
 
 /// `n` and the noun for it: `1 slice`, `2 slices` (`many` for every count but 1).
 #[must_use]
@@ -39,12 +39,13 @@ pub fn count<N: std::fmt::Display + PartialEq + From<u8> + Copy>(
     format!("{n} {noun}")
 }
 
-/// Opens the viewer window, starts loading `paths` (if any) in the background, and blocks
-/// until the window is closed.
+/// Opens the viewer window, starts loading `paths` (if any; directories stand for the traces in
+/// them) in the background with `load` (the load options of every trace opened in the window),
+/// and blocks until the window is closed.
 ///
 /// # Errors
 /// When the windowing system or the renderer cannot start.
-pub fn run(paths: Vec<PathBuf>) -> Result<(), eframe::Error> {
+pub fn run(paths: Vec<PathBuf>, load: steplens_ingest::LoadOptions) -> Result<(), eframe::Error> {
     let options = eframe::NativeOptions {
         viewport: eframe::egui::ViewportBuilder::default()
             .with_inner_size([1400.0, 850.0])
@@ -56,7 +57,7 @@ pub fn run(paths: Vec<PathBuf>) -> Result<(), eframe::Error> {
         "steplens",
         options,
         Box::new(move |cc| {
-            let mut app = ViewerApp::new();
+            let mut app = ViewerApp::with_options(load);
             if !paths.is_empty() {
                 app.open(paths, &cc.egui_ctx);
             }

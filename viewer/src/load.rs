@@ -30,8 +30,10 @@ pub enum LoadError {
 /// A loaded trace with everything the viewer derives from it once.
 #[derive(Debug)]
 pub struct Loaded {
-    /// The files, as given.
+    /// The files, as given (a directory as it was named).
     pub paths: Vec<PathBuf>,
+    /// Files in a named directory that were not loaded (not traces), in one line.
+    pub skipped: Option<String>,
     /// The Timeline.
     pub timeline: Timeline,
     /// The analysis report (steps, findings, ops, engines).
@@ -58,8 +60,8 @@ pub struct LoadTimings {
     pub analysis_s: f64,
 }
 
-/// Loads, analyses and indexes `paths` on the calling thread; `progress` gets
-/// `(bytes done, bytes total)` while ingesting.
+/// Loads, analyses and indexes `paths` on the calling thread with the default load options;
+/// `progress` gets `(bytes done, bytes total)` while ingesting.
 ///
 /// # Errors
 /// [`LoadError`] when no path is given or ingest fails.
@@ -67,12 +69,27 @@ pub fn load_now(
     paths: &[PathBuf],
     progress: Option<&mut dyn FnMut(u64, u64)>,
 ) -> Result<Loaded, LoadError> {
+    load_with(paths, &LoadOptions::default(), progress)
+}
+
+/// [`load_now`] with `options` (the command line's `--rank-regex`, `--step-marker`, limits).
+/// A directory stands for the traces in it, as on the command line
+/// ([`steplens_ingest::open::expand_inputs`]).
+///
+/// # Errors
+/// [`LoadError`] when no path is given, a directory holds no trace, or ingest fails.
+pub fn load_with(
+    paths: &[PathBuf],
+    options: &LoadOptions,
+    progress: Option<&mut dyn FnMut(u64, u64)>,
+) -> Result<Loaded, LoadError> {
     if paths.is_empty() {
         return Err(LoadError::NoInput);
     }
-    let refs: Vec<&std::path::Path> = paths.iter().map(PathBuf::as_path).collect();
+    let inputs = steplens_ingest::open::expand_inputs(paths)?;
+    let refs: Vec<&std::path::Path> = inputs.paths.iter().map(PathBuf::as_path).collect();
     let started = std::time::Instant::now();
-    let timeline = steplens_ingest::load_many(&refs, &LoadOptions::default(), progress)?;
+    let timeline = steplens_ingest::load_many(&refs, options, progress)?;
     let ingest_s = started.elapsed().as_secs_f64();
     // The report uses both cores for part of its run; the lane index and the collective links
     // need nothing from it, so they are built meanwhile instead of after it.
@@ -94,6 +111,7 @@ pub fn load_now(
     });
     Ok(Loaded {
         paths: paths.to_vec(),
+        skipped: inputs.skipped_line(),
         timeline,
         report,
         index,
@@ -127,11 +145,16 @@ pub struct Loader {
 }
 
 impl Loader {
-    /// Starts loading `paths`; `wake` is called on progress and when done (to repaint).
+    /// Starts loading `paths` with `options`; `wake` is called on progress and when done (to
+    /// repaint).
     ///
     /// # Errors
     /// [`LoadError::Thread`] when the thread cannot be spawned.
-    pub fn start(paths: Vec<PathBuf>, wake: impl Fn() + Send + 'static) -> Result<Self, LoadError> {
+    pub fn start(
+        paths: Vec<PathBuf>,
+        options: LoadOptions,
+        wake: impl Fn() + Send + 'static,
+    ) -> Result<Self, LoadError> {
         let done = Arc::new(AtomicU64::new(0));
         let total = Arc::new(AtomicU64::new(0));
         let (tx, rx) = channel();
@@ -149,7 +172,7 @@ impl Loader {
                         wake();
                     }
                 };
-                let result = load_now(&p, Some(&mut progress));
+                let result = load_with(&p, &options, Some(&mut progress));
                 // The receiver may be gone (a newer load replaced this one): nothing to do.
                 let _ = tx.send(result);
                 wake();

@@ -10,7 +10,7 @@ use eframe::egui::{self, RichText};
 use steplens_analysis::engines::EngineStats;
 use steplens_analysis::ops::OpStats;
 use steplens_analysis::steps::StepStats;
-use steplens_analysis::table_spec::{Cell, OP_COLUMNS, Unit, shown};
+use steplens_analysis::table_spec::{OP_COLUMNS, Unit, shown};
 use steplens_analysis::units::human_ns;
 
 use crate::query::RangeAggregate;
@@ -271,14 +271,7 @@ pub fn ops_ui(ui: &mut egui::Ui, ops: &[OpStats], state: &mut TableState) -> Opt
                             }
                             continue;
                         }
-                        let text = match (column.value)(o) {
-                            Cell::Text(s) => s.to_owned(),
-                            Cell::Count(n) => n.to_string(),
-                            Cell::Ns(ns) => human_ns(ns),
-                            Cell::AtMost(n) => format!("≤{n}"),
-                            Cell::Empty => String::new(),
-                        };
-                        cell(ui, width, text);
+                        cell(ui, width, (column.value)(o).display(column.missing));
                     }
                 });
             }

@@ -357,8 +357,9 @@ pub fn ops_table(report: &Report) -> ColumnTable<'_> {
     table("ops", ops.len(), columns)
 }
 
-/// One column of a [`crate::table_spec`] table: text as strings, counts as `u64` and
-/// durations as `i64`; an optional column's numbers as nullable `i64`.
+/// One column of a [`crate::table_spec`] table: text as strings, counts as `u64`, durations as
+/// `i64` and percentages as nullable floats; an optional column's other numbers as nullable
+/// `i64`.
 fn spec_values<'a, T>(column: &crate::table_spec::ColumnSpec<T>, rows: &'a [T]) -> Values<'a> {
     use crate::table_spec::{Cell, Unit};
     let cells = rows.iter().map(|r| (column.value)(r));
@@ -371,11 +372,12 @@ fn spec_values<'a, T>(column: &crate::table_spec::ColumnSpec<T>, rows: &'a [T]) 
                 })
                 .collect(),
         ),
+        Unit::Pct => Values::OptF64(cells.map(Cell::number).collect()),
         _ if column.optional => Values::OptI64(cells.map(Cell::integer).collect()),
         Unit::Count => Values::U64(
             cells
                 .map(|c| match c {
-                    Cell::Count(n) | Cell::AtMost(n) => n,
+                    Cell::Count(n) | Cell::AtMost(n) | Cell::OutOf(n, _) => n,
                     _ => 0,
                 })
                 .collect(),

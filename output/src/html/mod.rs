@@ -303,16 +303,32 @@ fn opt_ns_cell(v: Option<i64>) -> (String, Option<f64>) {
     v.map_or_else(|| text_cell("-"), ns_cell)
 }
 
-/// A cell of a [`steplens_analysis::table_spec`] table as the page's tables write it.
-fn spec_cell(cell: steplens_analysis::table_spec::Cell<'_>) -> (String, Option<f64>) {
-    use steplens_analysis::table_spec::Cell;
-    match cell {
-        Cell::Text(s) => text_cell(s),
-        Cell::Count(n) => (n.to_string(), Some(n as f64)),
-        Cell::Ns(ns) => ns_cell(ns),
-        Cell::AtMost(n) => (format!("≤{n}"), Some(n as f64)),
-        Cell::Empty => text_cell(""),
-    }
+/// A [`steplens_analysis::table_spec`] table over `rows` as the page writes it: every column
+/// [`shown`](steplens_analysis::table_spec::shown), numbers sortable by value.
+fn spec_table<T>(
+    h: &mut Html<'_>,
+    id: &str,
+    spec: &[steplens_analysis::table_spec::ColumnSpec<T>],
+    rows: &[T],
+) {
+    let columns = steplens_analysis::table_spec::shown(spec, rows, false);
+    let cells: Vec<Vec<(String, Option<f64>)>> = rows
+        .iter()
+        .map(|row| {
+            columns
+                .iter()
+                .map(|c| {
+                    let cell = (c.value)(row);
+                    (cell.display(c.missing), cell.number())
+                })
+                .collect()
+        })
+        .collect();
+    let heads: Vec<(&str, bool)> = columns
+        .iter()
+        .map(|c| (c.header, !c.unit.is_text()))
+        .collect();
+    table(h, id, &heads, &cells);
 }
 
 fn bytes_cell(b: i64) -> (String, Option<f64>) {

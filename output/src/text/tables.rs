@@ -5,7 +5,7 @@
 use steplens_analysis::Report;
 use steplens_analysis::ops::OpStats;
 use steplens_analysis::steps::StepStats;
-use steplens_analysis::table_spec::{Cell, OP_COLUMNS, shown};
+use steplens_analysis::table_spec::{Cell, ColumnSpec, OP_COLUMNS, RANK_COLUMNS, shown};
 
 use super::{Table, human_ns, pct, runs_ahead, thousands, truncate};
 
@@ -168,35 +168,7 @@ impl From<&StepStats> for StepLike {
 
 /// The rank table of a multi-rank report.
 pub fn ranks_table(ranks: &steplens_analysis::ranks::RanksReport) -> Table {
-    let opt = |v: Option<i64>| v.map_or_else(|| "-".to_owned(), human_ns);
-    let mut table = Table::new(&[
-        ("rank", true),
-        ("from", false),
-        ("steps", true),
-        ("median step", true),
-        ("compute", true),
-        ("in collectives", true),
-        ("exposed", true),
-        ("last to arrive", true),
-        ("waited", true),
-        ("comm hidden", true),
-    ]);
-    for r in &ranks.ranks {
-        table.row(vec![
-            r.rank.to_string(),
-            r.rank_from.clone(),
-            thousands(r.steps as u64),
-            opt(r.step_p50_ns),
-            opt(r.compute_p50_ns),
-            opt(r.collective_p50_ns),
-            opt(r.exposed_comm_p50_ns),
-            format!("{} of {}", r.last_arrivals, r.collectives),
-            human_ns(r.wait_ns),
-            r.comm_overlap_pct
-                .map_or_else(|| "-".to_owned(), |p| format!("{p:.0}%")),
-        ]);
-    }
-    table
+    spec_table(RANK_COLUMNS, &ranks.ranks)
 }
 
 /// The collectives matched across ranks.
@@ -282,28 +254,31 @@ pub(super) fn holders_table(report: &Report) -> Table {
 }
 
 pub(super) fn op_table(ops: &[OpStats], top: usize) -> Table {
-    let rows = &ops[..top.min(ops.len())];
-    let columns = shown(OP_COLUMNS, rows, true);
+    spec_table(OP_COLUMNS, &ops[..top.min(ops.len())])
+}
+
+/// A [`steplens_analysis::table_spec`] table over `rows` as the text tables write it: the
+/// columns [`shown`] (the compact ones), long text cut to 60 characters, counts in thousands.
+fn spec_table<T>(spec: &[ColumnSpec<T>], rows: &[T]) -> Table {
+    let columns = shown(spec, rows, true);
     let heads: Vec<(&str, bool)> = columns
         .iter()
         .map(|c| (c.header, !c.unit.is_text()))
         .collect();
     let mut table = Table::new(&heads);
-    for op in rows {
-        table.row(columns.iter().map(|c| cell_text((c.value)(op))).collect());
+    for row in rows {
+        table.row(
+            columns
+                .iter()
+                .map(|c| match (c.value)(row) {
+                    Cell::Text(s) => truncate(s, 60),
+                    Cell::Count(n) => thousands(n),
+                    cell => cell.display(c.missing),
+                })
+                .collect(),
+        );
     }
     table
-}
-
-/// A cell of a [`steplens_analysis::table_spec`] table as the text tables write it.
-fn cell_text(cell: Cell<'_>) -> String {
-    match cell {
-        Cell::Text(s) => truncate(s, 60),
-        Cell::Count(n) => thousands(n),
-        Cell::Ns(ns) => human_ns(ns),
-        Cell::AtMost(n) => format!("≤{n}"),
-        Cell::Empty => String::new(),
-    }
 }
 
 pub(super) fn engine_table(report: &Report) -> Table {

@@ -42,9 +42,12 @@ pub struct ViewerApp {
     session: Option<Session>,
     screen: Screen,
     error: Option<String>,
-    /// The outcome of the last report export, shown in the top bar.
+    /// A line in the top bar: the last report export's outcome, or the files a directory held
+    /// that were not loaded.
     notice: Option<String>,
     path: String,
+    /// How traces are loaded (the command line's load options).
+    options: steplens_ingest::LoadOptions,
     fonts_installed: bool,
     /// Whether the shortcuts overlay (`?`) is open.
     pub show_keys: bool,
@@ -58,6 +61,7 @@ impl Default for ViewerApp {
             error: None,
             notice: None,
             path: String::new(),
+            options: steplens_ingest::LoadOptions::default(),
             fonts_installed: false,
             show_keys: false,
         }
@@ -69,6 +73,15 @@ impl ViewerApp {
     #[must_use]
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An app that loads traces with `options` (the command line's `--rank-regex`, limits, …).
+    #[must_use]
+    pub fn with_options(options: steplens_ingest::LoadOptions) -> Self {
+        Self {
+            options,
+            ..Self::default()
+        }
     }
 
     /// An app showing an already loaded trace.
@@ -90,7 +103,7 @@ impl ViewerApp {
         }
         self.path = paths_text(&paths);
         let ctx = ctx.clone();
-        match Loader::start(paths, move || ctx.request_repaint()) {
+        match Loader::start(paths, self.options.clone(), move || ctx.request_repaint()) {
             Ok(loader) => {
                 self.error = None;
                 self.screen = Screen::Loading(loader);
@@ -227,6 +240,7 @@ impl ViewerApp {
         self.screen = Screen::Empty;
         match result {
             Ok(data) => {
+                self.notice.clone_from(&data.skipped);
                 self.session = Some(Session::new(Arc::new(data)));
                 self.error = None;
             }
@@ -247,7 +261,7 @@ impl ViewerApp {
             ui.separator();
             let edit = ui.add(
                 egui::TextEdit::singleline(&mut self.path)
-                    .hint_text("trace path(s), space separated")
+                    .hint_text("traces or directories, space separated")
                     .desired_width(260.0),
             );
             let enter = edit.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));

@@ -406,3 +406,29 @@ fn ruler_labels_fit_and_counts_of_one_are_singular() {
     assert_eq!(steplens_viewer::count(1usize, "step", "steps"), "1 step");
     assert_eq!(steplens_viewer::count(0u64, "step", "steps"), "0 steps");
 }
+
+/// A directory opens as the traces in it, as on the command line: the four ranks of
+/// `samples/ranks/nccl_straggler/` (its README and truth file are skipped and said), and the load
+/// options given to the app reach the load (a step marker no annotation matches leaves no step).
+#[test]
+fn a_directory_opens_as_its_traces_with_the_apps_load_options() {
+    let dir = PathBuf::from("../samples/ranks/nccl_straggler");
+    let files = load_now(std::slice::from_ref(&dir), None).expect("the directory loads");
+    let by_files = nccl_ranks_app();
+    let data = &by_files.session().unwrap().data;
+    assert_eq!(files.timeline.sources.len(), 4);
+    assert_eq!(files.report.steps, data.report.steps);
+    assert_eq!(files.paths, [dir.clone()]);
+    let skipped = files.skipped.as_deref().unwrap_or_default();
+    assert!(
+        skipped.starts_with("skipped 2 file(s)") && skipped.contains("truth.json"),
+        "{skipped}"
+    );
+    let no_steps = steplens_ingest::LoadOptions {
+        step_marker: Some(regex::Regex::new("^no such annotation$").unwrap()),
+        ..steplens_ingest::LoadOptions::default()
+    };
+    let marked = steplens_viewer::load_with(&[dir], &no_steps, None).expect("loads");
+    assert!(marked.timeline.steps.is_empty());
+    assert!(!files.timeline.steps.is_empty());
+}

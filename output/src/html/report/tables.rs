@@ -6,9 +6,9 @@ use std::fmt::Write as _;
 use steplens_analysis::Report;
 use steplens_analysis::memory::human_bytes;
 
-use steplens_analysis::table_spec::{OP_COLUMNS, shown};
+use steplens_analysis::table_spec::{OP_COLUMNS, RANK_COLUMNS};
 
-use crate::html::{Html, bytes_cell, esc, ns_cell, opt_ns_cell, spec_cell, table, text_cell};
+use crate::html::{Html, bytes_cell, esc, ns_cell, opt_ns_cell, spec_table, table, text_cell};
 
 /// The ranks of a multi-rank run and the memory per device, when the report has them.
 pub(super) fn ranks_and_memory(h: &mut Html<'_>, report: &Report) {
@@ -24,43 +24,7 @@ pub(super) fn ranks_and_memory(h: &mut Html<'_>, report: &Report) {
                 .unwrap_or_default(),
             esc(&ranks.clock)
         );
-        let rows: Vec<Vec<(String, Option<f64>)>> = ranks
-            .ranks
-            .iter()
-            .map(|r| {
-                vec![
-                    (r.rank.to_string(), Some(r.rank as f64)),
-                    text_cell(&r.rank_from),
-                    opt_ns_cell(r.step_p50_ns),
-                    opt_ns_cell(r.compute_p50_ns),
-                    opt_ns_cell(r.collective_p50_ns),
-                    opt_ns_cell(r.exposed_comm_p50_ns),
-                    (
-                        format!("{} of {}", r.last_arrivals, r.collectives),
-                        Some(r.last_arrivals as f64),
-                    ),
-                    ns_cell(r.wait_ns),
-                    r.comm_overlap_pct
-                        .map_or_else(|| text_cell("-"), |p| (format!("{p:.0}%"), Some(p))),
-                ]
-            })
-            .collect();
-        table(
-            h,
-            "ranks",
-            &[
-                ("rank", true),
-                ("from", false),
-                ("median step", true),
-                ("compute", true),
-                ("in collectives", true),
-                ("exposed", true),
-                ("last to arrive", true),
-                ("waited", true),
-                ("comm hidden", true),
-            ],
-            &rows,
-        );
+        spec_table(h, "ranks", RANK_COLUMNS, &ranks.ranks);
         let rows: Vec<Vec<(String, Option<f64>)>> = ranks
             .collectives
             .iter()
@@ -273,15 +237,5 @@ pub(super) fn tables(h: &mut Html<'_>, report: &Report) {
         );
     }
     h.push_str("<h2>Ops (all)</h2>");
-    let columns = shown(OP_COLUMNS, &report.ops, false);
-    let rows: Vec<Vec<(String, Option<f64>)>> = report
-        .ops
-        .iter()
-        .map(|o| columns.iter().map(|c| spec_cell((c.value)(o))).collect())
-        .collect();
-    let heads: Vec<(&str, bool)> = columns
-        .iter()
-        .map(|c| (c.header, !c.unit.is_text()))
-        .collect();
-    table(h, "ops", &heads, &rows);
+    spec_table(h, "ops", OP_COLUMNS, &report.ops);
 }
