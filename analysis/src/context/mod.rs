@@ -7,7 +7,7 @@
 pub(crate) mod enclosure;
 
 use steplens_ingest::model::{
-    ARGS_AHEAD, ArgKeys, CategoryClass, NO_PARENT, OpArg, SliceId, Timeline, TrackKind,
+    ArgKeys, CategoryClass, NO_PARENT, OpArg, SliceId, Timeline, TrackKind,
 };
 
 use self::enclosure::Under;
@@ -138,11 +138,7 @@ impl<'a> Context<'a> {
                     .collect();
                 let (first, second) = ops.split_at(ops.len() / 2);
                 let find = |half: &[SliceId]| {
-                    for (k, &op) in half.iter().enumerate() {
-                        // The args are cold and scattered: fetch ahead, read when they're in.
-                        if let Some(&ahead) = half.get(k + ARGS_AHEAD) {
-                            t.prefetch_args(ahead, 512);
-                        }
+                    for &op in half {
                         // Only the memo it fills is wanted.
                         let _ = self.op_args.get(t, op, OpArg::InputDims);
                     }

@@ -484,19 +484,6 @@ impl Timeline {
         }
     }
 
-    /// Asks the CPU to start fetching the cache lines of the first `bytes` of slice `i`'s args,
-    /// without waiting for them: a pass over many ops' args that calls this for the op
-    /// [`ARGS_AHEAD`] places ahead finds each op's args in cache when it gets there.
-    #[inline]
-    pub fn prefetch_args(&self, i: SliceId, bytes: usize) {
-        let Some(raw) = self.args_raw(i) else {
-            return;
-        };
-        for at in (0..raw.len().min(bytes)).step_by(64) {
-            prefetch(&raw[at]);
-        }
-    }
-
     /// Resolves an [`ArgsRef`] of a given source to its raw JSON bytes.
     #[must_use]
     pub fn resolve_args(&self, source: u16, args: ArgsRef) -> Option<&[u8]> {
@@ -697,18 +684,4 @@ impl Timeline {
             .max()?;
         Some((first, last))
     }
-}
-
-/// A hint to fetch the cache line of `byte`; it never faults and changes nothing observable.
-#[inline(always)]
-fn prefetch(byte: &u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch only hints the cache; `byte` is a valid reference in any case.
-    #[allow(unsafe_code)]
-    unsafe {
-        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(byte).cast::<i8>());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = byte;
 }
