@@ -68,8 +68,7 @@ pub(super) fn operators<'t>(
         child_count[p as usize] += 1;
     }
     // Children before parents: by depth, deepest first.
-    let mut by_depth: Vec<u32> = (0..slice_of.len() as u32).collect();
-    by_depth.sort_by_key(|&n| std::cmp::Reverse(t.slices.depth[slice_of[n as usize] as usize]));
+    let by_depth = deepest_first(&slice_of, &t.slices.depth);
     // An op whose only child op has its name takes over that child's children and runtimes:
     // `owner` is the node whose figures a node's go to, itself unless folded (parents first).
     let mut owner: Vec<u32> = (0..slice_of.len() as u32).collect();
@@ -282,4 +281,46 @@ pub(super) fn operators<'t>(
         0.0
     };
     (names, shapes, share)
+}
+
+/// The indexes of `nodes` ordered by their slices' depth, deepest first, in index order within
+/// a depth (what a stable sort by depth, reversed, gives): a counting sort, since depths are few
+/// and a trace holds millions of ops, whose comparison sort through `depth` misses the cache
+/// on every compare.
+fn deepest_first(nodes: &[SliceId], depth: &[u16]) -> Vec<u32> {
+    let depth_of = |slice: SliceId| usize::from(depth[slice as usize]);
+    let deepest = nodes.iter().map(|&s| depth_of(s)).max().unwrap_or(0);
+    // Where each depth's run starts in the output, deepest depth first.
+    let mut next = vec![0usize; deepest + 1];
+    for &s in nodes {
+        next[depth_of(s)] += 1;
+    }
+    let mut at = 0;
+    for d in (0..=deepest).rev() {
+        let count = next[d];
+        next[d] = at;
+        at += count;
+    }
+    let mut out = vec![0u32; nodes.len()];
+    for (n, &s) in nodes.iter().enumerate() {
+        let d = depth_of(s);
+        out[next[d]] = n as u32;
+        next[d] += 1;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::deepest_first;
+
+    #[test]
+    fn deepest_first_is_a_stable_sort_by_depth_reversed() {
+        let depth: Vec<u16> = vec![0, 2, 1, 2, 0, 1, 3];
+        let nodes: Vec<u32> = vec![6, 0, 1, 2, 3, 4, 5];
+        let mut expected: Vec<u32> = (0..nodes.len() as u32).collect();
+        expected.sort_by_key(|&n| std::cmp::Reverse(depth[nodes[n as usize] as usize]));
+        assert_eq!(deepest_first(&nodes, &depth), expected);
+        assert!(deepest_first(&[], &depth).is_empty());
+    }
 }
