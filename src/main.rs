@@ -352,9 +352,10 @@ fn main() -> ExitCode {
 /// Loads the traces with a progress bar on stderr for slow loads.
 #[cfg(feature = "viewer")]
 fn view(traces: &[PathBuf], load: LoadOptions) -> anyhow::Result<()> {
-    // Expanded here too, so that a directory without traces fails before a window opens.
-    let traces = expand_dirs(traces)?;
-    steplens_viewer::run(traces, load)
+    // A directory without traces fails here, before a window opens; the window expands the
+    // directories itself and names what they held besides traces.
+    steplens_ingest::open::expand_inputs(traces)?;
+    steplens_viewer::run(traces.to_vec(), load)
         .map_err(|e| anyhow::anyhow!("cannot open the viewer window: {e}"))
 }
 

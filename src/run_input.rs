@@ -47,10 +47,14 @@ fn is_report_schema(schema: &str) -> bool {
 const LATE_SCHEMA_MAX_BYTES: u64 = 1 << 30;
 
 /// The schema tag of a saved report whose `"schema"` key comes after the first look (a report
-/// rewritten with sorted keys): only for a JSON object of at most 1 GiB whose first bytes hold
-/// no `"traceEvents"` and that has a report's `"sources"` and `"summary"` keys.
+/// rewritten with sorted keys): only for an uncompressed JSON object of at most 1 GiB whose
+/// first bytes hold no `"traceEvents"` and that has a report's `"sources"` and `"summary"` keys.
+/// (A gzip file is not searched whole: that would inflate every compressed trace twice.)
 fn late_report_schema(path: &Path) -> Option<String> {
     let (head, _) = open::head(path)?;
+    if open::is_gzip(path) {
+        return None;
+    }
     let head = String::from_utf8_lossy(&head);
     if !head.trim_start().starts_with('{') || head.contains("\"traceEvents\"") {
         return None;
@@ -58,7 +62,7 @@ fn late_report_schema(path: &Path) -> Option<String> {
     if std::fs::metadata(path).ok()?.len() > LATE_SCHEMA_MAX_BYTES {
         return None;
     }
-    let text = open::read_document(path).ok()?;
+    let text = std::fs::read(path).ok()?;
     let found = |needle: &[u8]| text.windows(needle.len()).position(|w| w == needle);
     found(b"\"sources\"")?;
     found(b"\"summary\"")?;
@@ -255,8 +259,7 @@ pub fn is_baseline_set(path: &Path) -> bool {
 
 /// Reads a baseline set.
 pub fn read_baseline_set(path: &Path) -> Result<BaselineSet> {
-    let text =
-        open::read_document(path).with_context(|| format!("{}: cannot read", path.display()))?;
+    let text = open::read_document(path)?;
     let set: BaselineSet = serde_json::from_slice(&text).map_err(|e| {
         anyhow::anyhow!(
             "{}: line {} column {}: not a valid {BASELINE_SET_SCHEMA} file: {e}",
@@ -306,8 +309,7 @@ fn saved_report(path: &Path, kind: Option<&Kind>) -> Result<Option<Report>> {
             path.display()
         );
     }
-    let text =
-        open::read_document(path).with_context(|| format!("{}: cannot read", path.display()))?;
+    let text = open::read_document(path)?;
     let report: Report = serde_json::from_slice(&text).map_err(|e| {
         anyhow::anyhow!(
             "{}: line {} column {}: not a valid {SCHEMA} report: {e}",

@@ -19,6 +19,8 @@ pub enum Cell<'a> {
     Ns(i64),
     /// An upper bound on a count ("at most n"), as Gaudi's engines per node.
     AtMost(u64),
+    /// An identifier that is a number (a rank): shown in plain digits, sorted by value.
+    Id(i64),
     /// A count out of a total ("3 of 12"), sorted by the count.
     OutOf(u64, u64),
     /// A percentage, shown without decimals.
@@ -42,7 +44,7 @@ impl Cell<'_> {
     pub fn integer(self) -> Option<i64> {
         match self {
             Self::Count(n) | Self::AtMost(n) | Self::OutOf(n, _) => i64::try_from(n).ok(),
-            Self::Ns(ns) => Some(ns),
+            Self::Ns(ns) | Self::Id(ns) => Some(ns),
             Self::Text(_) | Self::Pct(_) | Self::Empty => None,
         }
     }
@@ -54,6 +56,7 @@ impl Cell<'_> {
         match self {
             Self::Text(s) => s.to_owned(),
             Self::Count(n) => n.to_string(),
+            Self::Id(id) => id.to_string(),
             Self::Ns(ns) => human_ns(ns),
             Self::AtMost(n) => format!("≤{n}"),
             Self::OutOf(n, of) => format!("{n} of {of}"),
@@ -81,7 +84,8 @@ impl Cell<'_> {
 pub enum Unit {
     /// Text cells.
     Text,
-    /// Counts ([`Cell::Count`], [`Cell::AtMost`], [`Cell::OutOf`]).
+    /// Counts and numeric ids ([`Cell::Count`], [`Cell::AtMost`], [`Cell::OutOf`],
+    /// [`Cell::Id`]).
     Count,
     /// Durations ([`Cell::Ns`]).
     Ns,
@@ -99,7 +103,8 @@ impl Unit {
 
 /// One column of a table over rows of `T`.
 pub struct ColumnSpec<T: 'static> {
-    /// Name in exported tables (Parquet/CSV, Python), with its unit: `total_ns`.
+    /// Its name as data, with its unit (`total_ns`): the column's name where the table is
+    /// exported (the op table's, in Parquet/CSV and Python).
     pub key: &'static str,
     /// Header in rendered tables: `total`.
     pub header: &'static str,
@@ -107,6 +112,8 @@ pub struct ColumnSpec<T: 'static> {
     pub unit: Unit,
     /// What a rendered table shows for a row without a value.
     pub missing: &'static str,
+    /// The compact tables cut longer text to this many characters (0: never).
+    pub cut: usize,
     /// Only some rows have it (Gaudi nodes, graph launches): rendered tables show it only when
     /// a shown row has a value; exported tables always carry it, null elsewhere.
     pub optional: bool,
@@ -143,6 +150,7 @@ pub const OP_COLUMNS: &[ColumnSpec<OpStats>] = &[
         header: "op",
         unit: Unit::Text,
         missing: "",
+        cut: 60,
         optional: false,
         compact: true,
         value: |o| Cell::Text(&o.name),
@@ -152,6 +160,7 @@ pub const OP_COLUMNS: &[ColumnSpec<OpStats>] = &[
         header: "where",
         unit: Unit::Text,
         missing: "",
+        cut: 0,
         optional: false,
         compact: true,
         value: |o| Cell::Text(&o.track_kind),
@@ -161,6 +170,7 @@ pub const OP_COLUMNS: &[ColumnSpec<OpStats>] = &[
         header: "category",
         unit: Unit::Text,
         missing: "",
+        cut: 0,
         optional: false,
         compact: false,
         value: |o| Cell::Text(&o.category),
@@ -170,6 +180,7 @@ pub const OP_COLUMNS: &[ColumnSpec<OpStats>] = &[
         header: "count",
         unit: Unit::Count,
         missing: "",
+        cut: 0,
         optional: false,
         compact: true,
         value: |o| Cell::Count(o.count),
@@ -179,6 +190,7 @@ pub const OP_COLUMNS: &[ColumnSpec<OpStats>] = &[
         header: "total",
         unit: Unit::Ns,
         missing: "",
+        cut: 0,
         optional: false,
         compact: true,
         value: |o| Cell::Ns(o.total_ns),
@@ -188,6 +200,7 @@ pub const OP_COLUMNS: &[ColumnSpec<OpStats>] = &[
         header: "self",
         unit: Unit::Ns,
         missing: "",
+        cut: 0,
         optional: false,
         compact: true,
         value: |o| Cell::Ns(o.self_ns),
@@ -197,6 +210,7 @@ pub const OP_COLUMNS: &[ColumnSpec<OpStats>] = &[
         header: "mean",
         unit: Unit::Ns,
         missing: "",
+        cut: 0,
         optional: false,
         compact: true,
         value: |o| Cell::Ns(o.mean_ns),
@@ -206,6 +220,7 @@ pub const OP_COLUMNS: &[ColumnSpec<OpStats>] = &[
         header: "p50",
         unit: Unit::Ns,
         missing: "",
+        cut: 0,
         optional: false,
         compact: true,
         value: |o| Cell::Ns(o.p50_ns),
@@ -215,6 +230,7 @@ pub const OP_COLUMNS: &[ColumnSpec<OpStats>] = &[
         header: "p99",
         unit: Unit::Ns,
         missing: "",
+        cut: 0,
         optional: false,
         compact: true,
         value: |o| Cell::Ns(o.p99_ns),
@@ -226,6 +242,7 @@ pub const OP_COLUMNS: &[ColumnSpec<OpStats>] = &[
         header: "engines",
         unit: Unit::Count,
         missing: "",
+        cut: 0,
         optional: true,
         compact: true,
         value: |o| {
@@ -238,6 +255,7 @@ pub const OP_COLUMNS: &[ColumnSpec<OpStats>] = &[
         header: "engine time",
         unit: Unit::Ns,
         missing: "",
+        cut: 0,
         optional: true,
         compact: true,
         value: |o| opt_ns(o.engine_ns),
@@ -248,6 +266,7 @@ pub const OP_COLUMNS: &[ColumnSpec<OpStats>] = &[
         header: "graph kernels",
         unit: Unit::Count,
         missing: "",
+        cut: 0,
         optional: true,
         compact: true,
         value: |o| o.graph_kernels.map_or(Cell::Empty, Cell::Count),
@@ -257,6 +276,7 @@ pub const OP_COLUMNS: &[ColumnSpec<OpStats>] = &[
         header: "graph device",
         unit: Unit::Ns,
         missing: "",
+        cut: 0,
         optional: true,
         compact: true,
         value: |o| opt_ns(o.graph_device_ns),
@@ -279,6 +299,7 @@ const fn rank_column(
         header,
         unit,
         missing: "-",
+        cut: 0,
         optional: false,
         compact: true,
         value,
@@ -287,9 +308,7 @@ const fn rank_column(
 
 /// The rank table of a multi-rank run ([`crate::ranks::RanksReport::ranks`]), in rank order.
 pub const RANK_COLUMNS: &[ColumnSpec<RankStats>] = &[
-    rank_column("rank", "rank", Unit::Count, |r| {
-        u64::try_from(r.rank).map_or(Cell::Empty, Cell::Count)
-    }),
+    rank_column("rank", "rank", Unit::Count, |r| Cell::Id(r.rank)),
     rank_column("rank_from", "from", Unit::Text, |r| {
         Cell::Text(&r.rank_from)
     }),
@@ -372,7 +391,7 @@ mod tests {
             assert_ne!(sample, Cell::Empty, "{}", c.key);
             let unit = match sample {
                 Cell::Text(_) => Unit::Text,
-                Cell::Count(_) | Cell::AtMost(_) | Cell::OutOf(..) => Unit::Count,
+                Cell::Count(_) | Cell::AtMost(_) | Cell::OutOf(..) | Cell::Id(_) => Unit::Count,
                 Cell::Ns(_) => Unit::Ns,
                 Cell::Pct(_) => Unit::Pct,
                 Cell::Empty => unreachable!(),

@@ -42,14 +42,27 @@ pub fn head(path: &Path) -> Option<(Vec<u8>, bool)> {
     let mut raw = Vec::new();
     file.take(HEAD_BYTES as u64).read_to_end(&mut raw).ok()?;
     let whole = raw.len() < HEAD_BYTES;
-    if !raw.starts_with(&[0x1f, 0x8b]) {
+    if !raw.starts_with(&GZIP_MAGIC) {
         return Some((raw, whole));
     }
     let mut inflated = Vec::new();
     let decoder = flate2::read::MultiGzDecoder::new(raw.as_slice());
     // A short read of a truncated member still gives its first bytes.
     let _ = decoder.take(HEAD_BYTES as u64).read_to_end(&mut inflated);
+    // All of it only when the whole file inflated to less than the look.
+    let whole = whole && inflated.len() < HEAD_BYTES;
     Some((inflated, whole))
+}
+
+/// The first two bytes of a gzip member.
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+
+/// Whether the regular file at `path` starts as gzip.
+#[must_use]
+pub fn is_gzip(path: &Path) -> bool {
+    let mut magic = [0u8; 2];
+    std::fs::File::open(path).is_ok_and(|mut f| f.read_exact(&mut magic).is_ok())
+        && magic == GZIP_MAGIC
 }
 
 /// What the file at `path` is, from one look at its first bytes; `None` when it cannot be
@@ -104,27 +117,35 @@ fn steplens_schema(body: &[u8]) -> Option<String> {
     None
 }
 
-/// The largest steplens document [`read_document`] reads, inflated.
+/// The largest steplens document [`read_document`] reads, inflated (`docs/limits.md`).
 pub const MAX_DOCUMENT_BYTES: u64 = 1 << 30;
 
 /// The whole of a steplens document (a saved report, a baseline set), inflated when it is gzip.
 ///
 /// # Errors
-/// When the file cannot be read, its gzip is damaged, or it inflates past
-/// [`MAX_DOCUMENT_BYTES`].
-pub fn read_document(path: &Path) -> std::io::Result<Vec<u8>> {
-    let raw = std::fs::read(path)?;
-    if !raw.starts_with(&[0x1f, 0x8b]) {
+/// [`IngestError::Io`] when the file cannot be read or its gzip is damaged;
+/// [`IngestError::LimitExceeded`] when it inflates past [`MAX_DOCUMENT_BYTES`].
+pub fn read_document(path: &Path) -> Result<Vec<u8>, IngestError> {
+    let io = |source| IngestError::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    let raw = std::fs::read(path).map_err(io)?;
+    if !raw.starts_with(&GZIP_MAGIC) {
         return Ok(raw);
     }
     let mut text = Vec::new();
     flate2::read::MultiGzDecoder::new(raw.as_slice())
         .take(MAX_DOCUMENT_BYTES + 1)
-        .read_to_end(&mut text)?;
+        .read_to_end(&mut text)
+        .map_err(io)?;
     if text.len() as u64 > MAX_DOCUMENT_BYTES {
-        return Err(std::io::Error::other(format!(
-            "inflates past {MAX_DOCUMENT_BYTES} bytes"
-        )));
+        return Err(IngestError::LimitExceeded {
+            path: path.display().to_string(),
+            what: "the decompressed size of a steplens document",
+            limit: "1 GiB".to_owned(),
+            flag: "none: gunzip it first (a saved report is read whole)",
+        });
     }
     Ok(text)
 }

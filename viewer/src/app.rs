@@ -179,12 +179,19 @@ impl Session {
     }
 
     /// The report as the CLI's self-contained HTML page (`steplens report --format html`),
-    /// written next to the first input as `<input>.report.html`; returns its path.
+    /// written next to the first input as `<input>.report.html` (a directory's beside it, not
+    /// in it); returns its path.
     ///
     /// # Errors
     /// When the file cannot be written.
     pub fn save_html_report(&self) -> std::io::Result<PathBuf> {
-        let first = self.data.paths.first().cloned().unwrap_or_default();
+        // Components drop a trailing separator: `runs/` names `runs.report.html`.
+        let first: PathBuf = self
+            .data
+            .paths
+            .first()
+            .map(|p| p.components().collect())
+            .unwrap_or_default();
         let mut name = first.into_os_string();
         name.push(".report.html");
         let path = PathBuf::from(name);

@@ -200,9 +200,7 @@ impl CriticalPaths {
         let clock = timeline.step_source(source);
         match step {
             Some(name) => timeline
-                .steps
-                .iter()
-                .position(|s| s.source == clock && s.name == name)
+                .step_named(clock, name)
                 .and_then(|i| self.steps.get(i))
                 .and_then(Option::as_ref),
             None => self.whole.iter().find(|(s, _)| *s == clock).map(|(_, p)| p),

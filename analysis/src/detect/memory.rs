@@ -121,11 +121,7 @@ fn growth(ctx: &Context<'_>, m: &DeviceMemory, source: u16) -> Option<Raised> {
     }
     let per_step = rise / (last - first) as i64;
     let t = ctx.timeline;
-    let window = |name: &str| {
-        t.steps
-            .iter()
-            .find(|s| s.source == source && s.name == name)
-    };
+    let window = |name: &str| t.step_named(source, name).map(|i| &t.steps[i]);
     let (start_ns, end_ns) = (
         window(&steps[first].step).map_or(0, |s| s.start),
         window(&steps[last].step).map_or(0, |s| s.start),

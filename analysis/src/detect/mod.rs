@@ -195,11 +195,7 @@ pub fn rank_by_saving(findings: &mut [Finding]) {
 fn step_window(ctx: &Context<'_>, source: u16, step: Option<&str>) -> Option<((i64, i64), i64)> {
     let name = step?;
     let source = ctx.timeline.step_source(source);
-    let index = ctx
-        .timeline
-        .steps
-        .iter()
-        .position(|s| s.source == source && s.name == name)?;
+    let index = ctx.timeline.step_named(source, name)?;
     let w = ctx.step_window(index)?;
     Some(((w.start, w.end), w.dur()))
 }

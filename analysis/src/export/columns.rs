@@ -378,6 +378,7 @@ fn spec_values<'a, T>(column: &crate::table_spec::ColumnSpec<T>, rows: &'a [T]) 
             cells
                 .map(|c| match c {
                     Cell::Count(n) | Cell::AtMost(n) | Cell::OutOf(n, _) => n,
+                    Cell::Id(id) => u64::try_from(id).unwrap_or(0),
                     _ => 0,
                 })
                 .collect(),

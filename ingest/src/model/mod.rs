@@ -632,6 +632,15 @@ impl Timeline {
         (s.source == source && ts < s.end()).then_some(i)
     }
 
+    /// The step (index into `steps`) of input `source` named `name`: how a finding, which names
+    /// its step, finds it again (the first of that name).
+    #[must_use]
+    pub fn step_named(&self, source: u16, name: &str) -> Option<usize> {
+        self.steps
+            .iter()
+            .position(|s| s.source == source && s.name == name)
+    }
+
     /// A [`Self::step_at`] for many lookups in track order: it tries the step of the previous
     /// lookup and the one after it before searching.
     #[must_use]

@@ -258,7 +258,7 @@ pub(super) fn op_table(ops: &[OpStats], top: usize) -> Table {
 }
 
 /// A [`steplens_analysis::table_spec`] table over `rows` as the text tables write it: the
-/// columns [`shown`] (the compact ones), long text cut to 60 characters, counts in thousands.
+/// columns [`shown`] (the compact ones), text cut where the column says, counts in thousands.
 fn spec_table<T>(spec: &[ColumnSpec<T>], rows: &[T]) -> Table {
     let columns = shown(spec, rows, true);
     let heads: Vec<(&str, bool)> = columns
@@ -271,7 +271,7 @@ fn spec_table<T>(spec: &[ColumnSpec<T>], rows: &[T]) -> Table {
             columns
                 .iter()
                 .map(|c| match (c.value)(row) {
-                    Cell::Text(s) => truncate(s, 60),
+                    Cell::Text(s) if c.cut > 0 => truncate(s, c.cut),
                     Cell::Count(n) => thousands(n),
                     cell => cell.display(c.missing),
                 })

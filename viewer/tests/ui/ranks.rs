@@ -418,7 +418,7 @@ fn a_directory_opens_as_its_traces_with_the_apps_load_options() {
     let data = &by_files.session().unwrap().data;
     assert_eq!(files.timeline.sources.len(), 4);
     assert_eq!(files.report.steps, data.report.steps);
-    assert_eq!(files.paths, [dir.clone()]);
+    assert_eq!(files.paths, std::slice::from_ref(&dir));
     let skipped = files.skipped.as_deref().unwrap_or_default();
     assert!(
         skipped.starts_with("skipped 2 file(s)") && skipped.contains("truth.json"),
