@@ -42,6 +42,17 @@ pub struct Channels {
 /// Builds the interval sets of every input.
 #[must_use]
 pub fn channels(timeline: &Timeline) -> FxHashMap<u16, Channels> {
+    channels_of(timeline, true)
+}
+
+/// The device sets of every input only (`device`, `engines`, `engine_busy`, `has_device`; the
+/// host ones left empty): what the engine table needs, without a pass over the host threads.
+#[must_use]
+pub fn device_channels(timeline: &Timeline) -> FxHashMap<u16, Channels> {
+    channels_of(timeline, false)
+}
+
+fn channels_of(timeline: &Timeline, host: bool) -> FxHashMap<u16, Channels> {
     #[derive(Default)]
     struct Raw {
         host: Vec<(i64, i64)>,
@@ -54,15 +65,20 @@ pub fn channels(timeline: &Timeline) -> FxHashMap<u16, Channels> {
     }
     let slices = &timeline.slices;
     let mut raw: FxHashMap<u16, Raw> = FxHashMap::default();
-    let dataloader_names: Vec<bool> = (0..timeline.strings.len() as u32)
-        .map(|id| timeline.strings.get(id).starts_with(DATALOADER_PREFIX))
-        .collect();
-    let compile_names: Vec<bool> = (0..timeline.strings.len() as u32)
-        .map(|id| crate::op_names::is_graph_compile(timeline.strings.get(id)))
-        .collect();
+    let names = |test: &dyn Fn(&str) -> bool| -> Vec<bool> {
+        if !host {
+            return Vec::new();
+        }
+        (0..timeline.strings.len() as u32)
+            .map(|id| test(timeline.strings.get(id)))
+            .collect()
+    };
+    let dataloader_names = names(&|name| name.starts_with(DATALOADER_PREFIX));
+    let compile_names = names(&crate::op_names::is_graph_compile);
     for track in &timeline.tracks {
         let r = raw.entry(track.source).or_default();
         match &track.kind {
+            TrackKind::HostThread if !host => {}
             TrackKind::HostThread => {
                 for i in track.slices.clone() {
                     let idx = i as usize;

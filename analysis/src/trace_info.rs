@@ -149,7 +149,7 @@ impl TraceInfo {
                 })
                 .collect(),
             device: timeline.device.clone(),
-            engines: engine_utilization(timeline, &crate::busy::channels(timeline)).0,
+            engines: engine_utilization(timeline, &crate::busy::device_channels(timeline)).0,
             metric_dumps: (timeline.metrics.len(), metric_names),
             tracks,
             slices: timeline.slices.len(),
