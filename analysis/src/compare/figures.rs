@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::finding::{FindingKind, Severity};
-pub use crate::ops::op_label;
+use crate::ops::op_label;
 use crate::report::{Finding, Report};
 use crate::stats::median;
 
