@@ -15,7 +15,7 @@ use steplens_analysis::report::SCHEMA;
 use steplens_analysis::{Report, Thresholds};
 use steplens_ingest::IngestError;
 use steplens_ingest::LoadOptions;
-use steplens_ingest::open::{self, Kind};
+use steplens_ingest::open::{self, Head, Kind};
 
 /// A run, loaded and analysed.
 pub struct Run {
@@ -50,12 +50,11 @@ const LATE_SCHEMA_MAX_BYTES: u64 = 1 << 30;
 /// rewritten with sorted keys): only for an uncompressed JSON object of at most 1 GiB whose
 /// first bytes hold no `"traceEvents"` and that has a report's `"sources"` and `"summary"` keys.
 /// (A gzip file is not searched whole: that would inflate every compressed trace twice.)
-fn late_report_schema(path: &Path) -> Option<String> {
-    let (head, _) = open::head(path)?;
-    if open::is_gzip(path) {
+fn late_report_schema(path: &Path, head: &Head) -> Option<String> {
+    if head.gzip {
         return None;
     }
-    let head = String::from_utf8_lossy(&head);
+    let head = String::from_utf8_lossy(&head.bytes);
     if !head.trim_start().starts_with('{') || head.contains("\"traceEvents\"") {
         return None;
     }
@@ -289,19 +288,31 @@ pub fn read_baseline_set(path: &Path) -> Result<BaselineSet> {
 /// # Errors
 /// A report of another schema, one that does not parse, or one whose figures cannot be.
 pub fn read_saved_report(path: &Path) -> Result<Option<Report>> {
-    saved_report(path, open::identify(path).as_ref())
+    saved_report(path, look(path).as_ref())
 }
 
-/// [`read_saved_report`] of a file already looked at (`kind`).
-fn saved_report(path: &Path, kind: Option<&Kind>) -> Result<Option<Report>> {
-    let schema = match kind {
-        Some(Kind::Steplens { schema }) if is_report_schema(schema) => schema.clone(),
+/// What a look says a file is.
+fn kind(look: &Option<(Head, Kind)>) -> Option<&Kind> {
+    look.as_ref().map(|(_, kind)| kind)
+}
+
+/// One look at a file: its first bytes, and what they say it is.
+fn look(path: &Path) -> Option<(Head, Kind)> {
+    let head = open::head(path)?;
+    let kind = open::kind_of(&head.bytes, head.whole);
+    Some((head, kind))
+}
+
+/// [`read_saved_report`] of a file already looked at.
+fn saved_report(path: &Path, look: Option<&(Head, Kind)>) -> Result<Option<Report>> {
+    let schema = match look {
+        Some((_, Kind::Steplens { schema })) if is_report_schema(schema) => schema.clone(),
         // A report whose keys were sorted has its schema past the first look.
-        Some(Kind::Trace | Kind::Other) => match late_report_schema(path) {
+        Some((head, Kind::Trace | Kind::Other)) => match late_report_schema(path, head) {
             Some(schema) => schema,
             None => return Ok(None),
         },
-        Some(Kind::Steplens { .. }) | None => return Ok(None),
+        Some((_, Kind::Steplens { .. })) | None => return Ok(None),
     };
     if schema != SCHEMA {
         bail!(
@@ -336,9 +347,9 @@ pub fn load_run(
         .collect::<Vec<_>>()
         .join(" + ");
     // One look at each file says what it is.
-    let kinds: Vec<Option<Kind>> = paths.iter().map(|p| open::identify(p)).collect();
-    if let ([path], [kind]) = (paths, kinds.as_slice())
-        && let Some(schema) = steplens_schema(kind.as_ref())
+    let looks: Vec<Option<(Head, Kind)>> = paths.iter().map(|p| look(p)).collect();
+    if let ([path], [look]) = (paths, looks.as_slice())
+        && let Some(schema) = steplens_schema(kind(look))
         && !is_report_schema(schema)
         && schema != BASELINE_SET_SCHEMA
     {
@@ -347,8 +358,8 @@ pub fn load_run(
             path.display()
         );
     }
-    if let ([path], [kind]) = (paths, kinds.as_slice())
-        && let Some(report) = saved_report(path, kind.as_ref())?
+    if let ([path], [look]) = (paths, looks.as_slice())
+        && let Some(report) = saved_report(path, look.as_ref())?
     {
         let ops = ops_from_report(&report);
         return Ok(Run {
@@ -359,9 +370,9 @@ pub fn load_run(
         });
     }
     if paths.len() > 1
-        && kinds
+        && looks
             .iter()
-            .any(|k| steplens_schema(k.as_ref()).is_some_and(is_report_schema))
+            .any(|look| steplens_schema(kind(look)).is_some_and(is_report_schema))
     {
         bail!("{label}: a saved report stands alone; it cannot be combined with other inputs");
     }

@@ -3,6 +3,7 @@
 //! For Gaudi, also how long the matrix engine (MME) and the vector engines (TPC) overlapped.
 //! And the same busy time over the trace in equal bins ([`Utilization`], the HTML page's chart).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
@@ -112,12 +113,15 @@ pub fn engine_utilization(
         }
     }
     let mut rows = Vec::new();
-    let mut by_class: BTreeMap<&str, IntervalSet> = BTreeMap::new();
+    let mut by_class: BTreeMap<&str, Cow<'_, IntervalSet>> = BTreeMap::new();
     for (class, (busy, sets)) in per_class {
+        // One input's set is the class's; several are joined.
         let set = if let [one] = sets[..] {
-            one.clone()
+            Cow::Borrowed(one)
         } else {
-            IntervalSet::from_ranges(sets.iter().flat_map(|s| s.iter()).collect())
+            Cow::Owned(IntervalSet::from_ranges(
+                sets.iter().flat_map(|s| s.iter()).collect(),
+            ))
         };
         let pct = |v: i64, n: usize| {
             if span > 0 && n > 0 {

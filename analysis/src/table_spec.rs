@@ -124,6 +124,29 @@ pub struct ColumnSpec<T: 'static> {
     pub value: fn(&T) -> Cell<'_>,
 }
 
+impl<T> ColumnSpec<T> {
+    /// A column every row has, shown in every table, its text never cut and a missing value
+    /// blank; the other fields are set with struct update syntax where a column differs.
+    #[must_use]
+    pub const fn new(
+        key: &'static str,
+        header: &'static str,
+        unit: Unit,
+        value: fn(&T) -> Cell<'_>,
+    ) -> Self {
+        Self {
+            key,
+            header,
+            unit,
+            missing: "",
+            cut: 0,
+            optional: false,
+            compact: true,
+            value,
+        }
+    }
+}
+
 /// The columns of `spec` a rendered table of `rows` shows: every column that is not optional,
 /// and each optional one that some row has; only the compact ones when `compact`.
 #[must_use]
@@ -146,146 +169,53 @@ fn opt_ns(v: Option<i64>) -> Cell<'static> {
 /// longest first.
 pub const OP_COLUMNS: &[ColumnSpec<OpStats>] = &[
     ColumnSpec {
-        key: "name",
-        header: "op",
-        unit: Unit::Text,
-        missing: "",
         cut: 60,
-        optional: false,
-        compact: true,
-        value: |o| Cell::Text(&o.name),
+        ..ColumnSpec::new("name", "op", Unit::Text, |o| Cell::Text(&o.name))
     },
+    ColumnSpec::new("track_kind", "where", Unit::Text, |o| {
+        Cell::Text(&o.track_kind)
+    }),
     ColumnSpec {
-        key: "track_kind",
-        header: "where",
-        unit: Unit::Text,
-        missing: "",
-        cut: 0,
-        optional: false,
-        compact: true,
-        value: |o| Cell::Text(&o.track_kind),
-    },
-    ColumnSpec {
-        key: "category",
-        header: "category",
-        unit: Unit::Text,
-        missing: "",
-        cut: 0,
-        optional: false,
         compact: false,
-        value: |o| Cell::Text(&o.category),
+        ..ColumnSpec::new("category", "category", Unit::Text, |o| {
+            Cell::Text(&o.category)
+        })
     },
-    ColumnSpec {
-        key: "count",
-        header: "count",
-        unit: Unit::Count,
-        missing: "",
-        cut: 0,
-        optional: false,
-        compact: true,
-        value: |o| Cell::Count(o.count),
-    },
-    ColumnSpec {
-        key: "total_ns",
-        header: "total",
-        unit: Unit::Ns,
-        missing: "",
-        cut: 0,
-        optional: false,
-        compact: true,
-        value: |o| Cell::Ns(o.total_ns),
-    },
-    ColumnSpec {
-        key: "self_ns",
-        header: "self",
-        unit: Unit::Ns,
-        missing: "",
-        cut: 0,
-        optional: false,
-        compact: true,
-        value: |o| Cell::Ns(o.self_ns),
-    },
-    ColumnSpec {
-        key: "mean_ns",
-        header: "mean",
-        unit: Unit::Ns,
-        missing: "",
-        cut: 0,
-        optional: false,
-        compact: true,
-        value: |o| Cell::Ns(o.mean_ns),
-    },
-    ColumnSpec {
-        key: "p50_ns",
-        header: "p50",
-        unit: Unit::Ns,
-        missing: "",
-        cut: 0,
-        optional: false,
-        compact: true,
-        value: |o| Cell::Ns(o.p50_ns),
-    },
-    ColumnSpec {
-        key: "p99_ns",
-        header: "p99",
-        unit: Unit::Ns,
-        missing: "",
-        cut: 0,
-        optional: false,
-        compact: true,
-        value: |o| Cell::Ns(o.p99_ns),
-    },
+    ColumnSpec::new("count", "count", Unit::Count, |o| Cell::Count(o.count)),
+    ColumnSpec::new("total_ns", "total", Unit::Ns, |o| Cell::Ns(o.total_ns)),
+    ColumnSpec::new("self_ns", "self", Unit::Ns, |o| Cell::Ns(o.self_ns)),
+    ColumnSpec::new("mean_ns", "mean", Unit::Ns, |o| Cell::Ns(o.mean_ns)),
+    ColumnSpec::new("p50_ns", "p50", Unit::Ns, |o| Cell::Ns(o.p50_ns)),
+    ColumnSpec::new("p99_ns", "p99", Unit::Ns, |o| Cell::Ns(o.p99_ns)),
     // Gaudi device nodes run on several engines at once: on how many, and their engine time
     // beside the wall time.
     ColumnSpec {
-        key: "max_engines",
-        header: "engines",
-        unit: Unit::Count,
-        missing: "",
-        cut: 0,
         optional: true,
-        compact: true,
-        value: |o| {
+        ..ColumnSpec::new("max_engines", "engines", Unit::Count, |o| {
             o.max_engines
                 .map_or(Cell::Empty, |n| Cell::AtMost(u64::from(n)))
-        },
+        })
     },
     ColumnSpec {
-        key: "engine_ns",
-        header: "engine time",
-        unit: Unit::Ns,
-        missing: "",
-        cut: 0,
         optional: true,
-        compact: true,
-        value: |o| opt_ns(o.engine_ns),
+        ..ColumnSpec::new("engine_ns", "engine time", Unit::Ns, |o| {
+            opt_ns(o.engine_ns)
+        })
     },
     // CUDA/HIP graph launches: the device work each graph ran, as one unit.
     ColumnSpec {
-        key: "graph_kernels",
-        header: "graph kernels",
-        unit: Unit::Count,
-        missing: "",
-        cut: 0,
         optional: true,
-        compact: true,
-        value: |o| o.graph_kernels.map_or(Cell::Empty, Cell::Count),
+        ..ColumnSpec::new("graph_kernels", "graph kernels", Unit::Count, |o| {
+            o.graph_kernels.map_or(Cell::Empty, Cell::Count)
+        })
     },
     ColumnSpec {
-        key: "graph_device_ns",
-        header: "graph device",
-        unit: Unit::Ns,
-        missing: "",
-        cut: 0,
         optional: true,
-        compact: true,
-        value: |o| opt_ns(o.graph_device_ns),
+        ..ColumnSpec::new("graph_device_ns", "graph device", Unit::Ns, |o| {
+            opt_ns(o.graph_device_ns)
+        })
     },
 ];
-
-fn opt_ns_of(v: Option<i64>) -> Cell<'static> {
-    v.map_or(Cell::Empty, Cell::Ns)
-}
 
 /// A rank column: always shown, its missing values as `-`.
 const fn rank_column(
@@ -295,14 +225,8 @@ const fn rank_column(
     value: fn(&RankStats) -> Cell<'_>,
 ) -> ColumnSpec<RankStats> {
     ColumnSpec {
-        key,
-        header,
-        unit,
         missing: "-",
-        cut: 0,
-        optional: false,
-        compact: true,
-        value,
+        ..ColumnSpec::new(key, header, unit, value)
     }
 }
 
@@ -316,16 +240,16 @@ pub const RANK_COLUMNS: &[ColumnSpec<RankStats>] = &[
         Cell::Count(r.steps as u64)
     }),
     rank_column("step_p50_ns", "median step", Unit::Ns, |r| {
-        opt_ns_of(r.step_p50_ns)
+        opt_ns(r.step_p50_ns)
     }),
     rank_column("compute_p50_ns", "compute", Unit::Ns, |r| {
-        opt_ns_of(r.compute_p50_ns)
+        opt_ns(r.compute_p50_ns)
     }),
     rank_column("collective_p50_ns", "in collectives", Unit::Ns, |r| {
-        opt_ns_of(r.collective_p50_ns)
+        opt_ns(r.collective_p50_ns)
     }),
     rank_column("exposed_comm_p50_ns", "exposed", Unit::Ns, |r| {
-        opt_ns_of(r.exposed_comm_p50_ns)
+        opt_ns(r.exposed_comm_p50_ns)
     }),
     rank_column("last_arrivals", "last to arrive", Unit::Count, |r| {
         Cell::OutOf(r.last_arrivals as u64, r.collectives as u64)

@@ -17,7 +17,8 @@ impl IntervalSet {
         ranges.retain(|(s, e)| e > s);
         let merged = union_of_runs(&mut ranges).unwrap_or_else(|| {
             ranges.sort_unstable();
-            collapse(&mut ranges);
+            let kept = collapse(&mut ranges);
+            ranges.truncate(kept);
             ranges
         });
         let mut set = Self {
@@ -162,25 +163,15 @@ fn union_of_runs(ranges: &mut Vec<(i64, i64)>) -> Option<Vec<(i64, i64)>> {
     if let [(0, end)] = runs[..]
         && end == ranges.len()
     {
-        collapse(ranges);
+        let kept = collapse(ranges);
+        ranges.truncate(kept);
         return Some(std::mem::take(ranges));
     }
-    // Each run collapsed in place, toward the front: a run's writes never pass its reads.
-    let mut kept: Vec<(usize, usize)> = Vec::with_capacity(runs.len());
-    let mut write = 0;
-    for (a, b) in runs {
-        let first = write;
-        for i in a..b {
-            let (s, e) = ranges[i];
-            if write > first && s <= ranges[write - 1].1 {
-                ranges[write - 1].1 = ranges[write - 1].1.max(e);
-            } else {
-                ranges[write] = (s, e);
-                write += 1;
-            }
-        }
-        kept.push((first, write));
-    }
+    // Each run collapsed in place, to the front of its own stretch.
+    let kept: Vec<(usize, usize)> = runs
+        .into_iter()
+        .map(|(a, b)| (a, a + collapse(&mut ranges[a..b])))
+        .collect();
     let mut sets: Vec<Vec<(i64, i64)>> = kept
         .chunks(2)
         .map(|pair| match *pair {
@@ -221,8 +212,9 @@ fn merge_sorted(a: &[(i64, i64)], b: &[(i64, i64)]) -> Vec<(i64, i64)> {
     out
 }
 
-/// Ranges in start order collapsed in place into disjoint intervals; touching ones join.
-fn collapse(ranges: &mut Vec<(i64, i64)>) {
+/// Ranges in start order collapsed in place into disjoint intervals at the front of `ranges`
+/// (touching ones join); returns how many there are.
+fn collapse(ranges: &mut [(i64, i64)]) -> usize {
     let mut kept = 0;
     for i in 0..ranges.len() {
         let (s, e) = ranges[i];
@@ -233,7 +225,7 @@ fn collapse(ranges: &mut Vec<(i64, i64)>) {
             kept += 1;
         }
     }
-    ranges.truncate(kept);
+    kept
 }
 
 /// Appends a range (in start order) to disjoint intervals, joining the last when they touch.
@@ -271,7 +263,8 @@ mod tests {
             let mut sorted = ranges.clone();
             sorted.retain(|(s, e)| e > s);
             sorted.sort_unstable();
-            collapse(&mut sorted);
+            let kept = collapse(&mut sorted);
+            sorted.truncate(kept);
             let set = IntervalSet::from_ranges(ranges);
             let got: Vec<(i64, i64)> = set.iter().collect();
             assert_eq!(got, sorted, "{runs} runs");

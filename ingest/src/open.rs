@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::IngestError;
 use crate::format::Format;
+use crate::source::is_gzip;
 
 /// How much of a file one look reads (and, for gzip, inflates).
 pub const HEAD_BYTES: usize = 64 << 10;
@@ -30,11 +31,22 @@ pub enum Kind {
     Other,
 }
 
-/// The first [`HEAD_BYTES`] of a regular file, inflated when it is gzip, and whether that is
-/// the whole file; `None` for stdin (`-`), a FIFO or a device (whose bytes a look would take
-/// from the reader), or an unreadable path (the load names the problem).
+/// One look at a file: its first [`HEAD_BYTES`], inflated when it is gzip.
+#[derive(Debug, Clone)]
+pub struct Head {
+    /// The bytes.
+    pub bytes: Vec<u8>,
+    /// They are all of the file (inflated).
+    pub whole: bool,
+    /// The file is gzip.
+    pub gzip: bool,
+}
+
+/// The first [`HEAD_BYTES`] of a regular file, inflated when it is gzip; `None` for stdin
+/// (`-`), a FIFO or a device (whose bytes a look would take from the reader), or an unreadable
+/// path (the load names the problem).
 #[must_use]
-pub fn head(path: &Path) -> Option<(Vec<u8>, bool)> {
+pub fn head(path: &Path) -> Option<Head> {
     if path.as_os_str() == "-" || !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
         return None;
     }
@@ -42,8 +54,12 @@ pub fn head(path: &Path) -> Option<(Vec<u8>, bool)> {
     let mut raw = Vec::new();
     file.take(HEAD_BYTES as u64).read_to_end(&mut raw).ok()?;
     let whole = raw.len() < HEAD_BYTES;
-    if !raw.starts_with(&GZIP_MAGIC) {
-        return Some((raw, whole));
+    if !is_gzip(&raw) {
+        return Some(Head {
+            bytes: raw,
+            whole,
+            gzip: false,
+        });
     }
     let mut inflated = Vec::new();
     let decoder = flate2::read::MultiGzDecoder::new(raw.as_slice());
@@ -51,26 +67,19 @@ pub fn head(path: &Path) -> Option<(Vec<u8>, bool)> {
     let _ = decoder.take(HEAD_BYTES as u64).read_to_end(&mut inflated);
     // All of it only when the whole file inflated to less than the look.
     let whole = whole && inflated.len() < HEAD_BYTES;
-    Some((inflated, whole))
-}
-
-/// The first two bytes of a gzip member.
-const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
-
-/// Whether the regular file at `path` starts as gzip.
-#[must_use]
-pub fn is_gzip(path: &Path) -> bool {
-    let mut magic = [0u8; 2];
-    std::fs::File::open(path).is_ok_and(|mut f| f.read_exact(&mut magic).is_ok())
-        && magic == GZIP_MAGIC
+    Some(Head {
+        bytes: inflated,
+        whole,
+        gzip: true,
+    })
 }
 
 /// What the file at `path` is, from one look at its first bytes; `None` when it cannot be
 /// looked at without consuming it (see [`head`]).
 #[must_use]
 pub fn identify(path: &Path) -> Option<Kind> {
-    let (head, whole) = head(path)?;
-    Some(kind_of(&head, whole))
+    let head = head(path)?;
+    Some(kind_of(&head.bytes, head.whole))
 }
 
 /// What a file whose first bytes are `head` is (`whole`: they are all of it).
@@ -131,7 +140,7 @@ pub fn read_document(path: &Path) -> Result<Vec<u8>, IngestError> {
         source,
     };
     let raw = std::fs::read(path).map_err(io)?;
-    if !raw.starts_with(&GZIP_MAGIC) {
+    if !is_gzip(&raw) {
         return Ok(raw);
     }
     let mut text = Vec::new();
