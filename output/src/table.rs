@@ -6,7 +6,31 @@
 use std::borrow::Cow;
 use std::io::{self, Write};
 
+use steplens_analysis::table_spec::{Cell, ColumnSpec, Unit, shown};
+
+use crate::count::thousands;
 use crate::escape;
+
+/// How a text table from a [`ColumnSpec`] list writes its durations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durations {
+    /// As [`steplens_analysis::units::human_ns`] writes them (`1.25 ms`), the report's way.
+    Human,
+    /// In whole µs with thousands separators, the header saying so (`total µs`): the
+    /// TensorBoard plugin's way, so its users compare figure for figure.
+    Micros,
+}
+
+/// `ns` as whole µs, rounded to the nearest, with thousands separators.
+#[must_use]
+pub fn micros(ns: i64) -> String {
+    let v = (ns as f64 / 1000.0).round() as i64;
+    if v < 0 {
+        format!("-{}", thousands(v.unsigned_abs()))
+    } else {
+        thousands(v as u64)
+    }
+}
 
 /// ANSI styling that turns into nothing when color is off.
 #[derive(Clone, Copy)]
@@ -62,6 +86,37 @@ impl Table {
             code: vec![false; columns.len()],
             rows: Vec::new(),
         }
+    }
+
+    /// The columns of `spec` [`shown`] for `rows` (the compact ones) over those rows: text cut
+    /// where the column says, counts with thousands separators, durations as `durations` says.
+    pub fn from_spec<T>(spec: &[ColumnSpec<T>], rows: &[T], durations: Durations) -> Self {
+        let columns = shown(spec, rows, true);
+        let micros_header = |c: &ColumnSpec<T>| match (c.unit, durations) {
+            (Unit::Ns, Durations::Micros) => Cow::Owned(format!("{} µs", c.header)),
+            _ => Cow::Borrowed(c.header),
+        };
+        let headers: Vec<Cow<'_, str>> = columns.iter().map(|c| micros_header(c)).collect();
+        let heads: Vec<(&str, bool)> = headers
+            .iter()
+            .zip(&columns)
+            .map(|(h, c)| (h.as_ref(), !c.unit.is_text()))
+            .collect();
+        let mut table = Self::new(&heads);
+        for row in rows {
+            table.row(
+                columns
+                    .iter()
+                    .map(|c| match (c.value)(row) {
+                        Cell::Text(s) if c.cut > 0 => truncate(s, c.cut),
+                        Cell::Count(n) => thousands(n),
+                        Cell::Ns(ns) if durations == Durations::Micros => micros(ns),
+                        cell => cell.display(c.missing),
+                    })
+                    .collect(),
+            );
+        }
+        table
     }
 
     /// Writes column `column` as code spans in Markdown (a cell with a backtick, a backslash

@@ -6,11 +6,14 @@
 use std::io::{self, Write};
 
 use steplens_analysis::Report;
-use steplens_analysis::tensorboard::{Breakdown, KernelRow, OperatorRow};
+use steplens_analysis::table_spec::{
+    ColumnSpec, FAMILY_COLUMNS, KERNEL_COLUMNS, OP_PERF_COLUMNS, OPERATOR_COLUMNS,
+    WORKER_COLLECTIVE_COLUMNS, WORKER_COLUMNS, WorkerCollective,
+};
+use steplens_analysis::tensorboard::Breakdown;
 
 use crate::steps::step_label;
-use crate::table::{Style, Table};
-use crate::text::thousands;
+use crate::table::{Durations, Style, Table, micros};
 
 /// One of the plugin's views.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,18 +30,9 @@ pub enum View {
     Roofline,
 }
 
-/// µs, rounded to the nearest (the plugin's integer microseconds).
-fn us(ns: i64) -> String {
-    let v = (ns as f64 / 1000.0).round() as i64;
-    if v < 0 {
-        format!("-{}", thousands(v.unsigned_abs()))
-    } else {
-        thousands(v as u64)
-    }
-}
-
+/// µs of a mean, rounded to the nearest as the plugin prints it.
 fn us_f(ns: f64) -> String {
-    us(ns.round() as i64)
+    micros(ns.round() as i64)
 }
 
 fn pct(v: f64) -> String {
@@ -52,44 +46,47 @@ fn sections(report: &Report, view: View, top: usize) -> Vec<(String, Result<Tabl
         View::Operators => vec![
             (
                 "Operators (by name)".into(),
-                operator_table(&report.operators, false, top),
+                top_rows(
+                    OPERATOR_COLUMNS,
+                    &report.operators,
+                    top,
+                    "no ops in the trace",
+                ),
             ),
             (
                 "Operators (by name and input shape)".into(),
-                operator_table(&report.operators_by_shape, true, top),
+                top_rows(
+                    OPERATOR_COLUMNS,
+                    &report.operators_by_shape,
+                    top,
+                    "no ops in the trace",
+                ),
             ),
         ],
         View::Kernels => vec![
             (
                 "Kernels (by name)".into(),
-                kernel_table(&report.kernels, false, top),
+                top_rows(
+                    KERNEL_COLUMNS,
+                    &report.kernels,
+                    top,
+                    "no kernels in the trace",
+                ),
             ),
             (
                 "Kernels (by launching op and launch shape)".into(),
-                kernel_table(&report.kernels_by_op, true, top),
+                top_rows(
+                    KERNEL_COLUMNS,
+                    &report.kernels_by_op,
+                    top,
+                    "no kernels in the trace",
+                ),
             ),
         ],
         View::Distributed => distributed(report),
         View::Roofline => roofline(report, top),
     }
 }
-
-/// A rate or share with the digits that matter, `-` when unknown.
-fn opt(v: Option<f64>, digits: usize) -> String {
-    v.map_or_else(|| "-".to_owned(), |v| format!("{v:.digits$}"))
-}
-
-/// The columns of an `op_perf[]` row after its kernel time, in the text and HTML tables.
-pub(crate) const ROOFLINE_RATE_COLUMNS: [(&str, bool); 8] = [
-    ("GFLOP/call", true),
-    ("MB/call", true),
-    ("FLOP/B", true),
-    ("TFLOP/s", true),
-    ("TB/s", true),
-    ("% peak", true),
-    ("% BW", true),
-    ("bound", false),
-];
 
 /// `op_perf[]` by signature, then its kernel time, work and share of peak by family.
 fn roofline(report: &Report, top: usize) -> Vec<(String, Result<Table, String>)> {
@@ -117,46 +114,16 @@ fn roofline(report: &Report, top: usize) -> Vec<(String, Result<Table, String>)>
                 )
             },
         );
-    let mut columns = vec![
-        ("op", false),
-        ("input shape", false),
-        ("dtype", false),
-        ("calls", true),
-        ("kernel µs", true),
-    ];
-    columns.extend(ROOFLINE_RATE_COLUMNS);
-    let mut ops = Table::new(&columns);
-    for r in rows.iter().take(top) {
-        ops.row(vec![
-            crate::table::truncate(&r.name, 40),
-            crate::table::truncate(&r.input_shape, 40),
-            r.dtype.clone(),
-            thousands(r.calls),
-            us(r.kernel_ns),
-            opt(r.flops_per_call.map(|f| f / 1e9), 3),
-            opt(r.bytes_per_call.map(|b| b / 1e6), 2),
-            opt(r.flops_per_byte, 1),
-            opt(r.tflops_per_s, 1),
-            opt(r.tbytes_per_s(), 3),
-            opt(r.pct_of_peak_compute, 1),
-            opt(r.pct_of_peak_bandwidth, 1),
-            r.bound.clone().unwrap_or_else(|| "-".to_owned()),
-        ]);
-    }
-    let mut by_family = Table::new(&[
-        ("family", false),
-        ("kernel µs", true),
-        ("% of kernel time", true),
-        ("% of peak (FLOP-weighted)", true),
-    ]);
-    for f in steplens_analysis::op_perf::by_family(rows) {
-        by_family.row(vec![
-            f.family.as_str().to_owned(),
-            us(f.kernel_ns),
-            pct(f.pct_of_kernel_time),
-            opt(f.pct_of_peak, 1),
-        ]);
-    }
+    let ops = Table::from_spec(
+        OP_PERF_COLUMNS,
+        &rows[..top.min(rows.len())],
+        Durations::Micros,
+    );
+    let by_family = Table::from_spec(
+        FAMILY_COLUMNS,
+        &steplens_analysis::op_perf::by_family(rows),
+        Durations::Micros,
+    );
     vec![
         (format!("Roofline: ops by kernel time ({device})"), Ok(ops)),
         ("Roofline: by family".into(), Ok(by_family)),
@@ -175,8 +142,11 @@ fn overview(report: &Report) -> Vec<(String, Result<Table, String>)> {
     columns.extend(Breakdown::LABELS.iter().map(|l| (*l, true)));
     let mut steps = Table::new(&columns);
     for s in &o.steps {
-        let mut row = vec![step_label(&s.name, s.source, s.rank, multi), us(s.dur_ns)];
-        row.extend(s.breakdown.parts().iter().map(|&v| us(v)));
+        let mut row = vec![
+            step_label(&s.name, s.source, s.rank, multi),
+            micros(s.dur_ns),
+        ];
+        row.extend(s.breakdown.parts().iter().map(|&v| micros(v)));
         steps.row(row);
     }
     for a in &o.average {
@@ -225,88 +195,21 @@ fn overview(report: &Report) -> Vec<(String, Result<Table, String>)> {
     out
 }
 
-fn operator_table(rows: &[OperatorRow], by_shape: bool, top: usize) -> Result<Table, String> {
+/// The first `top` of `rows` as the plugin's µs table, or `none` when there are no rows.
+fn top_rows<T>(
+    spec: &[ColumnSpec<T>],
+    rows: &[T],
+    top: usize,
+    none: &str,
+) -> Result<Table, String> {
     if rows.is_empty() {
-        return Err("no ops in the trace".into());
+        return Err(none.to_owned());
     }
-    let mut columns: Vec<(&str, bool)> = vec![("op", false)];
-    if by_shape {
-        columns.push(("input shape", false));
-    }
-    columns.extend([
-        ("calls", true),
-        ("device self µs", true),
-        ("device total µs", true),
-        ("host self µs", true),
-        ("host total µs", true),
-        ("TC eligible", false),
-        ("TC self %", true),
-        ("TC total %", true),
-    ]);
-    let mut table = Table::new(&columns);
-    for r in rows.iter().take(top) {
-        let mut row = vec![crate::table::truncate(&r.name, 60)];
-        if by_shape {
-            row.push(crate::table::truncate(
-                r.input_shape.as_deref().unwrap_or(""),
-                40,
-            ));
-        }
-        row.extend([
-            thousands(r.calls),
-            us(r.device_self_ns),
-            us(r.device_total_ns),
-            us(r.host_self_ns),
-            us(r.host_total_ns),
-            if r.tc_eligible { "yes" } else { "no" }.to_owned(),
-            pct(r.tc_self_pct),
-            pct(r.tc_total_pct),
-        ]);
-        table.row(row);
-    }
-    Ok(table)
-}
-
-fn kernel_table(rows: &[KernelRow], by_op: bool, top: usize) -> Result<Table, String> {
-    if rows.is_empty() {
-        return Err("no kernels in the trace".into());
-    }
-    let mut columns: Vec<(&str, bool)> = vec![("kernel", false)];
-    if by_op {
-        columns.extend([("op", false), ("grid", false), ("block", false)]);
-    }
-    columns.extend([
-        ("calls", true),
-        ("total µs", true),
-        ("mean µs", true),
-        ("max µs", true),
-        ("min µs", true),
-        ("Tensor Cores", false),
-        ("blocks/SM", true),
-        ("occupancy %", true),
-    ]);
-    let mut table = Table::new(&columns);
-    for r in rows.iter().take(top) {
-        let mut row = vec![crate::table::truncate(&r.name, 60)];
-        if by_op {
-            row.push(crate::table::truncate(r.op.as_deref().unwrap_or(""), 40));
-            let launch = r.launch.as_ref();
-            row.push(launch.map(|l| l.grid.clone()).unwrap_or_default());
-            row.push(launch.map(|l| l.block.clone()).unwrap_or_default());
-        }
-        row.extend([
-            thousands(r.calls),
-            us(r.total_ns),
-            us_f(r.mean_ns),
-            us(r.max_ns),
-            us(r.min_ns),
-            if r.tensor_cores { "yes" } else { "no" }.to_owned(),
-            pct(r.blocks_per_sm),
-            pct(r.occupancy_pct),
-        ]);
-        table.row(row);
-    }
-    Ok(table)
+    Ok(Table::from_spec(
+        spec,
+        &rows[..top.min(rows.len())],
+        Durations::Micros,
+    ))
 }
 
 fn distributed(report: &Report) -> Vec<(String, Result<Table, String>)> {
@@ -324,49 +227,12 @@ fn distributed(report: &Report) -> Vec<(String, Result<Table, String>)> {
             ),
         )];
     }
-    let mut workers = Table::new(&[
-        ("rank", true),
-        ("computation µs", true),
-        ("overlap µs", true),
-        ("communication µs", true),
-        ("other µs", true),
-        ("data transfer µs", true),
-        ("synchronizing µs", true),
-    ]);
-    let mut ops = Table::new(&[
-        ("rank", true),
-        ("collective", false),
-        ("calls", true),
-        ("total bytes", true),
-        ("avg bytes", true),
-        ("total latency µs", true),
-        ("avg latency µs", true),
-        ("data transfer µs", true),
-    ]);
-    for r in rows {
-        workers.row(vec![
-            r.rank.to_string(),
-            us(r.computation_ns),
-            us(r.overlap_ns),
-            us(r.communication_ns),
-            us(r.other_ns),
-            us(r.transfer_ns),
-            us(r.sync_ns),
-        ]);
-        for op in &r.comm_ops {
-            let calls = op.calls.max(1);
-            ops.row(vec![
-                r.rank.to_string(),
-                op.name.clone(),
-                thousands(op.calls),
-                thousands(op.bytes),
-                thousands((op.bytes as f64 / calls as f64).round() as u64),
-                us(op.latency_ns),
-                us_f(op.latency_ns as f64 / calls as f64),
-                us(op.transfer_ns),
-            ]);
-        }
-    }
+    let workers = Table::from_spec(WORKER_COLUMNS, rows, Durations::Micros);
+    let ops = Table::from_spec(
+        WORKER_COLLECTIVE_COLUMNS,
+        &WorkerCollective::of(rows),
+        Durations::Micros,
+    );
     vec![
         (
             "Distributed: per step, per worker (means)".into(),

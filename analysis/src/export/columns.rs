@@ -349,17 +349,25 @@ pub fn steps_table(report: &Report) -> ColumnTable<'_> {
 /// [`crate::table_spec::OP_COLUMNS`].
 #[must_use]
 pub fn ops_table(report: &Report) -> ColumnTable<'_> {
-    let ops = &report.ops;
-    let columns = crate::table_spec::OP_COLUMNS
+    spec_table("ops", crate::table_spec::OP_COLUMNS, &report.ops)
+}
+
+/// Every column of `spec` over `rows`, as [`spec_values`] types them.
+fn spec_table<'a, T>(
+    name: &'static str,
+    spec: &[crate::table_spec::ColumnSpec<T>],
+    rows: &'a [T],
+) -> ColumnTable<'a> {
+    let columns = spec
         .iter()
-        .map(|c| Column::new(c.key, spec_values(c, ops)))
+        .map(|c| Column::new(c.key, spec_values(c, rows)))
         .collect();
-    table("ops", ops.len(), columns)
+    table(name, rows.len(), columns)
 }
 
 /// One column of a [`crate::table_spec`] table: text as strings, counts as `u64`, durations as
-/// `i64` and percentages as nullable floats; an optional column's other numbers as nullable
-/// `i64`.
+/// `i64` and percentages and other decimals as nullable floats; the other numbers of an optional
+/// or nullable column as nullable `i64`.
 fn spec_values<'a, T>(column: &crate::table_spec::ColumnSpec<T>, rows: &'a [T]) -> Values<'a> {
     use crate::table_spec::{Cell, Unit};
     let cells = rows.iter().map(|r| (column.value)(r));
@@ -368,17 +376,20 @@ fn spec_values<'a, T>(column: &crate::table_spec::ColumnSpec<T>, rows: &'a [T]) 
             cells
                 .map(|c| match c {
                     Cell::Text(s) => Cow::Borrowed(s),
+                    Cell::Flag(yes) => Cow::Borrowed(if yes { "yes" } else { "no" }),
                     _ => Cow::Borrowed(""),
                 })
                 .collect(),
         ),
-        Unit::Pct => Values::OptF64(cells.map(Cell::number).collect()),
-        _ if column.optional => Values::OptI64(cells.map(Cell::integer).collect()),
+        Unit::Pct | Unit::Decimal => Values::OptF64(cells.map(Cell::number).collect()),
+        _ if column.optional || column.nullable => {
+            Values::OptI64(cells.map(Cell::integer).collect())
+        }
+        Unit::Id => Values::I64(cells.map(|c| c.integer().unwrap_or(0)).collect()),
         Unit::Count => Values::U64(
             cells
                 .map(|c| match c {
                     Cell::Count(n) | Cell::AtMost(n) | Cell::OutOf(n, _) => n,
-                    Cell::Id(id) => u64::try_from(id).unwrap_or(0),
                     _ => 0,
                 })
                 .collect(),
@@ -500,34 +511,7 @@ pub fn idle_table(report: &Report) -> ColumnTable<'_> {
 /// One row per rank of a multi-rank run (the report's rank table).
 #[must_use]
 pub fn ranks_table(ranks: &crate::ranks::RanksReport) -> ColumnTable<'_> {
-    let r = &ranks.ranks;
-    table(
-        "ranks",
-        r.len(),
-        vec![
-            Column::new("rank", ints(r, |x| x.rank)),
-            Column::new(
-                "source",
-                Values::U32(r.iter().map(|x| u32::from(x.source)).collect()),
-            ),
-            Column::new(
-                "steps",
-                Values::U64(r.iter().map(|x| x.steps as u64).collect()),
-            ),
-            Column::new("step_p50_ns", opt_ints(r, |x| x.step_p50_ns)),
-            Column::new("compute_p50_ns", opt_ints(r, |x| x.compute_p50_ns)),
-            Column::new("collective_p50_ns", opt_ints(r, |x| x.collective_p50_ns)),
-            Column::new(
-                "exposed_comm_p50_ns",
-                opt_ints(r, |x| x.exposed_comm_p50_ns),
-            ),
-            Column::new(
-                "last_arrivals",
-                Values::U64(r.iter().map(|x| x.last_arrivals as u64).collect()),
-            ),
-            Column::new("wait_ns", ints(r, |x| x.wait_ns)),
-        ],
-    )
+    spec_table("ranks", crate::table_spec::RANK_COLUMNS, &ranks.ranks)
 }
 
 /// The tables `export --tables` writes, in their fixed order (the rank table comes apart:

@@ -304,7 +304,8 @@ fn opt_ns_cell(v: Option<i64>) -> (String, Option<f64>) {
 }
 
 /// A [`steplens_analysis::table_spec`] table over `rows` as the page writes it: every column
-/// [`shown`](steplens_analysis::table_spec::shown), numbers sortable by value.
+/// [`shown`](steplens_analysis::table_spec::shown), counts with thousands separators, numbers
+/// sortable by value.
 fn spec_table<T>(
     h: &mut Html<'_>,
     id: &str,
@@ -319,7 +320,11 @@ fn spec_table<T>(
                 .iter()
                 .map(|c| {
                     let cell = (c.value)(row);
-                    (cell.display(c.missing), cell.number())
+                    let text = match cell {
+                        steplens_analysis::table_spec::Cell::Count(n) => crate::text::thousands(n),
+                        _ => cell.display(c.missing),
+                    };
+                    (text, cell.number())
                 })
                 .collect()
         })

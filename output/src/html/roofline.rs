@@ -7,9 +7,10 @@ use std::fmt::Write as _;
 use steplens_analysis::Report;
 use steplens_analysis::device_rates::DeviceClass;
 use steplens_analysis::op_perf::{Family, OpPerf, by_family};
+use steplens_analysis::table_spec::{FAMILY_COLUMNS, OP_PERF_COLUMNS};
 use steplens_analysis::units::human_ns;
 
-use super::{Html, PALETTE, esc, legend, ns_cell, table, text_cell};
+use super::{Html, PALETTE, esc, legend, spec_table};
 
 /// Rows in the signature table (the JSON has them all).
 const MAX_ROWS: usize = 500;
@@ -28,12 +29,6 @@ const FAMILIES: [Family; 8] = [
 fn colour(f: Family) -> &'static str {
     let i = FAMILIES.iter().position(|&x| x == f).unwrap_or(7);
     PALETTE[[4, 5, 6, 2, 1, 0, 3, 7][i]]
-}
-
-type Cell = (String, Option<f64>);
-
-fn opt(v: Option<f64>, digits: usize) -> Cell {
-    v.map_or_else(|| text_cell("-"), |v| (format!("{v:.digits$}"), Some(v)))
 }
 
 /// Writes the section when the report has op signatures.
@@ -67,31 +62,7 @@ pub(super) fn roofline(h: &mut Html<'_>, report: &Report) {
     );
     chart(h, rows, class);
     h.push_str("<h3>By family</h3>");
-    let families: Vec<Vec<Cell>> = by_family(rows)
-        .into_iter()
-        .map(|f| {
-            vec![
-                text_cell(f.family.as_str()),
-                ns_cell(f.kernel_ns),
-                (
-                    format!("{:.2}", f.pct_of_kernel_time),
-                    Some(f.pct_of_kernel_time),
-                ),
-                opt(f.pct_of_peak, 1),
-            ]
-        })
-        .collect();
-    table(
-        h,
-        "roofline-families",
-        &[
-            ("family", false),
-            ("kernel time", true),
-            ("% of kernel time", true),
-            ("% of peak (FLOP-weighted)", true),
-        ],
-        &families,
-    );
+    spec_table(h, "roofline-families", FAMILY_COLUMNS, &by_family(rows));
     let _ = write!(
         h,
         "<h3>Op signatures ({} by kernel time{})</h3>",
@@ -102,38 +73,12 @@ pub(super) fn roofline(h: &mut Html<'_>, report: &Report) {
             String::new()
         }
     );
-    let cells: Vec<Vec<Cell>> = rows
-        .iter()
-        .take(MAX_ROWS)
-        .map(|r| {
-            vec![
-                text_cell(&r.name),
-                text_cell(r.family.as_str()),
-                text_cell(&r.input_shape),
-                text_cell(&r.dtype),
-                (crate::text::thousands(r.calls), Some(r.calls as f64)),
-                ns_cell(r.kernel_ns),
-                opt(r.flops_per_call.map(|f| f / 1e9), 3),
-                opt(r.bytes_per_call.map(|b| b / 1e6), 2),
-                opt(r.flops_per_byte, 1),
-                opt(r.tflops_per_s, 2),
-                opt(r.tbytes_per_s(), 3),
-                opt(r.pct_of_peak_compute, 1),
-                opt(r.pct_of_peak_bandwidth, 1),
-                text_cell(r.bound.as_deref().unwrap_or("-")),
-            ]
-        })
-        .collect();
-    let mut columns = vec![
-        ("op", false),
-        ("family", false),
-        ("input shape", false),
-        ("dtype", false),
-        ("calls", true),
-        ("kernel time", true),
-    ];
-    columns.extend(crate::views::ROOFLINE_RATE_COLUMNS);
-    table(h, "roofline-ops", &columns, &cells);
+    spec_table(
+        h,
+        "roofline-ops",
+        OP_PERF_COLUMNS,
+        &rows[..rows.len().min(MAX_ROWS)],
+    );
 }
 
 /// Decades covering `lo..=hi` (both > 0).

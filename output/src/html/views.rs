@@ -5,10 +5,14 @@
 use std::fmt::Write as _;
 
 use steplens_analysis::Report;
-use steplens_analysis::tensorboard::{Breakdown, KernelRow, OperatorRow};
+use steplens_analysis::table_spec::{
+    ColumnSpec, KERNEL_COLUMNS, OPERATOR_COLUMNS, WORKER_COLLECTIVE_COLUMNS, WORKER_COLUMNS,
+    WorkerCollective,
+};
+use steplens_analysis::tensorboard::Breakdown;
 use steplens_analysis::units::human_ns;
 
-use super::{Html, PALETTE, axis_y, esc, legend, ns_cell, table, text_cell};
+use super::{Html, PALETTE, axis_y, esc, legend, ns_cell, spec_table, table, text_cell};
 use crate::steps::step_label;
 
 /// Rows shown per operator or kernel table: the page stays light on a 500 MB trace (the JSON
@@ -19,10 +23,6 @@ type Cell = (String, Option<f64>);
 
 fn num(v: f64, decimals: usize) -> Cell {
     (format!("{v:.decimals$}"), Some(v))
-}
-
-fn count(v: u64) -> Cell {
-    (crate::text::thousands(v), Some(v as f64))
 }
 
 /// Writes every view the report has.
@@ -94,21 +94,27 @@ pub(super) fn views(h: &mut Html<'_>, report: &Report) {
             &rows,
         );
     }
-    operators(h, "Operators", "tb-ops", &report.operators, false);
-    operators(
+    titled(
+        h,
+        "Operators",
+        "tb-ops",
+        OPERATOR_COLUMNS,
+        &report.operators,
+    );
+    titled(
         h,
         "Operators by input shape",
         "tb-ops-shape",
+        OPERATOR_COLUMNS,
         &report.operators_by_shape,
-        true,
     );
-    kernels(h, "Kernels", "tb-kernels", &report.kernels, false);
-    kernels(
+    titled(h, "Kernels", "tb-kernels", KERNEL_COLUMNS, &report.kernels);
+    titled(
         h,
         "Kernels by launching op",
         "tb-kernels-op",
+        KERNEL_COLUMNS,
         &report.kernels_by_op,
-        true,
     );
     distributed(h, report);
 }
@@ -165,93 +171,13 @@ fn breakdown_chart(h: &mut Html<'_>, report: &Report) {
     h.push_str("</svg>");
 }
 
-fn operators(h: &mut Html<'_>, title: &str, id: &str, rows: &[OperatorRow], by_shape: bool) {
+/// One of the plugin's tables under `title`, its first [`MAX_ROWS`] rows; nothing without rows.
+fn titled<T>(h: &mut Html<'_>, title: &str, id: &str, spec: &[ColumnSpec<T>], rows: &[T]) {
     if rows.is_empty() {
         return;
     }
     let _ = write!(h, "<h3>{}</h3>", esc(title));
-    let mut heads: Vec<(&str, bool)> = vec![("op", false)];
-    if by_shape {
-        heads.push(("input shape", false));
-    }
-    heads.extend([
-        ("calls", true),
-        ("device self", true),
-        ("device total", true),
-        ("host self", true),
-        ("host total", true),
-        ("TC eligible", false),
-        ("TC self %", true),
-        ("TC total %", true),
-    ]);
-    let cells: Vec<Vec<Cell>> = rows
-        .iter()
-        .take(MAX_ROWS)
-        .map(|r| {
-            let mut row = vec![text_cell(&r.name)];
-            if by_shape {
-                row.push(text_cell(r.input_shape.as_deref().unwrap_or("")));
-            }
-            row.extend([
-                count(r.calls),
-                ns_cell(r.device_self_ns),
-                ns_cell(r.device_total_ns),
-                ns_cell(r.host_self_ns),
-                ns_cell(r.host_total_ns),
-                text_cell(if r.tc_eligible { "yes" } else { "no" }),
-                num(r.tc_self_pct, 2),
-                num(r.tc_total_pct, 2),
-            ]);
-            row
-        })
-        .collect();
-    table(h, id, &heads, &cells);
-}
-
-fn kernels(h: &mut Html<'_>, title: &str, id: &str, rows: &[KernelRow], by_op: bool) {
-    if rows.is_empty() {
-        return;
-    }
-    let _ = write!(h, "<h3>{}</h3>", esc(title));
-    let mut heads: Vec<(&str, bool)> = vec![("kernel", false)];
-    if by_op {
-        heads.extend([("op", false), ("grid", false), ("block", false)]);
-    }
-    heads.extend([
-        ("calls", true),
-        ("total", true),
-        ("mean", true),
-        ("max", true),
-        ("min", true),
-        ("Tensor Cores", false),
-        ("blocks per SM", true),
-        ("est. occupancy %", true),
-    ]);
-    let cells: Vec<Vec<Cell>> = rows
-        .iter()
-        .take(MAX_ROWS)
-        .map(|r| {
-            let mut row = vec![text_cell(&r.name)];
-            if by_op {
-                let launch = r.launch.as_ref();
-                row.push(text_cell(r.op.as_deref().unwrap_or("")));
-                row.push(text_cell(launch.map_or("", |l| l.grid.as_str())));
-                row.push(text_cell(launch.map_or("", |l| l.block.as_str())));
-            }
-            row.extend([
-                count(r.calls),
-                ns_cell(r.total_ns),
-                ns_cell(r.mean_ns.round() as i64),
-                ns_cell(r.max_ns),
-                ns_cell(r.min_ns),
-                text_cell(if r.tensor_cores { "yes" } else { "no" }),
-                num(r.blocks_per_sm, 2),
-                num(r.occupancy_pct, 2),
-            ]);
-            row
-        })
-        .collect();
-    table(h, id, &heads, &cells);
+    spec_table(h, id, spec, &rows[..rows.len().min(MAX_ROWS)]);
 }
 
 fn distributed(h: &mut Html<'_>, report: &Report) {
@@ -263,62 +189,18 @@ fn distributed(h: &mut Html<'_>, report: &Report) {
     else {
         return;
     };
-    h.push_str("<h3>Distributed: per step, per worker (means)</h3>");
-    let cells: Vec<Vec<Cell>> = rows
-        .iter()
-        .map(|r| {
-            vec![
-                count(r.rank.max(0) as u64),
-                ns_cell(r.computation_ns),
-                ns_cell(r.overlap_ns),
-                ns_cell(r.communication_ns),
-                ns_cell(r.other_ns),
-                ns_cell(r.transfer_ns),
-                ns_cell(r.sync_ns),
-            ]
-        })
-        .collect();
-    table(
+    titled(
         h,
+        "Distributed: per step, per worker (means)",
         "tb-dist",
-        &[
-            ("rank", true),
-            ("computation", true),
-            ("overlap", true),
-            ("communication", true),
-            ("other", true),
-            ("data transfer", true),
-            ("synchronizing", true),
-        ],
-        &cells,
+        WORKER_COLUMNS,
+        rows,
     );
-    h.push_str("<h3>Collectives per worker</h3>");
-    let cells: Vec<Vec<Cell>> = rows
-        .iter()
-        .flat_map(|r| {
-            r.comm_ops.iter().map(move |op| {
-                vec![
-                    count(r.rank.max(0) as u64),
-                    text_cell(&op.name),
-                    count(op.calls),
-                    count(op.bytes),
-                    ns_cell(op.latency_ns),
-                    ns_cell(op.transfer_ns),
-                ]
-            })
-        })
-        .collect();
-    table(
+    titled(
         h,
+        "Collectives per worker",
         "tb-comm",
-        &[
-            ("rank", true),
-            ("collective", false),
-            ("calls", true),
-            ("total bytes", true),
-            ("total latency", true),
-            ("data transfer", true),
-        ],
-        &cells,
+        WORKER_COLLECTIVE_COLUMNS,
+        &WorkerCollective::of(rows),
     );
 }

@@ -5,7 +5,9 @@
 use steplens_analysis::Report;
 use steplens_analysis::ops::OpStats;
 use steplens_analysis::steps::StepStats;
-use steplens_analysis::table_spec::{Cell, ColumnSpec, OP_COLUMNS, RANK_COLUMNS, shown};
+use steplens_analysis::table_spec::{OP_COLUMNS, RANK_COLUMNS};
+
+use crate::table::Durations;
 
 use super::{Table, human_ns, pct, runs_ahead, thousands, truncate};
 
@@ -168,7 +170,7 @@ impl From<&StepStats> for StepLike {
 
 /// The rank table of a multi-rank report.
 pub fn ranks_table(ranks: &steplens_analysis::ranks::RanksReport) -> Table {
-    spec_table(RANK_COLUMNS, &ranks.ranks)
+    Table::from_spec(RANK_COLUMNS, &ranks.ranks, Durations::Human)
 }
 
 /// The collectives matched across ranks.
@@ -254,31 +256,7 @@ pub(super) fn holders_table(report: &Report) -> Table {
 }
 
 pub(super) fn op_table(ops: &[OpStats], top: usize) -> Table {
-    spec_table(OP_COLUMNS, &ops[..top.min(ops.len())])
-}
-
-/// A [`steplens_analysis::table_spec`] table over `rows` as the text tables write it: the
-/// columns [`shown`] (the compact ones), text cut where the column says, counts in thousands.
-fn spec_table<T>(spec: &[ColumnSpec<T>], rows: &[T]) -> Table {
-    let columns = shown(spec, rows, true);
-    let heads: Vec<(&str, bool)> = columns
-        .iter()
-        .map(|c| (c.header, !c.unit.is_text()))
-        .collect();
-    let mut table = Table::new(&heads);
-    for row in rows {
-        table.row(
-            columns
-                .iter()
-                .map(|c| match (c.value)(row) {
-                    Cell::Text(s) if c.cut > 0 => truncate(s, c.cut),
-                    Cell::Count(n) => thousands(n),
-                    cell => cell.display(c.missing),
-                })
-                .collect(),
-        );
-    }
-    table
+    Table::from_spec(OP_COLUMNS, &ops[..top.min(ops.len())], Durations::Human)
 }
 
 pub(super) fn engine_table(report: &Report) -> Table {
