@@ -240,12 +240,8 @@ struct InfoArgs {
 /// saves, the thresholds it owns with their defaults, and its advice.
 fn detectors_help() -> String {
     use steplens_analysis::detect::DETECTORS;
-    use steplens_analysis::detect::registry::{REPORT_THRESHOLDS, Saves, threshold_value};
-    let defaults = steplens_analysis::Thresholds::default();
-    let setting = |key: &str| match threshold_value(&defaults, key) {
-        Some(v) => format!("{key} = {v}"),
-        None => key.to_owned(),
-    };
+    use steplens_analysis::detect::registry::{REPORT_THRESHOLDS, Saves, Threshold};
+    let setting = |t: &Threshold| format!("{} = {}", t.key, t.value());
     let mut out = String::from(
         "Detectors: the finding kinds each raises (and what fixing one saves), the thresholds it \
          owns with their defaults (a budget file's [thresholds] table overrides them; \
@@ -266,14 +262,14 @@ fn detectors_help() -> String {
             .collect();
         out.push_str(&format!("\n  {}: {}\n", d.name, kinds.join(", ")));
         if !d.thresholds.is_empty() {
-            let owned: Vec<String> = d.thresholds.iter().map(|k| setting(k)).collect();
+            let owned: Vec<String> = d.thresholds.iter().map(setting).collect();
             out.push_str(&format!("      {}\n", owned.join(", ")));
         }
         out.push_str(&format!("      {}\n", d.advice));
     }
     let report: Vec<String> = REPORT_THRESHOLDS
         .iter()
-        .map(|(k, what)| format!("{} ({what})", setting(k)))
+        .map(|(t, what)| format!("{} ({what})", setting(t)))
         .collect();
     out.push_str(&format!("\n  the report itself: {}\n", report.join(", ")));
     out

@@ -1,116 +1,66 @@
-//! Every detector threshold with its default, in one table: the keys of a budget file's
-//! `[thresholds]`. Which detector owns each is the registry's (`detect::registry`).
+//! Every detector threshold in one typed table: the keys of a budget file's `[thresholds]`.
+//! Each threshold's owner, default and meaning are declared by its detector in the registry
+//! (`detect::registry`); `Default` for this table is implemented there, from the declarations.
 
 use serde::{Deserialize, Serialize};
 
-/// Every detector threshold, with its default. Field names are the keys of the budget file's
-/// `[thresholds]` table.
+/// Every detector threshold. Field names are the keys of the budget file's `[thresholds]`
+/// table; what each means is its registry entry's `doc` (and `docs/findings.md`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct Thresholds {
-    /// `dataloader_stall`: data wait (DataLoader time not covered by any op) must reach this
-    /// share of the step, percent.
+    /// Owned by `dataloader_stall` (its registry entry gives the default and meaning).
     pub dataloader_stall_min_pct: f64,
-    /// `dataloader_stall`: … and at least this long, ns.
+    /// Owned by `dataloader_stall` (its registry entry gives the default and meaning).
     pub dataloader_stall_min_ns: i64,
-    /// `host_bound_gap`: a device-idle gap shorter than this is launch jitter, not a finding, ns.
+    /// Owned by `host_bound_gap` (its registry entry gives the default and meaning).
     pub host_gap_min_ns: i64,
-    /// `host_bound_gap`: the host-bound idle time of a step must reach this share of the step,
-    /// percent.
+    /// Owned by `host_bound_gap` (its registry entry gives the default and meaning).
     pub host_gap_min_pct: f64,
-    /// Idle breakdown: a gap between kernels on a stream shorter than this, not caused by a
-    /// late launch, is kernel-launch overhead ("kernel wait"), ns. HTA's default (30 µs).
+    /// Read by the report itself (`REPORT_THRESHOLDS` gives the default and meaning).
     pub kernel_wait_max_ns: i64,
-    /// `mme_idle_behind_tpc`: MME idle time behind TPC work per step must reach this, ns.
+    /// Owned by `mme_idle` (its registry entry gives the default and meaning).
     pub mme_idle_min_ns: i64,
-    /// `mme_idle_behind_tpc` without steps: device work separated by this long with every
-    /// engine idle belongs to different graph launches, ns.
+    /// Owned by `mme_idle` (its registry entry gives the default and meaning).
     pub graph_gap_ns: i64,
-    /// `straggler`: the slowest rank's extra compute per step must reach this share of its
-    /// step, percent.
+    /// Owned by `straggler` (its registry entry gives the default and meaning).
     pub straggler_min_pct: f64,
-    /// `straggler`: collectives matched across the ranks needed to name one, count.
+    /// Owned by `straggler` (its registry entry gives the default and meaning).
     pub straggler_min_collectives: usize,
-    /// `mme_idle_behind_tpc`: a stretch with less TPC work than this is node-to-node jitter,
-    /// not counted, ns.
+    /// Owned by `mme_idle` (its registry entry gives the default and meaning).
     pub mme_idle_stretch_min_ns: i64,
-    /// `non_logical_transpose` on Gaudi device lanes: transpose kernels (`transpose_*`,
-    /// `DmaTranspose`) are flagged when they take at least this share of the step, percent.
+    /// Owned by `non_logical_transpose` (its registry entry gives the default and meaning).
     pub device_transpose_min_pct: f64,
-    /// Gaudi `recompile`: graph compiles in the first this many steps (or `mark_step` metric
-    /// dumps) are warm-up.
+    /// Owned by `gaudi` (its registry entry gives the default and meaning).
     pub gaudi_warmup_steps: usize,
-    /// `recompile`: compiles with an index below this are warm-up, not recompiles (`F/0` is the
-    /// first compile of frame `F`).
+    /// Owned by `recompile` (its registry entry gives the default and meaning).
     pub recompile_warmup_compiles: u32,
-    /// Materiality: a finding with a measured cost must cost at least this share of its step
-    /// (of the trace, without steps), percent …
+    /// Read by the report itself (`REPORT_THRESHOLDS` gives the default and meaning).
     pub min_finding_pct: f64,
-    /// … and at least this long, ns.
+    /// Read by the report itself (`REPORT_THRESHOLDS` gives the default and meaning).
     pub min_finding_ns: i64,
-    /// `memory_growth`: the allocated baseline must rise by at least this much over the run of
-    /// steps, bytes.
+    /// Owned by `memory` (its registry entry gives the default and meaning).
     pub memory_growth_min_bytes: i64,
-    /// `reserved_slack`: reserved − allocated at their peaks must reach this, bytes …
+    /// Owned by `memory` (its registry entry gives the default and meaning).
     pub reserved_slack_min_bytes: i64,
-    /// … and this share of the peak reserved, percent.
+    /// Owned by `memory` (its registry entry gives the default and meaning).
     pub reserved_slack_min_pct: f64,
-    /// `no_mixed_precision`: fp32 matrix kernels must take at least this share of the step,
-    /// percent.
+    /// Owned by `precision` (its registry entry gives the default and meaning).
     pub fp32_compute_min_pct: f64,
-    /// `unfused_pointwise`: a chain has at least this many elementwise ops …
+    /// Owned by `pointwise` (its registry entry gives the default and meaning).
     pub pointwise_chain_min_ops: usize,
-    /// … over a tensor of at least this many elements.
+    /// Owned by `pointwise` (its registry entry gives the default and meaning).
     pub pointwise_min_elems: i64,
-    /// `unfused_optimizer`: per-parameter math ops in one optimizer step before it counts as a
-    /// loop.
+    /// Owned by `optimizer` (its registry entry gives the default and meaning).
     pub optimizer_loop_min_ops: usize,
-    /// … and its estimated cost must reach this share of the step, percent.
+    /// Owned by `optimizer` (its registry entry gives the default and meaning).
     pub optimizer_loop_min_pct: f64,
-    /// `fragmented_collectives`: collectives of one kind in one step before they count as
-    /// fragmented …
+    /// Owned by `collectives` (its registry entry gives the default and meaning).
     pub fragmented_min_per_step: usize,
-    /// … and, where every call's size is recorded, more than this many times the all-reduces
-    /// DDP's default 25 MiB buckets would need for the step's bytes.
+    /// Owned by `collectives` (its registry entry gives the default and meaning).
     pub fragmented_over_needed: f64,
-    /// `exposed_communication`: collective time with no compute beside it must reach this
-    /// share of the step, percent.
+    /// Owned by `exposed_comm` (its registry entry gives the default and meaning).
     pub exposed_comm_min_pct: f64,
-    /// `slow_gemm`: a GEMM signature whose rate is below this share of what the trace's
-    /// well-shaped GEMMs of its dtype reach (or its memory roof) runs slow, percent.
+    /// Owned by `slow_gemm` (its registry entry gives the default and meaning).
     pub slow_gemm_max_pct: f64,
-}
-
-impl Default for Thresholds {
-    fn default() -> Self {
-        Self {
-            dataloader_stall_min_pct: 5.0,
-            dataloader_stall_min_ns: 1_000_000,
-            host_gap_min_ns: 50_000,
-            host_gap_min_pct: 5.0,
-            kernel_wait_max_ns: 30_000,
-            mme_idle_min_ns: 20_000,
-            mme_idle_stretch_min_ns: 10_000,
-            graph_gap_ns: 100_000,
-            straggler_min_pct: 5.0,
-            straggler_min_collectives: 3,
-            gaudi_warmup_steps: 2,
-            device_transpose_min_pct: 2.0,
-            recompile_warmup_compiles: 1,
-            min_finding_pct: 1.0,
-            min_finding_ns: 20_000,
-            memory_growth_min_bytes: 1 << 20,
-            reserved_slack_min_bytes: 256 << 20,
-            reserved_slack_min_pct: 30.0,
-            fp32_compute_min_pct: 10.0,
-            pointwise_chain_min_ops: 4,
-            pointwise_min_elems: 1024,
-            optimizer_loop_min_ops: 8,
-            optimizer_loop_min_pct: 5.0,
-            fragmented_min_per_step: 8,
-            exposed_comm_min_pct: 5.0,
-            fragmented_over_needed: 2.0,
-            slow_gemm_max_pct: 50.0,
-        }
-    }
 }

@@ -21,9 +21,21 @@
 use std::collections::BTreeMap;
 
 use super::human_ns;
-use super::registry::{Detector, Raises, Saves};
+use super::registry::{Detector, Raises, Saves, Threshold};
 use crate::context::Context;
 use crate::finding::{Cost, FindingKind, Raised, Severity};
+const FRAGMENTED_MIN_PER_STEP: Threshold = Threshold::int(
+    "fragmented_min_per_step",
+    8,
+    "collectives of one kind in one step before they count as fragmented.",
+);
+
+const FRAGMENTED_OVER_NEEDED: Threshold = Threshold::float(
+    "fragmented_over_needed",
+    2.0,
+    "where every call's size is recorded, the calls must also number more than this many times the all-reduces DDP's default 25 MiB buckets would need for the step's bytes.",
+);
+
 /// This detector's entry in the registry.
 pub(super) const DETECTOR: Detector = Detector {
     name: "collectives",
@@ -31,7 +43,7 @@ pub(super) const DETECTOR: Detector = Detector {
         FindingKind::FragmentedCollectives,
         Saves::DeviceWork,
     )],
-    thresholds: &["fragmented_min_per_step", "fragmented_over_needed"],
+    thresholds: &[FRAGMENTED_MIN_PER_STEP, FRAGMENTED_OVER_NEEDED],
     advice: "Bucket the gradients into fewer, larger all-reduces (DDP bucket_cap_mb, gradient accumulation with no_sync).",
     detect: |ctx, _| detect(ctx),
 };

@@ -16,16 +16,28 @@
 use steplens_ingest::model::SliceId;
 
 use super::human_ns;
-use super::registry::{Detector, Raises, Saves};
+use super::registry::{Detector, Raises, Saves, Threshold};
 use crate::context::Context;
 use crate::finding::{Cost, FindingKind, Raised, Severity};
 use crate::op_names::DATALOADER_PREFIX;
 use steplens_ingest::intervals::IntervalSet;
+const DATALOADER_STALL_MIN_PCT: Threshold = Threshold::float(
+    "dataloader_stall_min_pct",
+    5.0,
+    "data wait (DataLoader time not covered by any op) must reach this share of the step, percent.",
+);
+
+const DATALOADER_STALL_MIN_NS: Threshold = Threshold::int(
+    "dataloader_stall_min_ns",
+    1_000_000,
+    "the data wait must also be at least this long, ns.",
+);
+
 /// This detector's entry in the registry.
 pub(super) const DETECTOR: Detector = Detector {
     name: "dataloader_stall",
     raises: &[Raises::new(FindingKind::DataloaderStall, Saves::HostTime)],
-    thresholds: &["dataloader_stall_min_pct", "dataloader_stall_min_ns"],
+    thresholds: &[DATALOADER_STALL_MIN_PCT, DATALOADER_STALL_MIN_NS],
     advice: "Give the DataLoader more workers (num_workers), pin_memory=True and persistent_workers, or move the input transforms off the training loop.",
     detect: |ctx, _| detect(ctx),
 };

@@ -27,12 +27,18 @@
 
 use std::collections::BTreeMap;
 
-use super::registry::{Detector, Raises, Saves};
+use super::registry::{Detector, Raises, Saves, Threshold};
 use super::{MAX_EVIDENCE, human_ns};
 use crate::context::Context;
 use crate::finding::{Cost, FindingKind, Raised, Severity};
 use crate::ranks::Occurrence;
 use steplens_ingest::intervals::IntervalSet;
+const EXPOSED_COMM_MIN_PCT: Threshold = Threshold::float(
+    "exposed_comm_min_pct",
+    5.0,
+    "collective time with no compute beside it must reach this share of the step, percent.",
+);
+
 /// This detector's entry in the registry.
 pub(super) const DETECTOR: Detector = Detector {
     name: "exposed_comm",
@@ -40,7 +46,7 @@ pub(super) const DETECTOR: Detector = Detector {
         FindingKind::ExposedCommunication,
         Saves::DeviceWork,
     )],
-    thresholds: &["exposed_comm_min_pct"],
+    thresholds: &[EXPOSED_COMM_MIN_PCT],
     advice: "Overlap communication with compute: DDP's bucketed backward, FSDP prefetch, or fewer, larger collectives.",
     detect: |ctx, _| detect(ctx),
 };

@@ -9,10 +9,16 @@ use std::collections::BTreeMap;
 
 use steplens_ingest::model::{CategoryClass, MetricDump};
 
-use super::registry::{Detector, Raises, Saves};
+use super::registry::{Detector, Raises, Saves, Threshold};
 use super::{MAX_EVIDENCE, human_ns};
 use crate::context::Context;
 use crate::finding::{Cost, Evidence, FindingKind, Raised, Severity};
+const GAUDI_WARMUP_STEPS: Threshold = Threshold::int(
+    "gaudi_warmup_steps",
+    2,
+    "graph compiles in the first this many steps (or `mark_step` metric dumps) are warm-up.",
+);
+
 /// This detector's entry in the registry.
 pub(super) const DETECTOR: Detector = Detector {
     name: "gaudi",
@@ -20,7 +26,7 @@ pub(super) const DETECTOR: Detector = Detector {
         Raises::new(FindingKind::CpuFallback, Saves::DeviceWork),
         Raises::new(FindingKind::Recompile, Saves::HostTime),
     ],
-    thresholds: &["gaudi_warmup_steps"],
+    thresholds: &[GAUDI_WARMUP_STEPS],
     advice: "Replace ops the Gaudi runs on the CPU with supported ones, and keep graph inputs static so the graph is not recompiled.",
     detect: |ctx, _| detect(ctx),
 };

@@ -15,16 +15,28 @@
 use rustc_hash::FxHashMap;
 use steplens_ingest::model::{CategoryClass, NO_PARENT, SliceId};
 
-use super::registry::{Detector, Raises, Saves};
+use super::registry::{Detector, Raises, Saves, Threshold};
 use super::{BLOCKING_CALLS, human_ns, ranked_names};
 use crate::context::{Context, NameSet};
 use crate::finding::{Cost, Evidence, FindingKind, Raised, Severity};
 use steplens_ingest::intervals::IntervalSet;
+const HOST_GAP_MIN_NS: Threshold = Threshold::int(
+    "host_gap_min_ns",
+    50_000,
+    "a device-idle gap shorter than this is launch jitter, not a finding, ns.",
+);
+
+const HOST_GAP_MIN_PCT: Threshold = Threshold::float(
+    "host_gap_min_pct",
+    5.0,
+    "the host-bound idle time of a step must reach this share of the step, percent.",
+);
+
 /// This detector's entry in the registry.
 pub(super) const DETECTOR: Detector = Detector {
     name: "host_bound_gap",
     raises: &[Raises::new(FindingKind::HostBoundGap, Saves::HostTime)],
-    thresholds: &["host_gap_min_ns", "host_gap_min_pct"],
+    thresholds: &[HOST_GAP_MIN_NS, HOST_GAP_MIN_PCT],
     advice: "Launch less from Python per step: larger batches, torch.compile or CUDA graphs, fused ops.",
     detect: |ctx, _| detect(ctx),
 };

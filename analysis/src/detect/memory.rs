@@ -1,10 +1,28 @@
 //! `memory_growth` and `reserved_slack`: the allocator's figures per device over the steps
 //! ([`crate::memory`], the report's memory table, reads the same per-device series).
 
-use super::registry::{Detector, Raises, Saves};
+use super::registry::{Detector, Raises, Saves, Threshold};
 use crate::context::Context;
 use crate::finding::{Cost, FindingKind, Raised, Severity};
 use crate::memory::{DeviceMemory, human_bytes};
+
+const MEMORY_GROWTH_MIN_BYTES: Threshold = Threshold::int(
+    "memory_growth_min_bytes",
+    1_048_576,
+    "the allocated baseline must rise by at least this much over the run of steps, bytes.",
+);
+
+const RESERVED_SLACK_MIN_BYTES: Threshold = Threshold::int(
+    "reserved_slack_min_bytes",
+    268_435_456,
+    "reserved − allocated at their peaks must reach this, bytes.",
+);
+
+const RESERVED_SLACK_MIN_PCT: Threshold = Threshold::float(
+    "reserved_slack_min_pct",
+    30.0,
+    "reserved − allocated at their peaks must also reach this share of the peak reserved, percent.",
+);
 
 /// This detector's entry in the registry.
 pub(super) const DETECTOR: Detector = Detector {
@@ -14,9 +32,9 @@ pub(super) const DETECTOR: Detector = Detector {
         Raises::new(FindingKind::ReservedSlack, Saves::NotStepTime),
     ],
     thresholds: &[
-        "memory_growth_min_bytes",
-        "reserved_slack_min_bytes",
-        "reserved_slack_min_pct",
+        MEMORY_GROWTH_MIN_BYTES,
+        RESERVED_SLACK_MIN_BYTES,
+        RESERVED_SLACK_MIN_PCT,
     ],
     advice: "Free what each step keeps alive (detach logged tensors, clear caches of outputs), and cap the allocator's cache (PYTORCH_CUDA_ALLOC_CONF) where reserved memory sits unused.",
     detect: |ctx, _| findings(ctx, ctx.memory()),

@@ -10,11 +10,29 @@
 use rustc_hash::FxHashMap;
 use steplens_ingest::model::{EngineClass, SliceId, TrackKind};
 
-use super::registry::{Detector, Raises, Saves};
+use super::registry::{Detector, Raises, Saves, Threshold};
 use super::{human_ns, ranked_names};
 use crate::context::Context;
 use crate::finding::{Cost, Evidence, FindingKind, Raised, Severity};
 use steplens_ingest::intervals::IntervalSet;
+const MME_IDLE_MIN_NS: Threshold = Threshold::int(
+    "mme_idle_min_ns",
+    20_000,
+    "MME idle time behind TPC work per step must reach this, ns.",
+);
+
+const MME_IDLE_STRETCH_MIN_NS: Threshold = Threshold::int(
+    "mme_idle_stretch_min_ns",
+    10_000,
+    "a stretch with less TPC work than this is node-to-node jitter, not counted, ns.",
+);
+
+const GRAPH_GAP_NS: Threshold = Threshold::int(
+    "graph_gap_ns",
+    100_000,
+    "without steps, device work separated by this long with every engine idle belongs to different graph launches, ns.",
+);
+
 /// This detector's entry in the registry.
 pub(super) const DETECTOR: Detector = Detector {
     name: "mme_idle",
@@ -22,7 +40,7 @@ pub(super) const DETECTOR: Detector = Detector {
         FindingKind::MmeIdleBehindTpc,
         Saves::DeviceWork,
     )],
-    thresholds: &["mme_idle_min_ns", "mme_idle_stretch_min_ns", "graph_gap_ns"],
+    thresholds: &[MME_IDLE_MIN_NS, MME_IDLE_STRETCH_MIN_NS, GRAPH_GAP_NS],
     advice: "Cut the vector (TPC) work between matrix ops: fuse or drop the elementwise and layout ops the MME waits behind.",
     detect: |ctx, _| detect(ctx),
 };

@@ -29,7 +29,7 @@ use std::collections::BTreeMap;
 use rustc_hash::{FxHashMap, FxHashSet};
 use steplens_ingest::model::{CategoryClass, OpArg, SliceId, StrId, Timeline};
 
-use super::registry::{Detector, Raises, Saves};
+use super::registry::{Detector, Raises, Saves, Threshold};
 use super::torch_ops::{children, concrete_inputs, dtype_bytes, in_backward, ints, tensor_arg};
 use super::{MAX_EVIDENCE, Under, human_ns};
 use crate::context::Context;
@@ -37,6 +37,12 @@ use crate::finding::{Cost, FindingKind, Raised, Severity};
 use crate::nodes::{DeviceNode, NodeKernels, device_nodes};
 use crate::op_names::EVALUATE_PREFIX;
 use crate::units::human_bytes;
+const DEVICE_TRANSPOSE_MIN_PCT: Threshold = Threshold::float(
+    "device_transpose_min_pct",
+    2.0,
+    "on Gaudi device lanes, transpose kernels (`transpose_*`, `DmaTranspose`) are flagged when they take at least this share of the step, percent.",
+);
+
 /// This detector's entry in the registry.
 pub(super) const DETECTOR: Detector = Detector {
     name: "non_logical_transpose",
@@ -44,7 +50,7 @@ pub(super) const DETECTOR: Detector = Detector {
         FindingKind::NonLogicalTranspose,
         Saves::DeviceWork,
     )],
-    thresholds: &["device_transpose_min_pct"],
+    thresholds: &[DEVICE_TRANSPOSE_MIN_PCT],
     advice: "Keep the layout the next op wants (channels-last, a transposed weight kept once) instead of transposing and making it contiguous each step.",
     detect: |ctx, _| detect(ctx),
 };

@@ -19,11 +19,23 @@
 use rustc_hash::FxHashMap;
 use steplens_ingest::model::{CategoryClass, DeviceKind, OpArg, SliceId};
 
-use super::registry::{Detector, Raises, Saves};
+use super::registry::{Detector, Raises, Saves, Threshold};
 use super::torch_ops::tensor_arg;
 use super::{MAX_EVIDENCE, Under, human_ns};
 use crate::context::Context;
 use crate::finding::{Cost, FindingKind, Raised, Severity};
+const OPTIMIZER_LOOP_MIN_OPS: Threshold = Threshold::int(
+    "optimizer_loop_min_ops",
+    8,
+    "per-parameter math ops in one optimizer step before it counts as a loop.",
+);
+
+const OPTIMIZER_LOOP_MIN_PCT: Threshold = Threshold::float(
+    "optimizer_loop_min_pct",
+    5.0,
+    "the loop's estimated cost must also reach this share of the step, percent.",
+);
+
 /// This detector's entry in the registry.
 pub(super) const DETECTOR: Detector = Detector {
     name: "optimizer",
@@ -31,7 +43,7 @@ pub(super) const DETECTOR: Detector = Detector {
         FindingKind::UnfusedOptimizer,
         Saves::DeviceWork,
     )],
-    thresholds: &["optimizer_loop_min_ops", "optimizer_loop_min_pct"],
+    thresholds: &[OPTIMIZER_LOOP_MIN_OPS, OPTIMIZER_LOOP_MIN_PCT],
     advice: "Use the optimizer's foreach=True or fused=True implementation.",
     detect,
 };

@@ -16,11 +16,23 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use steplens_ingest::model::{CategoryClass, OpArg, SliceId};
 
-use super::registry::{Detector, Raises, Saves};
+use super::registry::{Detector, Raises, Saves, Threshold};
 use super::torch_ops::tensor_arg;
 use super::{MAX_EVIDENCE, Under, at_site, human_ns};
 use crate::context::Context;
 use crate::finding::{Cost, FindingKind, Raised, Severity};
+const POINTWISE_CHAIN_MIN_OPS: Threshold = Threshold::int(
+    "pointwise_chain_min_ops",
+    4,
+    "a flagged chain has at least this many elementwise ops.",
+);
+
+const POINTWISE_MIN_ELEMS: Threshold = Threshold::int(
+    "pointwise_min_elems",
+    1024,
+    "a flagged chain works on tensors of at least this many elements.",
+);
+
 /// This detector's entry in the registry.
 pub(super) const DETECTOR: Detector = Detector {
     name: "pointwise",
@@ -28,7 +40,7 @@ pub(super) const DETECTOR: Detector = Detector {
         FindingKind::UnfusedPointwise,
         Saves::DeviceWork,
     )],
-    thresholds: &["pointwise_chain_min_ops", "pointwise_min_elems"],
+    thresholds: &[POINTWISE_CHAIN_MIN_OPS, POINTWISE_MIN_ELEMS],
     advice: "Fuse the chain: torch.compile, a fused op (e.g. F.gelu, addcmul) or a custom kernel.",
     detect,
 };

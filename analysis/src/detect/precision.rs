@@ -27,11 +27,17 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap;
 use steplens_ingest::model::{CategoryClass, DeviceKind, OpArg, SliceId, TrackKind};
 
-use super::registry::{Detector, Raises, Saves};
+use super::registry::{Detector, Raises, Saves, Threshold};
 use super::{MAX_EVIDENCE, human_ns};
 use crate::context::Context;
 use crate::finding::{Cost, FindingKind, Raised, Severity};
 use steplens_ingest::intervals::IntervalSet;
+const FP32_COMPUTE_MIN_PCT: Threshold = Threshold::float(
+    "fp32_compute_min_pct",
+    10.0,
+    "fp32 matrix kernels must take at least this share of the step, percent.",
+);
+
 /// This detector's entry in the registry.
 pub(super) const DETECTOR: Detector = Detector {
     name: "precision",
@@ -39,7 +45,7 @@ pub(super) const DETECTOR: Detector = Detector {
         FindingKind::NoMixedPrecision,
         Saves::DeviceWork,
     )],
-    thresholds: &["fp32_compute_min_pct"],
+    thresholds: &[FP32_COMPUTE_MIN_PCT],
     advice: "Run the matrix work in bf16/fp16 under torch.autocast, or allow TF32 (torch.backends.cuda.matmul.allow_tf32).",
     detect: |ctx, _| detect(ctx),
 };

@@ -12,14 +12,20 @@ use std::collections::BTreeMap;
 use steplens_ingest::model::{CategoryClass, OpArg, SliceId};
 
 use super::human_ns;
-use super::registry::{Detector, Raises, Saves};
+use super::registry::{Detector, Raises, Saves, Threshold};
 use crate::context::{Context, NameSet};
 use crate::finding::{Cost, Evidence, FindingKind, Raised, Severity};
+const RECOMPILE_WARMUP_COMPILES: Threshold = Threshold::int(
+    "recompile_warmup_compiles",
+    1,
+    "compiles with an index below this are warm-up, not recompiles (`F/0` is the first compile of frame `F`).",
+);
+
 /// This detector's entry in the registry.
 pub(super) const DETECTOR: Detector = Detector {
     name: "recompile",
     raises: &[Raises::new(FindingKind::Recompile, Saves::HostTime)],
-    thresholds: &["recompile_warmup_compiles"],
+    thresholds: &[RECOMPILE_WARMUP_COMPILES],
     advice: "Keep shapes, dtypes and Python values the compiled code depends on stable (pad to fixed sizes, mark dynamic dims), so the graph compiles once.",
     detect: |ctx, _| detect(ctx),
 };

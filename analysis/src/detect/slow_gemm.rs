@@ -32,17 +32,23 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashSet;
 use steplens_ingest::model::{CategoryClass, NO_PARENT, SliceId};
 
-use super::registry::{Detector, Raises, Saves};
+use super::registry::{Detector, Raises, Saves, Threshold};
 use super::{MAX_EVIDENCE, human_ns};
 use crate::context::Context;
 use crate::finding::{Cost, FindingKind, Raised, Severity};
 use crate::op_perf::{Family, GemmDims, Signature};
 use steplens_ingest::intervals::IntervalSet;
+const SLOW_GEMM_MAX_PCT: Threshold = Threshold::float(
+    "slow_gemm_max_pct",
+    50.0,
+    "a GEMM signature whose rate is below this share of what the trace's well-shaped GEMMs of its dtype reach (or its memory roof) runs slow, percent.",
+);
+
 /// This detector's entry in the registry.
 pub(super) const DETECTOR: Detector = Detector {
     name: "slow_gemm",
     raises: &[Raises::new(FindingKind::SlowGemm, Saves::DeviceWork)],
-    thresholds: &["slow_gemm_max_pct"],
+    thresholds: &[SLOW_GEMM_MAX_PCT],
     advice: "Give the GEMM well-aligned shapes (multiples of 8/16 in the inner dims) and batch small ones together.",
     detect: |ctx, _| detect(ctx),
 };
