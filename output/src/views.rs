@@ -8,7 +8,7 @@ use std::io::{self, Write};
 use steplens_analysis::Report;
 use steplens_analysis::table_spec::{
     ColumnSpec, FAMILY_COLUMNS, KERNEL_COLUMNS, OP_PERF_COLUMNS, OPERATOR_COLUMNS,
-    WORKER_COLLECTIVE_COLUMNS, WORKER_COLUMNS, WorkerCollective,
+    WORKER_COLLECTIVE_COLUMNS, WORKER_COLUMNS, WorkerCollective, gpu_summary_columns,
 };
 use steplens_analysis::tensorboard::Breakdown;
 
@@ -33,10 +33,6 @@ pub enum View {
 /// µs of a mean, rounded to the nearest as the plugin prints it.
 fn us_f(ns: f64) -> String {
     micros(ns.round() as i64)
-}
-
-fn pct(v: f64) -> String {
-    format!("{v:.2}")
 }
 
 /// The sections of `view`: a title and its table, or a line saying why there is none.
@@ -166,30 +162,11 @@ fn overview(report: &Report) -> Vec<(String, Result<Table, String>)> {
     }
     let mut out = vec![("Step time breakdown (µs)".to_owned(), Ok(steps))];
     if !report.gpu_summary.is_empty() {
-        let mut gpu = Table::new(&[
-            ("device", false),
-            ("name", false),
-            ("GPU utilization %", true),
-            ("est. SM efficiency %", true),
-            ("est. achieved occupancy %", true),
-            ("kernel time using Tensor Cores %", true),
-        ]);
-        let opt = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), pct);
-        for g in &report.gpu_summary {
-            let device = if multi {
-                format!("{} [{}]", g.device, g.source)
-            } else {
-                g.device.to_string()
-            };
-            gpu.row(vec![
-                device,
-                g.name.clone().unwrap_or_default(),
-                pct(g.utilization_pct),
-                opt(g.sm_efficiency_pct),
-                opt(g.achieved_occupancy_pct),
-                opt(g.tensor_core_pct),
-            ]);
-        }
+        let gpu = Table::from_spec(
+            gpu_summary_columns(multi),
+            &report.gpu_summary,
+            Durations::Micros,
+        );
         out.push(("GPU summary".to_owned(), Ok(gpu)));
     }
     out

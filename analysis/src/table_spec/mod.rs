@@ -14,6 +14,7 @@ pub use report::{OP_COLUMNS, RANK_COLUMNS};
 pub use roofline::{FAMILY_COLUMNS, OP_PERF_COLUMNS};
 pub use tensorboard::{
     KERNEL_COLUMNS, OPERATOR_COLUMNS, WORKER_COLLECTIVE_COLUMNS, WORKER_COLUMNS, WorkerCollective,
+    gpu_summary_columns,
 };
 
 /// One cell's value, typed so each renderer formats and sorts it its own way.

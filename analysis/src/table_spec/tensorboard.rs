@@ -2,7 +2,57 @@
 //! their collectives.
 
 use super::{Cell, ColumnSpec, Unit, opt_text};
-use crate::tensorboard::{CommOpRow, DistributedRow, KernelRow, OperatorRow};
+
+/// A share some devices lack, with the plugin's two decimals, `-` without a value.
+const fn gpu_share(
+    key: &'static str,
+    header: &'static str,
+    value: fn(&GpuSummary) -> Cell<'_>,
+) -> ColumnSpec<GpuSummary> {
+    ColumnSpec {
+        missing: "-",
+        nullable: true,
+        ..ColumnSpec::new(key, header, Unit::Decimal, value)
+    }
+}
+
+fn opt_share(v: Option<f64>) -> Cell<'static> {
+    v.map_or(Cell::Empty, |v| Cell::Decimal(v, 2))
+}
+
+/// The plugin's GPU summary, one row per device; the input column first, for a run of several
+/// inputs ([`gpu_summary_columns`]).
+const GPU_SUMMARY_COLUMNS: &[ColumnSpec<GpuSummary>] = &[
+    ColumnSpec::new("source", "input", Unit::Count, |g| {
+        Cell::Count(u64::from(g.source))
+    }),
+    ColumnSpec::new("device", "device", Unit::Id, |g| Cell::Id(g.device)),
+    ColumnSpec::new("name", "name", Unit::Text, |g| opt_text(g.name.as_deref())),
+    ColumnSpec::new("utilization_pct", "GPU utilization %", Unit::Decimal, |g| {
+        Cell::Decimal(g.utilization_pct, 2)
+    }),
+    gpu_share("sm_efficiency_pct", "est. SM efficiency %", |g| {
+        opt_share(g.sm_efficiency_pct)
+    }),
+    gpu_share("achieved_occupancy_pct", "est. achieved occupancy %", |g| {
+        opt_share(g.achieved_occupancy_pct)
+    }),
+    gpu_share("tensor_core_pct", "kernel time using Tensor Cores %", |g| {
+        opt_share(g.tensor_core_pct)
+    }),
+];
+
+/// The GPU summary's columns: with the input's index when the run has several inputs.
+#[must_use]
+pub fn gpu_summary_columns(several_inputs: bool) -> &'static [ColumnSpec<GpuSummary>] {
+    if several_inputs {
+        GPU_SUMMARY_COLUMNS
+    } else {
+        &GPU_SUMMARY_COLUMNS[1..]
+    }
+}
+
+use crate::tensorboard::{CommOpRow, DistributedRow, GpuSummary, KernelRow, OperatorRow};
 
 /// The TensorBoard plugin's operator tables ([`crate::report::Report::operators`] and
 /// [`crate::report::Report::operators_by_shape`]); the input shape shows in the second.

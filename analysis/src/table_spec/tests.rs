@@ -3,12 +3,14 @@
 use super::{
     Cell, ColumnSpec, FAMILY_COLUMNS, KERNEL_COLUMNS, OP_COLUMNS, OP_PERF_COLUMNS,
     OPERATOR_COLUMNS, RANK_COLUMNS, Show, Unit, WORKER_COLLECTIVE_COLUMNS, WORKER_COLUMNS,
-    WorkerCollective, shown,
+    WorkerCollective, gpu_summary_columns, shown,
 };
 use crate::op_perf::{Family, OpPerf, by_family};
 use crate::ops::OpStats;
 use crate::ranks::RankStats;
-use crate::tensorboard::{CommOpRow, DistributedRow, KernelRow, LaunchShape, OperatorRow};
+use crate::tensorboard::{
+    CommOpRow, DistributedRow, GpuSummary, KernelRow, LaunchShape, OperatorRow,
+};
 
 fn op(name: &str, graph_kernels: Option<u64>) -> OpStats {
     OpStats {
@@ -156,6 +158,22 @@ fn export_keys_are_unique_and_name_their_unit() {
         gemm: None,
     };
     keys_are_unique_and_name_their_unit(OP_PERF_COLUMNS, &gemm);
+    let gpu = GpuSummary {
+        source: 1,
+        device: 0,
+        name: Some("NVIDIA H100".into()),
+        utilization_pct: 50.0,
+        sm_efficiency_pct: Some(40.0),
+        achieved_occupancy_pct: Some(30.0),
+        tensor_core_pct: Some(20.0),
+    };
+    keys_are_unique_and_name_their_unit(gpu_summary_columns(true), &gpu);
+    // One input: no input column.
+    assert_eq!(gpu_summary_columns(false)[0].key, "device");
+    assert_eq!(
+        gpu_summary_columns(true).len(),
+        gpu_summary_columns(false).len() + 1
+    );
     keys_are_unique_and_name_their_unit(FAMILY_COLUMNS, &by_family(&[gemm])[0]);
     let collectives = WorkerCollective::of(std::slice::from_ref(&worker));
     keys_are_unique_and_name_their_unit(WORKER_COLLECTIVE_COLUMNS, &collectives[0]);

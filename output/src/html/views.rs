@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use steplens_analysis::Report;
 use steplens_analysis::table_spec::{
     ColumnSpec, KERNEL_COLUMNS, OPERATOR_COLUMNS, WORKER_COLLECTIVE_COLUMNS, WORKER_COLUMNS,
-    WorkerCollective,
+    WorkerCollective, gpu_summary_columns,
 };
 use steplens_analysis::tensorboard::Breakdown;
 use steplens_analysis::units::human_ns;
@@ -20,10 +20,6 @@ use crate::steps::step_label;
 const MAX_ROWS: usize = 500;
 
 type Cell = (String, Option<f64>);
-
-fn num(v: f64, decimals: usize) -> Cell {
-    (format!("{v:.decimals$}"), Some(v))
-}
 
 /// Writes every view the report has.
 pub(super) fn views(h: &mut Html<'_>, report: &Report) {
@@ -63,37 +59,13 @@ pub(super) fn views(h: &mut Html<'_>, report: &Report) {
         rows.push(row);
     }
     table(h, "tb-steps", &heads, &rows);
-    if !report.gpu_summary.is_empty() {
-        h.push_str("<h3>GPU summary</h3>");
-        let opt = |v: Option<f64>| v.map_or_else(|| text_cell("-"), |v| num(v, 2));
-        let rows: Vec<Vec<Cell>> = report
-            .gpu_summary
-            .iter()
-            .map(|g| {
-                vec![
-                    text_cell(&g.device.to_string()),
-                    text_cell(g.name.as_deref().unwrap_or("")),
-                    num(g.utilization_pct, 2),
-                    opt(g.sm_efficiency_pct),
-                    opt(g.achieved_occupancy_pct),
-                    opt(g.tensor_core_pct),
-                ]
-            })
-            .collect();
-        table(
-            h,
-            "tb-gpu",
-            &[
-                ("device", false),
-                ("name", false),
-                ("GPU utilization %", true),
-                ("est. SM efficiency %", true),
-                ("est. achieved occupancy %", true),
-                ("kernel time using Tensor Cores %", true),
-            ],
-            &rows,
-        );
-    }
+    titled(
+        h,
+        "GPU summary",
+        "tb-gpu",
+        gpu_summary_columns(multi),
+        &report.gpu_summary,
+    );
     titled(
         h,
         "Operators",
