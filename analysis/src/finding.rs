@@ -6,6 +6,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use steplens_ingest::model::Step;
 
 /// Most evidence references a finding keeps (the JSON says how many there were).
 pub const MAX_EVIDENCE: usize = 20;
@@ -54,6 +55,10 @@ pub struct Finding {
     /// Where the lost time sits on the clock (for the one-owner rule); not part of the JSON.
     #[serde(skip)]
     pub cost: Cost,
+    /// Its step as an index into the Timeline's steps, which `step` names: how the report finds
+    /// the step again (two steps may share a name). Not part of the JSON.
+    #[serde(skip)]
+    pub step_index: Option<usize>,
 }
 
 impl Finding {
@@ -71,7 +76,7 @@ impl Finding {
 }
 
 /// What a detector raises: a finding before the report has settled it. It has no field the
-/// report sets (what fixing it saves, its input, its rank): [`Finding::from`] is the one
+/// report sets (what fixing it saves, its input, its rank): [`Raised::settle`] is the one
 /// constructor of a [`Finding`], and the report fills those in once every finding is in.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Raised {
@@ -81,8 +86,8 @@ pub struct Raised {
     pub severity: Severity,
     /// One-line title.
     pub title: String,
-    /// Step name, when the finding belongs to one step.
-    pub step: Option<String>,
+    /// The step it belongs to, when it belongs to one: an index into the Timeline's steps.
+    pub step: Option<usize>,
     /// Start of the affected range, ns.
     pub start_ns: i64,
     /// End of the affected range, ns.
@@ -105,13 +110,17 @@ pub struct Raised {
     pub cost: Cost,
 }
 
-impl From<Raised> for Finding {
-    fn from(r: Raised) -> Self {
-        Self {
+impl Raised {
+    /// The finding, its step named from `steps` (the Timeline's, which `step` indexes).
+    #[must_use]
+    pub fn settle(self, steps: &[Step]) -> Finding {
+        let r = self;
+        Finding {
             kind: r.kind,
             severity: r.severity,
             title: r.title,
-            step: r.step,
+            step: r.step.and_then(|i| steps.get(i)).map(|s| s.name.clone()),
+            step_index: r.step.filter(|&i| i < steps.len()),
             start_ns: r.start_ns,
             end_ns: r.end_ns,
             track: r.track,

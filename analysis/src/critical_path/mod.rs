@@ -189,21 +189,21 @@ pub struct CriticalPaths {
 }
 
 impl CriticalPaths {
-    /// The path of the step named `step` on input `source`'s clock, or of its whole trace.
+    /// The path of step `step` (an index into `timeline.steps`), or of input `source`'s whole
+    /// trace when the finding has no step.
     #[must_use]
     pub fn of(
         &self,
         timeline: &Timeline,
         source: u16,
-        step: Option<&str>,
+        step: Option<usize>,
     ) -> Option<&CriticalPath> {
-        let clock = timeline.step_source(source);
         match step {
-            Some(name) => timeline
-                .step_named(clock, name)
-                .and_then(|i| self.steps.get(i))
-                .and_then(Option::as_ref),
-            None => self.whole.iter().find(|(s, _)| *s == clock).map(|(_, p)| p),
+            Some(i) => self.steps.get(i).and_then(Option::as_ref),
+            None => {
+                let clock = timeline.step_source(source);
+                self.whole.iter().find(|(s, _)| *s == clock).map(|(_, p)| p)
+            }
         }
     }
 }

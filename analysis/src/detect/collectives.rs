@@ -142,7 +142,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Raised> {
                     s.name,
                     human_ns(lost)
                 ),
-                step: Some(s.name.clone()),
+                step: Some(step),
                 start_ns: first.start,
                 end_ns: occurrences[members[members.len() - 1]].end,
                 track: None,

@@ -110,7 +110,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Raised> {
                     s.name,
                     human_ns(lost)
                 ),
-                step: Some(s.name.clone()),
+                step: Some(step),
                 start_ns: t.slices.start[first as usize],
                 end_ns: t.slices.end(first),
                 track: ctx.track_name(first),

@@ -109,7 +109,7 @@ fn gaudi_wait_before_launch(ctx: &Context<'_>) -> Vec<Raised> {
                 step.name,
                 human_ns(wait)
             ),
-            step: Some(step.name.clone()),
+            step: Some(index),
             start_ns: step.start,
             end_ns: until,
             track: ctx.track_name(launch),
@@ -194,7 +194,7 @@ fn annotated(ctx: &Context<'_>) -> Vec<Raised> {
                     human_ns(wait),
                     human_ns(total)
                 ),
-                step: Some(s.name.clone()),
+                step: Some(step),
                 start_ns: t.slices.start[first as usize],
                 end_ns: end,
                 track: ctx.track_name(first),

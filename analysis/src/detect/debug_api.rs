@@ -223,7 +223,7 @@ fn finding(ctx: &Context<'_>, step: Option<usize>, api: Api, slices: &[SliceId])
         kind: FindingKind::DebugApiEnabled,
         severity: Severity::of_share(lost, step_ns),
         title,
-        step: step_name,
+        step,
         start_ns: start,
         end_ns: end,
         track: ctx.track_name(first),

@@ -270,7 +270,7 @@ fn step_finding(
         kind: FindingKind::ExposedCommunication,
         severity: Severity::of_share(hideable, w.dur()),
         title,
-        step: Some(s.name.clone()),
+        step: Some(step),
         start_ns: first.start,
         end_ns: last.end,
         track: ctx.track_name(first.slice),

@@ -141,7 +141,7 @@ fn new_graphs_without_host(ctx: &Context<'_>) -> Vec<Raised> {
                         s.name
                     )
                 },
-                step: Some(s.name.clone()),
+                step: Some(step),
                 start_ns: from,
                 end_ns: to.max(start),
                 track: ctx.track_name(slice),
@@ -378,7 +378,7 @@ fn compile_calls(ctx: &Context<'_>) -> Vec<Raised> {
                     s.name,
                     human_ns(lost)
                 ),
-                step: Some(s.name.clone()),
+                step: Some(step),
                 start_ns: t.slices.start[calls[0] as usize],
                 end_ns: calls
                     .iter()

@@ -197,7 +197,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Raised> {
                 },
                 ops_named.first().map_or_else(String::new, |op| format!(" (mostly {op})"))
             ),
-            step: Some(step.name.clone()),
+            step: Some(index),
             start_ns: start,
             end_ns: end,
             track: None,

@@ -395,7 +395,7 @@ fn finding(
         kind,
         severity: Severity::of_share(lost, s.dur),
         title,
-        step: Some(s.name.clone()),
+        step: Some(step),
         start_ns: t.slices.start[first as usize],
         end_ns: t.slices.end(first),
         track: ctx.track_name(first),

@@ -149,7 +149,7 @@ fn explicit_pad(ctx: &Context<'_>) -> Vec<Raised> {
                     s.name,
                     human_ns(lost)
                 ),
-                step: Some(s.name.clone()),
+                step: Some(step),
                 start_ns: t.slices.start[first as usize],
                 end_ns: t.slices.end(first),
                 track: ctx.track_name(first),
@@ -249,7 +249,7 @@ fn bias_before_batchnorm(ctx: &Context<'_>) -> Vec<Raised> {
                     s.name,
                     crate::units::name_list(&names)
                 ),
-                step: Some(s.name.clone()),
+                step: Some(step),
                 start_ns: t.slices.start[first as usize],
                 end_ns: t.slices.end(first),
                 track: ctx.track_name(first),

@@ -177,7 +177,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Raised> {
                     ops.first()
                         .map_or_else(String::new, |k| format!(", mostly {k}"))
                 ),
-                step: step_name,
+                step,
                 start_ns: stretches.first().map_or(first.0, |s| s.0),
                 end_ns: stretches.last().map_or(last.1, |s| s.1),
                 track: Some("MME".into()),

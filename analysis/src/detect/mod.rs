@@ -149,7 +149,7 @@ pub fn run_all(ctx: &Context<'_>) -> Vec<Finding> {
         let mut findings: Vec<Finding> = Vec::new();
         for d in half {
             let raised = ctx.timed(&format!("detector {}", d.name), || (d.detect)(ctx, &shared));
-            findings.extend(raised.into_iter().map(Finding::from));
+            findings.extend(raised.into_iter().map(|r| r.settle(&ctx.timeline.steps)));
         }
         findings
     };
@@ -159,7 +159,7 @@ pub fn run_all(ctx: &Context<'_>) -> Vec<Finding> {
     ctx.timed("findings: one owner per ns", || {
         settle_lost_time(ctx, &mut findings);
     });
-    let compiling = compile_time_per_step(ctx, &findings);
+    let compiling = compile_time_per_step(&findings);
     let material: Vec<bool> = findings
         .iter()
         .map(|f| is_material(ctx, f, &compiling))
@@ -189,19 +189,16 @@ pub fn rank_by_saving(findings: &mut [Finding]) {
     });
 }
 
-/// The step a finding names, as its device-inclusive window `(start, end)` on the clock of input
-/// `source`, and that window's duration. A cost outside the window (host work of a device-bound
-/// step that ran ahead of the device) costs the step nothing.
-fn step_window(ctx: &Context<'_>, source: u16, step: Option<&str>) -> Option<((i64, i64), i64)> {
-    let name = step?;
-    let source = ctx.timeline.step_source(source);
-    let index = ctx.timeline.step_named(source, name)?;
-    let w = ctx.step_window(index)?;
+/// A finding's step (an index into the Timeline's steps) as its device-inclusive window
+/// `(start, end)` on its clock, and that window's duration. A cost outside the window (host
+/// work of a device-bound step that ran ahead of the device) costs the step nothing.
+fn step_window(ctx: &Context<'_>, step: Option<usize>) -> Option<((i64, i64), i64)> {
+    let w = ctx.step_window(step?)?;
     Some(((w.start, w.end), w.dur()))
 }
 
-/// A step on one input's clock: (clock source, step name; `None` outside every step).
-type StepOfClock = (u16, Option<String>);
+/// A step on one input's clock: (clock source, step index; `None` outside every step).
+type StepOfClock = (u16, Option<usize>);
 
 /// One owner for each lost nanosecond: within an input's clock, findings take their lost
 /// intervals (clipped to their step) in [`FindingKind::OWNER_ORDER`]; what an earlier finding owns is taken
@@ -224,13 +221,13 @@ fn settle_lost_time(ctx: &Context<'_>, findings: &mut [Finding]) {
             continue;
         }
         let clock = t.step_source(source);
-        let window = step_window(ctx, source, f.step.as_deref());
+        let window = step_window(ctx, f.step_index);
         let mine = IntervalSet::from_ranges(f.cost.ranges.clone());
         let inside = match window {
             Some(((a, b), _)) => IntervalSet::from_ranges(mine.within(a, b)),
             None => mine.clone(),
         };
-        let owners = owned.entry((clock, f.step.clone())).or_default();
+        let owners = owned.entry((clock, f.step_index)).or_default();
         let mut free = inside.clone();
         let mut taken_by: Vec<(FindingKind, i64)> = Vec::new();
         for (kind, set) in owners.iter() {
@@ -267,16 +264,12 @@ fn settle_lost_time(ctx: &Context<'_>, findings: &mut [Finding]) {
     }
 }
 
-/// Recompile time per (clock, step name), after settling.
-fn compile_time_per_step(
-    ctx: &Context<'_>,
-    findings: &[Finding],
-) -> rustc_hash::FxHashMap<(u16, String), i64> {
+/// Recompile time per step (an index into the Timeline's steps), after settling.
+fn compile_time_per_step(findings: &[Finding]) -> rustc_hash::FxHashMap<usize, i64> {
     let mut out = rustc_hash::FxHashMap::default();
     for f in findings.iter().filter(|f| f.kind == FindingKind::Recompile) {
-        if let (Some(source), Some(step)) = (f.cost.source, &f.step) {
-            *out.entry((ctx.timeline.step_source(source), step.clone()))
-                .or_insert(0) += f.lost_ns;
+        if let Some(step) = f.step_index {
+            *out.entry(step).or_insert(0) += f.lost_ns;
         }
     }
     out
@@ -289,21 +282,19 @@ fn compile_time_per_step(
 fn is_material(
     ctx: &Context<'_>,
     f: &Finding,
-    compiling: &rustc_hash::FxHashMap<(u16, String), i64>,
+    compiling: &rustc_hash::FxHashMap<usize, i64>,
 ) -> bool {
     if f.cost.pattern || f.cost.ranges.is_empty() {
         return true;
     }
     let th = ctx.thresholds;
-    let in_step = f.cost.source.and_then(|source| {
-        let (_, dur) = step_window(ctx, source, f.step.as_deref())?;
-        let clock = ctx.timeline.step_source(source);
+    let in_step = f.cost.source.and_then(|_| {
+        let (_, dur) = step_window(ctx, f.step_index)?;
         let compile = if f.kind == FindingKind::Recompile {
             0
         } else {
-            f.step
-                .as_ref()
-                .and_then(|s| compiling.get(&(clock, s.clone())))
+            f.step_index
+                .and_then(|s| compiling.get(&s))
                 .copied()
                 .unwrap_or(0)
         };
@@ -318,4 +309,49 @@ fn is_material(
 /// ` at file.py:12` for a title, or nothing without a call site.
 pub(crate) fn at_site(call_site: Option<&str>) -> String {
     call_site.map(|c| format!(" at {c}")).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use steplens_ingest::{LoadOptions, load_bytes};
+
+    use crate::finding::FindingKind;
+    use crate::report::build_report;
+
+    /// A complete event on thread `tid`, µs.
+    fn x(cat: &str, name: &str, tid: u32, ts: f64, dur: f64) -> String {
+        format!(
+            r#"{{"ph": "X", "cat": "{cat}", "name": "{name}", "pid": 1, "tid": {tid}, "ts": {ts}, "dur": {dur}, "args": {{}}}}"#
+        )
+    }
+
+    /// Two steps of one name (a trace whose step counter restarted, as two profiler sessions
+    /// written into one file): each step's data wait is found in its own step's window. Looked
+    /// up by name, the second wait fell outside the first step's window and was lost.
+    #[test]
+    fn findings_of_two_steps_of_one_name_keep_their_own_step() {
+        let loader = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
+        let events = [
+            x("user_annotation", "ProfilerStep#1", 1, 0.0, 10_000.0),
+            x("user_annotation", loader, 1, 0.0, 3_000.0),
+            x("cpu_op", "aten::mm", 1, 3_000.0, 7_000.0),
+            x("user_annotation", "ProfilerStep#1", 1, 20_000.0, 10_000.0),
+            x("user_annotation", loader, 1, 20_000.0, 6_000.0),
+            x("cpu_op", "aten::mm", 1, 26_000.0, 4_000.0),
+        ];
+        let json = format!(r#"{{"traceEvents": [{}]}}"#, events.join(",\n"));
+        let Ok(t) = load_bytes("two.json", json.into_bytes(), &LoadOptions::default()) else {
+            panic!("the trace loads");
+        };
+        let names: Vec<&str> = t.steps.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["ProfilerStep#1", "ProfilerStep#1"]);
+        let mut lost: Vec<(Option<usize>, i64)> = build_report(&t)
+            .findings
+            .iter()
+            .filter(|f| f.kind == FindingKind::DataloaderStall)
+            .map(|f| (f.step_index, f.lost_ns))
+            .collect();
+        lost.sort_unstable();
+        assert_eq!(lost, [(Some(0), 3_000_000), (Some(1), 6_000_000)]);
+    }
 }

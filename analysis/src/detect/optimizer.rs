@@ -189,7 +189,7 @@ fn finding(
             human_ns(lost),
             human_ns(total)
         ),
-        step: Some(s.name.clone()),
+        step: Some(step),
         start_ns: t.slices.start[annotation as usize],
         end_ns: t.slices.end(annotation),
         track: ctx.track_name(annotation),

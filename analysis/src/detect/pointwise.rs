@@ -234,7 +234,7 @@ fn finding(ctx: &Context<'_>, source: u16, step: usize, chains: &[Chain]) -> Rai
             s.name,
             human_ns(lost)
         ),
-        step: Some(s.name.clone()),
+        step: Some(step),
         start_ns: t.slices.start[first as usize],
         end_ns: chains[0]
             .ops

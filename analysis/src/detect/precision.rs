@@ -367,7 +367,7 @@ fn finding(
             crate::units::name_list(&names),
             human_ns(lost)
         ),
-        step: Some(s.name.clone()),
+        step: Some(step),
         start_ns: t.slices.start[first as usize],
         end_ns: t.slices.end(first),
         track: ctx.track_name(first),

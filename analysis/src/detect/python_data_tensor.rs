@@ -143,7 +143,7 @@ fn finding(ctx: &Context<'_>, source: u16, step: usize, cs: &[Construction]) -> 
             s.name,
             human_ns(lost)
         ),
-        step: Some(s.name.clone()),
+        step: Some(step),
         start_ns: ranges.iter().map(|r| r.0).min().unwrap_or(0),
         end_ns: ranges.iter().map(|r| r.1).max().unwrap_or(0),
         track: ctx.track_name(first),

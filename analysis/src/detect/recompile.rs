@@ -128,7 +128,7 @@ pub(crate) fn detect(ctx: &Context<'_>) -> Vec<Raised> {
             kind: FindingKind::Recompile,
             severity: Severity::of_share(lost, step.map_or(0, |s| t.steps[s].dur)),
             title,
-            step: step_name,
+            step,
             start_ns: start,
             end_ns: end,
             track: ctx.track_name(marker),

@@ -31,7 +31,8 @@ pub(super) fn settle_savings(ctx: &Context<'_>, findings: &mut [Finding], claime
     let mut order: Vec<usize> = (0..findings.len()).collect();
     order.sort_by_key(|&i| (findings[i].kind.owner_rank(), findings[i].start_ns));
     // Per (clock, step): the path time already saved by an earlier finding.
-    let mut taken: FxHashMap<(u16, Option<String>), IntervalSet> = FxHashMap::default();
+    // Per clock and step (an index into the Timeline's steps; `None` outside every step).
+    let mut taken: FxHashMap<(u16, Option<usize>), IntervalSet> = FxHashMap::default();
     for i in order {
         let f = &mut findings[i];
         let saves = super::registry::saves(f.kind);
@@ -46,7 +47,7 @@ pub(super) fn settle_savings(ctx: &Context<'_>, findings: &mut [Finding], claime
             continue;
         }
         let Some((path, (lo, hi))) = paths
-            .of(t, source, f.step.as_deref())
+            .of(t, source, f.step_index)
             .and_then(|p| Some((p, p.span()?)))
         else {
             f.cost.saving_unknown = true;
@@ -69,7 +70,7 @@ pub(super) fn settle_savings(ctx: &Context<'_>, findings: &mut [Finding], claime
             on_path = IntervalSet::from_ranges(on_path.iter().chain(device.iter()).collect());
         }
         let owned = taken
-            .entry((t.step_source(source), f.step.clone()))
+            .entry((t.step_source(source), f.step_index))
             .or_default();
         let free = on_path.minus(owned);
         // The detector's claim as a share of what it measured: a chain's fused cost stays.

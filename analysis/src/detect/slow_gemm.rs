@@ -401,7 +401,7 @@ fn finding(ctx: &Context<'_>, source: u16, step: usize, cause: Cause, group: Gro
             group.dtype,
             human_ns(lost),
         ),
-        step: Some(s.name.clone()),
+        step: Some(step),
         start_ns: t.slices.start[first as usize],
         end_ns: t.slices.end(first),
         track: ctx.track_name(first),

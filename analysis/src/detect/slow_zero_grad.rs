@@ -250,7 +250,7 @@ fn finding(ctx: &Context<'_>, step: Option<usize>, ops: &StepOps) -> Option<Rais
         kind: FindingKind::SlowZeroGrad,
         severity: Severity::of_share(lost, step_ns),
         title,
-        step: step_name,
+        step,
         start_ns: start,
         end_ns: end,
         track: ctx.track_name(first),

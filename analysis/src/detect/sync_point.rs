@@ -370,7 +370,7 @@ fn finding(
             Severity::Info
         },
         title,
-        step: step_name,
+        step,
         start_ns: start,
         end_ns: end,
         track: calls.first().and_then(|c| ctx.track_name(c.op)),

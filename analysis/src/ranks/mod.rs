@@ -176,7 +176,10 @@ pub fn ranks(t: &Timeline) -> Option<(RanksReport, Vec<Finding>)> {
     rank_analysis(t).map(|a| {
         (
             a.report,
-            a.straggler.into_iter().map(Finding::from).collect(),
+            a.straggler
+                .into_iter()
+                .map(|r| r.settle(&t.steps))
+                .collect(),
         )
     })
 }
@@ -237,7 +240,13 @@ pub fn rank_analysis_with(
 #[must_use]
 pub fn ranks_of(summaries: &[RankSummary]) -> Option<(RanksReport, Vec<Finding>)> {
     ranks_and_waits(summaries, &crate::thresholds::Thresholds::default())
-        .map(|(report, findings, _, _)| (report, findings.into_iter().map(Finding::from).collect()))
+        // A straggler belongs to the run, not to a step: no steps to name.
+        .map(|(report, findings, _, _)| {
+            (
+                report,
+                findings.into_iter().map(|r| r.settle(&[])).collect(),
+            )
+        })
 }
 
 /// Per input, the intervals it waited for the last rank at matched collectives.

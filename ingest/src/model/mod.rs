@@ -632,8 +632,9 @@ impl Timeline {
         (s.source == source && ts < s.end()).then_some(i)
     }
 
-    /// The step (index into `steps`) of input `source` named `name`: how a finding, which names
-    /// its step, finds it again (the first of that name).
+    /// The step (index into `steps`) of input `source` named `name`, the first of that name: how
+    /// the memory series, which name their steps, find them again. Findings keep their step's
+    /// index instead.
     #[must_use]
     pub fn step_named(&self, source: u16, name: &str) -> Option<usize> {
         self.steps
