@@ -24,6 +24,7 @@ use super::human_ns;
 use super::registry::{Detector, Raises, Saves, Threshold};
 use crate::context::Context;
 use crate::finding::{Cost, FindingKind, Raised, Severity};
+
 const FRAGMENTED_MIN_PER_STEP: Threshold = Threshold::int(
     "fragmented_min_per_step",
     8,

@@ -21,6 +21,7 @@ use crate::context::Context;
 use crate::finding::{Cost, FindingKind, Raised, Severity};
 use crate::op_names::DATALOADER_PREFIX;
 use steplens_ingest::intervals::IntervalSet;
+
 const DATALOADER_STALL_MIN_PCT: Threshold = Threshold::float(
     "dataloader_stall_min_pct",
     5.0,

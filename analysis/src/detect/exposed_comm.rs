@@ -33,6 +33,7 @@ use crate::context::Context;
 use crate::finding::{Cost, FindingKind, Raised, Severity};
 use crate::ranks::Occurrence;
 use steplens_ingest::intervals::IntervalSet;
+
 const EXPOSED_COMM_MIN_PCT: Threshold = Threshold::float(
     "exposed_comm_min_pct",
     5.0,

@@ -13,6 +13,7 @@ use super::registry::{Detector, Raises, Saves, Threshold};
 use super::{MAX_EVIDENCE, human_ns};
 use crate::context::Context;
 use crate::finding::{Cost, Evidence, FindingKind, Raised, Severity};
+
 const GAUDI_WARMUP_STEPS: Threshold = Threshold::int(
     "gaudi_warmup_steps",
     2,

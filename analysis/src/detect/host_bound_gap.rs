@@ -20,6 +20,7 @@ use super::{BLOCKING_CALLS, human_ns, ranked_names};
 use crate::context::{Context, NameSet};
 use crate::finding::{Cost, Evidence, FindingKind, Raised, Severity};
 use steplens_ingest::intervals::IntervalSet;
+
 const HOST_GAP_MIN_NS: Threshold = Threshold::int(
     "host_gap_min_ns",
     50_000,

@@ -15,6 +15,7 @@ use super::{human_ns, ranked_names};
 use crate::context::Context;
 use crate::finding::{Cost, Evidence, FindingKind, Raised, Severity};
 use steplens_ingest::intervals::IntervalSet;
+
 const MME_IDLE_MIN_NS: Threshold = Threshold::int(
     "mme_idle_min_ns",
     20_000,

@@ -37,6 +37,7 @@ use crate::finding::{Cost, FindingKind, Raised, Severity};
 use crate::nodes::{DeviceNode, NodeKernels, device_nodes};
 use crate::op_names::EVALUATE_PREFIX;
 use crate::units::human_bytes;
+
 const DEVICE_TRANSPOSE_MIN_PCT: Threshold = Threshold::float(
     "device_transpose_min_pct",
     2.0,

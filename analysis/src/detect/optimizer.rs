@@ -24,6 +24,7 @@ use super::torch_ops::tensor_arg;
 use super::{MAX_EVIDENCE, Under, human_ns};
 use crate::context::Context;
 use crate::finding::{Cost, FindingKind, Raised, Severity};
+
 const OPTIMIZER_LOOP_MIN_OPS: Threshold = Threshold::int(
     "optimizer_loop_min_ops",
     8,

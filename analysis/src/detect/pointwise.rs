@@ -21,6 +21,7 @@ use super::torch_ops::tensor_arg;
 use super::{MAX_EVIDENCE, Under, at_site, human_ns};
 use crate::context::Context;
 use crate::finding::{Cost, FindingKind, Raised, Severity};
+
 const POINTWISE_CHAIN_MIN_OPS: Threshold = Threshold::int(
     "pointwise_chain_min_ops",
     4,

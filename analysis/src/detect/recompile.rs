@@ -15,6 +15,7 @@ use super::human_ns;
 use super::registry::{Detector, Raises, Saves, Threshold};
 use crate::context::{Context, NameSet};
 use crate::finding::{Cost, Evidence, FindingKind, Raised, Severity};
+
 const RECOMPILE_WARMUP_COMPILES: Threshold = Threshold::int(
     "recompile_warmup_compiles",
     1,

@@ -38,6 +38,7 @@ use crate::context::Context;
 use crate::finding::{Cost, FindingKind, Raised, Severity};
 use crate::op_perf::{Family, GemmDims, Signature};
 use steplens_ingest::intervals::IntervalSet;
+
 const SLOW_GEMM_MAX_PCT: Threshold = Threshold::float(
     "slow_gemm_max_pct",
     50.0,

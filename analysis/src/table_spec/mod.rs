@@ -160,7 +160,8 @@ pub struct ColumnSpec<T: 'static> {
 
 impl<T> ColumnSpec<T> {
     /// A column every row has, shown in every table, its text never cut and a missing value
-    /// blank; the other fields are set with struct update syntax where a column differs.
+    /// blank; the other fields are set with struct update syntax, or [`data`] and
+    /// [`nullable`], where a column differs.
     #[must_use]
     pub const fn new(
         key: &'static str,
@@ -204,6 +205,28 @@ pub fn shown<'s, T>(
 /// A duration some rows lack.
 fn opt_ns(v: Option<i64>) -> Cell<'static> {
     v.map_or(Cell::Empty, Cell::Ns)
+}
+
+/// `column` in the exported tables only ([`Show::Data`]).
+const fn data<T>(column: ColumnSpec<T>) -> ColumnSpec<T> {
+    ColumnSpec {
+        show: Show::Data,
+        ..column
+    }
+}
+
+/// `column`, some of whose rows lack a value: `-` in rendered tables, null when exported.
+const fn nullable<T>(column: ColumnSpec<T>) -> ColumnSpec<T> {
+    ColumnSpec {
+        missing: "-",
+        nullable: true,
+        ..column
+    }
+}
+
+/// A figure with `decimals` decimals that some rows lack.
+fn opt_decimal(v: Option<f64>, decimals: u8) -> Cell<'static> {
+    v.map_or(Cell::Empty, |v| Cell::Decimal(v, decimals))
 }
 
 /// A text some rows lack.

@@ -1,6 +1,6 @@
 //! The report's own tables: ops, and ranks of a multi-rank run.
 
-use super::{Cell, ColumnSpec, Show, Unit, opt_ns};
+use super::{Cell, ColumnSpec, Show, Unit, data, nullable, opt_ns};
 use crate::ops::OpStats;
 use crate::ranks::RankStats;
 
@@ -56,76 +56,62 @@ pub const OP_COLUMNS: &[ColumnSpec<OpStats>] = &[
     },
 ];
 
-/// A rank column: always shown, its missing values as `-`.
-const fn rank_column(
-    key: &'static str,
-    header: &'static str,
-    unit: Unit,
-    value: fn(&RankStats) -> Cell<'_>,
-) -> ColumnSpec<RankStats> {
-    ColumnSpec {
-        missing: "-",
-        ..ColumnSpec::new(key, header, unit, value)
-    }
-}
-
-/// A rank column whose value some ranks lack (`-`, null when exported).
-const fn nullable_rank_column(
-    key: &'static str,
-    header: &'static str,
-    unit: Unit,
-    value: fn(&RankStats) -> Cell<'_>,
-) -> ColumnSpec<RankStats> {
-    ColumnSpec {
-        nullable: true,
-        ..rank_column(key, header, unit, value)
-    }
-}
-
 /// The rank table of a multi-rank run ([`crate::ranks::RanksReport::ranks`]), in rank order.
 pub const RANK_COLUMNS: &[ColumnSpec<RankStats>] = &[
-    rank_column("rank", "rank", Unit::Id, |r| Cell::Id(r.rank)),
-    rank_column("rank_from", "from", Unit::Text, |r| {
+    ColumnSpec::new("rank", "rank", Unit::Id, |r| Cell::Id(r.rank)),
+    ColumnSpec::new("rank_from", "from", Unit::Text, |r| {
         Cell::Text(&r.rank_from)
     }),
-    ColumnSpec {
-        show: Show::Data,
-        ..rank_column("source", "input", Unit::Count, |r| {
-            Cell::Count(u64::from(r.source))
-        })
-    },
-    rank_column("steps", "steps", Unit::Count, |r| {
+    data(ColumnSpec::new("source", "input", Unit::Count, |r| {
+        Cell::Count(u64::from(r.source))
+    })),
+    ColumnSpec::new("steps", "steps", Unit::Count, |r| {
         Cell::Count(r.steps as u64)
     }),
-    nullable_rank_column("step_p50_ns", "median step", Unit::Ns, |r| {
-        opt_ns(r.step_p50_ns)
-    }),
-    nullable_rank_column("compute_p50_ns", "compute", Unit::Ns, |r| {
-        opt_ns(r.compute_p50_ns)
-    }),
-    nullable_rank_column("collective_p50_ns", "in collectives", Unit::Ns, |r| {
-        opt_ns(r.collective_p50_ns)
-    }),
-    nullable_rank_column("exposed_comm_p50_ns", "exposed", Unit::Ns, |r| {
-        opt_ns(r.exposed_comm_p50_ns)
-    }),
-    rank_column("last_arrivals", "last to arrive", Unit::Count, |r| {
+    nullable(ColumnSpec::new(
+        "step_p50_ns",
+        "median step",
+        Unit::Ns,
+        |r| opt_ns(r.step_p50_ns),
+    )),
+    nullable(ColumnSpec::new(
+        "compute_p50_ns",
+        "compute",
+        Unit::Ns,
+        |r| opt_ns(r.compute_p50_ns),
+    )),
+    nullable(ColumnSpec::new(
+        "collective_p50_ns",
+        "in collectives",
+        Unit::Ns,
+        |r| opt_ns(r.collective_p50_ns),
+    )),
+    nullable(ColumnSpec::new(
+        "exposed_comm_p50_ns",
+        "exposed",
+        Unit::Ns,
+        |r| opt_ns(r.exposed_comm_p50_ns),
+    )),
+    ColumnSpec::new("last_arrivals", "last to arrive", Unit::Count, |r| {
         Cell::OutOf(r.last_arrivals as u64, r.collectives as u64)
     }),
-    ColumnSpec {
-        show: Show::Data,
-        ..rank_column("collectives", "collectives", Unit::Count, |r| {
-            Cell::Count(r.collectives as u64)
-        })
-    },
-    rank_column("wait_ns", "waited", Unit::Ns, |r| Cell::Ns(r.wait_ns)),
-    ColumnSpec {
-        show: Show::Data,
-        ..rank_column("clock_offset_ns", "clock offset", Unit::Ns, |r| {
-            Cell::Ns(r.clock_offset_ns)
-        })
-    },
-    nullable_rank_column("comm_overlap_pct", "comm hidden", Unit::Pct, |r| {
-        r.comm_overlap_pct.map_or(Cell::Empty, Cell::Pct)
-    }),
+    data(ColumnSpec::new(
+        "collectives",
+        "collectives",
+        Unit::Count,
+        |r| Cell::Count(r.collectives as u64),
+    )),
+    ColumnSpec::new("wait_ns", "waited", Unit::Ns, |r| Cell::Ns(r.wait_ns)),
+    data(ColumnSpec::new(
+        "clock_offset_ns",
+        "clock offset",
+        Unit::Ns,
+        |r| Cell::Ns(r.clock_offset_ns),
+    )),
+    nullable(ColumnSpec::new(
+        "comm_overlap_pct",
+        "comm hidden",
+        Unit::Pct,
+        |r| r.comm_overlap_pct.map_or(Cell::Empty, Cell::Pct),
+    )),
 ];

@@ -1,24 +1,7 @@
 //! The per-op performance model's tables: op signatures and their summary by family.
 
-use super::{Cell, ColumnSpec, Show, Unit, opt_text};
+use super::{Cell, ColumnSpec, Show, Unit, nullable, opt_decimal, opt_text};
 use crate::op_perf::{FamilySummary, OpPerf};
-
-/// A rate or share with `decimals` decimals; missing (`-`) when the model has none.
-fn opt_decimal(v: Option<f64>, decimals: u8) -> Cell<'static> {
-    v.map_or(Cell::Empty, |v| Cell::Decimal(v, decimals))
-}
-
-/// A roofline column that only some rows have a value for, `-` elsewhere.
-const fn rate_column(
-    key: &'static str,
-    header: &'static str,
-    value: fn(&OpPerf) -> Cell<'_>,
-) -> ColumnSpec<OpPerf> {
-    ColumnSpec {
-        missing: "-",
-        ..ColumnSpec::new(key, header, Unit::Decimal, value)
-    }
-}
 
 /// The per-op performance model ([`crate::report::Report::op_perf`]), by kernel time.
 pub const OP_PERF_COLUMNS: &[ColumnSpec<OpPerf>] = &[
@@ -43,31 +26,51 @@ pub const OP_PERF_COLUMNS: &[ColumnSpec<OpPerf>] = &[
     ColumnSpec::new("kernel_ns", "kernel time", Unit::Ns, |r| {
         Cell::Ns(r.kernel_ns)
     }),
-    rate_column("gflop_per_call", "GFLOP/call", |r| {
-        opt_decimal(r.flops_per_call.map(|f| f / 1e9), 3)
-    }),
-    rate_column("mb_per_call", "MB/call", |r| {
-        opt_decimal(r.bytes_per_call.map(|b| b / 1e6), 2)
-    }),
-    rate_column("flops_per_byte", "FLOP/B", |r| {
-        opt_decimal(r.flops_per_byte, 1)
-    }),
-    rate_column("tflops_per_s", "TFLOP/s", |r| {
-        opt_decimal(r.tflops_per_s, 2)
-    }),
-    rate_column("tbytes_per_s", "TB/s", |r| opt_decimal(r.tbytes_per_s(), 3)),
-    rate_column("pct_of_peak_compute", "% peak", |r| {
-        opt_decimal(r.pct_of_peak_compute, 1)
-    }),
-    rate_column("pct_of_peak_bandwidth", "% BW", |r| {
-        opt_decimal(r.pct_of_peak_bandwidth, 1)
-    }),
-    ColumnSpec {
-        missing: "-",
-        ..ColumnSpec::new("bound", "bound", Unit::Text, |r| {
-            opt_text(r.bound.as_deref())
-        })
-    },
+    nullable(ColumnSpec::new(
+        "gflop_per_call",
+        "GFLOP/call",
+        Unit::Decimal,
+        |r| opt_decimal(r.flops_per_call.map(|f| f / 1e9), 3),
+    )),
+    nullable(ColumnSpec::new(
+        "mb_per_call",
+        "MB/call",
+        Unit::Decimal,
+        |r| opt_decimal(r.bytes_per_call.map(|b| b / 1e6), 2),
+    )),
+    nullable(ColumnSpec::new(
+        "flops_per_byte",
+        "FLOP/B",
+        Unit::Decimal,
+        |r| opt_decimal(r.flops_per_byte, 1),
+    )),
+    nullable(ColumnSpec::new(
+        "tflops_per_s",
+        "TFLOP/s",
+        Unit::Decimal,
+        |r| opt_decimal(r.tflops_per_s, 2),
+    )),
+    nullable(ColumnSpec::new(
+        "tbytes_per_s",
+        "TB/s",
+        Unit::Decimal,
+        |r| opt_decimal(r.tbytes_per_s(), 3),
+    )),
+    nullable(ColumnSpec::new(
+        "pct_of_peak_compute",
+        "% peak",
+        Unit::Decimal,
+        |r| opt_decimal(r.pct_of_peak_compute, 1),
+    )),
+    nullable(ColumnSpec::new(
+        "pct_of_peak_bandwidth",
+        "% BW",
+        Unit::Decimal,
+        |r| opt_decimal(r.pct_of_peak_bandwidth, 1),
+    )),
+    nullable(ColumnSpec::new("bound", "bound", Unit::Text, |r| {
+        opt_text(r.bound.as_deref())
+    })),
 ];
 
 /// The performance model by op family ([`crate::op_perf::by_family`]).
@@ -84,13 +87,10 @@ pub const FAMILY_COLUMNS: &[ColumnSpec<FamilySummary>] = &[
         Unit::Decimal,
         |f| Cell::Decimal(f.pct_of_kernel_time, 2),
     ),
-    ColumnSpec {
-        missing: "-",
-        ..ColumnSpec::new(
-            "pct_of_peak",
-            "% of peak (FLOP-weighted)",
-            Unit::Decimal,
-            |f| opt_decimal(f.pct_of_peak, 1),
-        )
-    },
+    nullable(ColumnSpec::new(
+        "pct_of_peak",
+        "% of peak (FLOP-weighted)",
+        Unit::Decimal,
+        |f| opt_decimal(f.pct_of_peak, 1),
+    )),
 ];

@@ -1,24 +1,7 @@
 //! The TensorBoard plugin's tables: operators, kernels, and the distributed view's workers and
 //! their collectives.
 
-use super::{Cell, ColumnSpec, Unit, opt_text};
-
-/// A share some devices lack, with the plugin's two decimals, `-` without a value.
-const fn gpu_share(
-    key: &'static str,
-    header: &'static str,
-    value: fn(&GpuSummary) -> Cell<'_>,
-) -> ColumnSpec<GpuSummary> {
-    ColumnSpec {
-        missing: "-",
-        nullable: true,
-        ..ColumnSpec::new(key, header, Unit::Decimal, value)
-    }
-}
-
-fn opt_share(v: Option<f64>) -> Cell<'static> {
-    v.map_or(Cell::Empty, |v| Cell::Decimal(v, 2))
-}
+use super::{Cell, ColumnSpec, Unit, nullable, opt_decimal, opt_text};
 
 /// The plugin's GPU summary, one row per device; the input column first, for a run of several
 /// inputs ([`gpu_summary_columns`]).
@@ -31,15 +14,24 @@ const GPU_SUMMARY_COLUMNS: &[ColumnSpec<GpuSummary>] = &[
     ColumnSpec::new("utilization_pct", "GPU utilization %", Unit::Decimal, |g| {
         Cell::Decimal(g.utilization_pct, 2)
     }),
-    gpu_share("sm_efficiency_pct", "est. SM efficiency %", |g| {
-        opt_share(g.sm_efficiency_pct)
-    }),
-    gpu_share("achieved_occupancy_pct", "est. achieved occupancy %", |g| {
-        opt_share(g.achieved_occupancy_pct)
-    }),
-    gpu_share("tensor_core_pct", "kernel time using Tensor Cores %", |g| {
-        opt_share(g.tensor_core_pct)
-    }),
+    nullable(ColumnSpec::new(
+        "sm_efficiency_pct",
+        "est. SM efficiency %",
+        Unit::Decimal,
+        |g| opt_decimal(g.sm_efficiency_pct, 2),
+    )),
+    nullable(ColumnSpec::new(
+        "achieved_occupancy_pct",
+        "est. achieved occupancy %",
+        Unit::Decimal,
+        |g| opt_decimal(g.achieved_occupancy_pct, 2),
+    )),
+    nullable(ColumnSpec::new(
+        "tensor_core_pct",
+        "kernel time using Tensor Cores %",
+        Unit::Decimal,
+        |g| opt_decimal(g.tensor_core_pct, 2),
+    )),
 ];
 
 /// The GPU summary's columns: with the input's index when the run has several inputs.
