@@ -158,6 +158,15 @@ pub struct ColumnSpec<T: 'static> {
     pub value: fn(&T) -> Cell<'_>,
 }
 
+// By hand: derived impls would ask `T: Copy`, and a column holds no `T`.
+impl<T> Clone for ColumnSpec<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for ColumnSpec<T> {}
+
 impl<T> ColumnSpec<T> {
     /// A column every row has, shown in every table, its text never cut and a missing value
     /// blank; the other fields are set with struct update syntax, or [`data`] and
