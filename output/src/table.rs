@@ -111,6 +111,9 @@ impl Table {
                         Cell::Text(s) if c.cut > 0 => truncate(s, c.cut),
                         Cell::Count(n) => thousands(n),
                         Cell::Ns(ns) if durations == Durations::Micros => micros(ns),
+                        Cell::NsShare(ns, share) if durations == Durations::Micros => {
+                            format!("{} ({share:.2}%)", micros(ns))
+                        }
                         cell => cell.display(c.missing),
                     })
                     .collect(),

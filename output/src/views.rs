@@ -7,13 +7,14 @@ use std::io::{self, Write};
 
 use steplens_analysis::Report;
 use steplens_analysis::table_spec::{
-    ColumnSpec, FAMILY_COLUMNS, KERNEL_COLUMNS, OP_PERF_COLUMNS, OPERATOR_COLUMNS,
-    WORKER_COLLECTIVE_COLUMNS, WORKER_COLUMNS, WorkerCollective, gpu_summary_columns,
+    BREAKDOWN_COLUMNS, BreakdownRow, ColumnSpec, FAMILY_COLUMNS, KERNEL_COLUMNS, OP_PERF_COLUMNS,
+    OPERATOR_COLUMNS, WORKER_COLLECTIVE_COLUMNS, WORKER_COLUMNS, WorkerCollective,
+    gpu_summary_columns,
 };
-use steplens_analysis::tensorboard::Breakdown;
+use steplens_analysis::tensorboard::Overview;
 
 use crate::steps::step_label;
-use crate::table::{Durations, Style, Table, micros};
+use crate::table::{Durations, Style, Table};
 
 /// One of the plugin's views.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,11 +29,6 @@ pub enum View {
     Distributed,
     /// The per-op performance model: work, achieved rates and share of the device's peak.
     Roofline,
-}
-
-/// µs of a mean, rounded to the nearest as the plugin prints it.
-fn us_f(ns: f64) -> String {
-    micros(ns.round() as i64)
 }
 
 /// The sections of `view`: a title and its table, or a line saying why there is none.
@@ -126,6 +122,21 @@ fn roofline(report: &Report, top: usize) -> Vec<(String, Result<Table, String>)>
     ]
 }
 
+/// The breakdown table's rows: each step, then each input's average step, labelled by input or
+/// rank in a run of several.
+pub(crate) fn breakdown_rows(report: &Report, o: &Overview) -> Vec<BreakdownRow> {
+    let multi = report.sources.len() > 1;
+    o.steps
+        .iter()
+        .map(|s| BreakdownRow::step(step_label(&s.name, s.source, s.rank, multi), s))
+        .chain(
+            o.average
+                .iter()
+                .map(|a| BreakdownRow::average(step_label("average", a.source, a.rank, multi), a)),
+        )
+        .collect()
+}
+
 fn overview(report: &Report) -> Vec<(String, Result<Table, String>)> {
     let Some(o) = &report.overview else {
         return vec![(
@@ -134,32 +145,11 @@ fn overview(report: &Report) -> Vec<(String, Result<Table, String>)> {
         )];
     };
     let multi = report.sources.len() > 1;
-    let mut columns: Vec<(&str, bool)> = vec![("step", false), ("total µs", true)];
-    columns.extend(Breakdown::LABELS.iter().map(|l| (*l, true)));
-    let mut steps = Table::new(&columns);
-    for s in &o.steps {
-        let mut row = vec![
-            step_label(&s.name, s.source, s.rank, multi),
-            micros(s.dur_ns),
-        ];
-        row.extend(s.breakdown.parts().iter().map(|&v| micros(v)));
-        steps.row(row);
-    }
-    for a in &o.average {
-        let mut row = vec![
-            step_label("average", a.source, a.rank, multi),
-            us_f(a.dur_ns),
-        ];
-        for v in a.breakdown.parts() {
-            let share = if a.dur_ns > 0.0 {
-                v * 100.0 / a.dur_ns
-            } else {
-                0.0
-            };
-            row.push(format!("{} ({share:.2}%)", us_f(v)));
-        }
-        steps.row(row);
-    }
+    let steps = Table::from_spec(
+        BREAKDOWN_COLUMNS,
+        &breakdown_rows(report, o),
+        Durations::Micros,
+    );
     let mut out = vec![("Step time breakdown (µs)".to_owned(), Ok(steps))];
     if !report.gpu_summary.is_empty() {
         let gpu = Table::from_spec(

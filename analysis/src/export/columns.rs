@@ -397,7 +397,7 @@ fn spec_values<'a, T>(column: &crate::table_spec::ColumnSpec<T>, rows: &'a [T]) 
         Unit::Ns => Values::I64(
             cells
                 .map(|c| match c {
-                    Cell::Ns(ns) => ns,
+                    Cell::Ns(ns) | Cell::NsShare(ns, _) => ns,
                     _ => 0,
                 })
                 .collect(),

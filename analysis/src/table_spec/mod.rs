@@ -13,8 +13,8 @@ use crate::units::human_ns;
 pub use report::{OP_COLUMNS, RANK_COLUMNS};
 pub use roofline::{FAMILY_COLUMNS, OP_PERF_COLUMNS};
 pub use tensorboard::{
-    KERNEL_COLUMNS, OPERATOR_COLUMNS, WORKER_COLLECTIVE_COLUMNS, WORKER_COLUMNS, WorkerCollective,
-    gpu_summary_columns,
+    BREAKDOWN_COLUMNS, BreakdownRow, KERNEL_COLUMNS, OPERATOR_COLUMNS, WORKER_COLLECTIVE_COLUMNS,
+    WORKER_COLUMNS, WorkerCollective, gpu_summary_columns,
 };
 
 /// One cell's value, typed so each renderer formats and sorts it its own way.
@@ -26,6 +26,8 @@ pub enum Cell<'a> {
     Count(u64),
     /// A duration, ns.
     Ns(i64),
+    /// A duration, ns, with its share of a whole, percent (an average step's parts).
+    NsShare(i64, f64),
     /// An upper bound on a count ("at most n"), as Gaudi's engines per node.
     AtMost(u64),
     /// An identifier that is a number (a rank): shown in plain digits, sorted by value.
@@ -58,7 +60,7 @@ impl Cell<'_> {
     pub fn integer(self) -> Option<i64> {
         match self {
             Self::Count(n) | Self::AtMost(n) | Self::OutOf(n, _) => i64::try_from(n).ok(),
-            Self::Ns(ns) | Self::Id(ns) => Some(ns),
+            Self::Ns(ns) | Self::NsShare(ns, _) | Self::Id(ns) => Some(ns),
             Self::Text(_) | Self::Pct(_) | Self::Decimal(..) | Self::Flag(_) | Self::Empty => None,
         }
     }
@@ -72,6 +74,7 @@ impl Cell<'_> {
             Self::Count(n) => n.to_string(),
             Self::Id(id) => id.to_string(),
             Self::Ns(ns) => human_ns(ns),
+            Self::NsShare(ns, share) => format!("{} ({share:.2}%)", human_ns(ns)),
             Self::AtMost(n) => format!("≤{n}"),
             Self::OutOf(n, of) => format!("{n} of {of}"),
             Self::Pct(p) => format!("{p:.0}%"),
@@ -105,7 +108,7 @@ pub enum Unit {
     Count,
     /// Numeric identifiers, which may be negative ([`Cell::Id`]).
     Id,
-    /// Durations ([`Cell::Ns`]).
+    /// Durations ([`Cell::Ns`], [`Cell::NsShare`]).
     Ns,
     /// Percentages ([`Cell::Pct`]).
     Pct,

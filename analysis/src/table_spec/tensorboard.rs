@@ -44,7 +44,9 @@ pub fn gpu_summary_columns(several_inputs: bool) -> &'static [ColumnSpec<GpuSumm
     }
 }
 
-use crate::tensorboard::{CommOpRow, DistributedRow, GpuSummary, KernelRow, OperatorRow};
+use crate::tensorboard::{
+    AverageStep, CommOpRow, DistributedRow, GpuSummary, KernelRow, OperatorRow, OverviewStep,
+};
 
 /// The TensorBoard plugin's operator tables ([`crate::report::Report::operators`] and
 /// [`crate::report::Report::operators_by_shape`]); the input shape shows in the second.
@@ -201,4 +203,73 @@ pub const WORKER_COLLECTIVE_COLUMNS: &[ColumnSpec<WorkerCollective>] = &[
     ColumnSpec::new("transfer_ns", "data transfer", Unit::Ns, |r| {
         Cell::Ns(r.op.transfer_ns)
     }),
+];
+
+/// One row of the plugin's step-time breakdown: a step, or an input's average step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BreakdownRow {
+    /// The step's label (its name, with its input or rank in a run of several).
+    pub label: String,
+    /// Its duration, ns.
+    pub dur_ns: i64,
+    /// Its parts, ns, in [`crate::tensorboard::Breakdown::LABELS`] order.
+    pub parts: [i64; 8],
+    /// Each part's share of the step, percent: an average step's row gives them, as the
+    /// plugin's summary does.
+    pub shares: Option<[f64; 8]>,
+}
+
+impl BreakdownRow {
+    /// Step `step`'s row, labelled `label`.
+    #[must_use]
+    pub fn step(label: String, step: &OverviewStep) -> Self {
+        Self {
+            label,
+            dur_ns: step.dur_ns,
+            parts: step.breakdown.parts(),
+            shares: None,
+        }
+    }
+
+    /// An input's average step, labelled `label`: its mean parts rounded to the ns, with their
+    /// shares of the mean step.
+    #[must_use]
+    pub fn average(label: String, average: &AverageStep) -> Self {
+        let parts = average.breakdown.parts();
+        let share = |v: f64| {
+            if average.dur_ns > 0.0 {
+                v * 100.0 / average.dur_ns
+            } else {
+                0.0
+            }
+        };
+        Self {
+            label,
+            dur_ns: average.dur_ns.round() as i64,
+            parts: parts.map(|v| v.round() as i64),
+            shares: Some(parts.map(share)),
+        }
+    }
+
+    /// Part `k`, with its share where the row has them.
+    fn part(&self, k: usize) -> Cell<'static> {
+        match self.shares {
+            Some(shares) => Cell::NsShare(self.parts[k], shares[k]),
+            None => Cell::Ns(self.parts[k]),
+        }
+    }
+}
+
+/// The plugin's step-time breakdown, one row per step, then the average steps.
+pub const BREAKDOWN_COLUMNS: &[ColumnSpec<BreakdownRow>] = &[
+    ColumnSpec::new("step", "step", Unit::Text, |r| Cell::Text(&r.label)),
+    ColumnSpec::new("dur_ns", "total", Unit::Ns, |r| Cell::Ns(r.dur_ns)),
+    ColumnSpec::new("kernel_ns", "Kernel", Unit::Ns, |r| r.part(0)),
+    ColumnSpec::new("memcpy_ns", "Memcpy", Unit::Ns, |r| r.part(1)),
+    ColumnSpec::new("memset_ns", "Memset", Unit::Ns, |r| r.part(2)),
+    ColumnSpec::new("communication_ns", "Communication", Unit::Ns, |r| r.part(3)),
+    ColumnSpec::new("runtime_ns", "Runtime", Unit::Ns, |r| r.part(4)),
+    ColumnSpec::new("dataloader_ns", "DataLoader", Unit::Ns, |r| r.part(5)),
+    ColumnSpec::new("cpu_exec_ns", "CPU Exec", Unit::Ns, |r| r.part(6)),
+    ColumnSpec::new("other_ns", "Other", Unit::Ns, |r| r.part(7)),
 ];

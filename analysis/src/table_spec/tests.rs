@@ -1,15 +1,16 @@
 //! What every table spec promises: units, keys, optional and nullable columns.
 
 use super::{
-    Cell, ColumnSpec, FAMILY_COLUMNS, KERNEL_COLUMNS, OP_COLUMNS, OP_PERF_COLUMNS,
-    OPERATOR_COLUMNS, RANK_COLUMNS, Show, Unit, WORKER_COLLECTIVE_COLUMNS, WORKER_COLUMNS,
-    WorkerCollective, gpu_summary_columns, shown,
+    BREAKDOWN_COLUMNS, BreakdownRow, Cell, ColumnSpec, FAMILY_COLUMNS, KERNEL_COLUMNS, OP_COLUMNS,
+    OP_PERF_COLUMNS, OPERATOR_COLUMNS, RANK_COLUMNS, Show, Unit, WORKER_COLLECTIVE_COLUMNS,
+    WORKER_COLUMNS, WorkerCollective, gpu_summary_columns, shown,
 };
 use crate::op_perf::{Family, OpPerf, by_family};
 use crate::ops::OpStats;
 use crate::ranks::RankStats;
 use crate::tensorboard::{
-    CommOpRow, DistributedRow, GpuSummary, KernelRow, LaunchShape, OperatorRow,
+    AverageStep, CommOpRow, DistributedRow, GpuSummary, KernelRow, LaunchShape, MeanBreakdown,
+    OperatorRow,
 };
 
 fn op(name: &str, graph_kernels: Option<u64>) -> OpStats {
@@ -61,7 +62,7 @@ fn keys_are_unique_and_name_their_unit<T>(spec: &[ColumnSpec<T>], full: &T) {
             Cell::Text(_) | Cell::Flag(_) => Unit::Text,
             Cell::Count(_) | Cell::AtMost(_) | Cell::OutOf(..) => Unit::Count,
             Cell::Id(_) => Unit::Id,
-            Cell::Ns(_) => Unit::Ns,
+            Cell::Ns(_) | Cell::NsShare(..) => Unit::Ns,
             Cell::Pct(_) => Unit::Pct,
             Cell::Decimal(..) => Unit::Decimal,
             Cell::Empty => panic!("{}: no value on a full row", c.key),
@@ -212,6 +213,40 @@ fn a_rank_lacks_values_only_in_its_nullable_columns() {
             .iter()
             .all(|c| c.show != Show::Data)
     );
+}
+
+/// An average step's parts are its mean parts rounded to the ns, each with its share of the
+/// mean step; a step's own parts have no share.
+#[test]
+fn an_average_steps_parts_carry_their_share() {
+    let average = AverageStep {
+        source: 0,
+        rank: None,
+        dur_ns: 1000.0,
+        breakdown: MeanBreakdown {
+            kernel_ns: 250.4,
+            other_ns: 749.6,
+            ..MeanBreakdown::default()
+        },
+    };
+    let row = BreakdownRow::average("average".into(), &average);
+    keys_are_unique_and_name_their_unit(BREAKDOWN_COLUMNS, &row);
+    fn cell<'r>(key: &str, row: &'r BreakdownRow) -> Option<Cell<'r>> {
+        BREAKDOWN_COLUMNS
+            .iter()
+            .find(|c| c.key == key)
+            .map(|c| (c.value)(row))
+    }
+    match cell("kernel_ns", &row) {
+        Some(Cell::NsShare(250, share)) => assert!((share - 25.04).abs() < 1e-9, "{share}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(cell("dur_ns", &row), Some(Cell::Ns(1000)));
+    let step = BreakdownRow {
+        shares: None,
+        ..row
+    };
+    assert_eq!(cell("other_ns", &step), Some(Cell::Ns(750)));
 }
 
 #[test]

@@ -6,20 +6,17 @@ use std::fmt::Write as _;
 
 use steplens_analysis::Report;
 use steplens_analysis::table_spec::{
-    ColumnSpec, KERNEL_COLUMNS, OPERATOR_COLUMNS, WORKER_COLLECTIVE_COLUMNS, WORKER_COLUMNS,
-    WorkerCollective, gpu_summary_columns,
+    BREAKDOWN_COLUMNS, ColumnSpec, KERNEL_COLUMNS, OPERATOR_COLUMNS, WORKER_COLLECTIVE_COLUMNS,
+    WORKER_COLUMNS, WorkerCollective, gpu_summary_columns,
 };
 use steplens_analysis::tensorboard::Breakdown;
 use steplens_analysis::units::human_ns;
 
-use super::{Html, PALETTE, axis_y, esc, legend, ns_cell, spec_table, table, text_cell};
-use crate::steps::step_label;
+use super::{Html, PALETTE, axis_y, esc, legend, spec_table};
 
 /// Rows shown per operator or kernel table: the page stays light on a 500 MB trace (the JSON
 /// has them all).
 const MAX_ROWS: usize = 500;
-
-type Cell = (String, Option<f64>);
 
 /// Writes every view the report has.
 pub(super) fn views(h: &mut Html<'_>, report: &Report) {
@@ -34,31 +31,12 @@ pub(super) fn views(h: &mut Html<'_>, report: &Report) {
     );
     breakdown_chart(h, report);
     let multi = report.sources.len() > 1;
-    let step_name =
-        |name: &str, source: u16, rank: Option<i64>| step_label(name, source, rank, multi);
-    let mut heads: Vec<(&str, bool)> = vec![("step", false), ("total", true)];
-    heads.extend(Breakdown::LABELS.iter().map(|l| (*l, true)));
-    let mut rows: Vec<Vec<Cell>> = o
-        .steps
-        .iter()
-        .map(|s| {
-            let mut row = vec![
-                text_cell(&step_name(&s.name, s.source, s.rank)),
-                ns_cell(s.dur_ns),
-            ];
-            row.extend(s.breakdown.parts().iter().map(|&v| ns_cell(v)));
-            row
-        })
-        .collect();
-    for a in &o.average {
-        let mut row = vec![
-            text_cell(&step_name("average", a.source, a.rank)),
-            ns_cell(a.dur_ns.round() as i64),
-        ];
-        row.extend(a.breakdown.parts().map(|v| ns_cell(v.round() as i64)));
-        rows.push(row);
-    }
-    table(h, "tb-steps", &heads, &rows);
+    spec_table(
+        h,
+        "tb-steps",
+        BREAKDOWN_COLUMNS,
+        &crate::views::breakdown_rows(report, o),
+    );
     titled(
         h,
         "GPU summary",
