@@ -114,28 +114,27 @@ impl Raised {
     /// The finding, its step named from `steps` (the Timeline's, which `step` indexes).
     #[must_use]
     pub fn settle(self, steps: &[Step]) -> Finding {
-        let r = self;
         Finding {
-            kind: r.kind,
-            severity: r.severity,
-            title: r.title,
-            step: r.step.and_then(|i| steps.get(i)).map(|s| s.name.clone()),
-            step_index: r.step.filter(|&i| i < steps.len()),
-            start_ns: r.start_ns,
-            end_ns: r.end_ns,
-            track: r.track,
-            ops: r.ops,
-            call_site: r.call_site,
-            count: r.count,
+            kind: self.kind,
+            severity: self.severity,
+            title: self.title,
+            step: self.step.and_then(|i| steps.get(i)).map(|s| s.name.clone()),
+            step_index: self.step.filter(|&i| i < steps.len()),
+            start_ns: self.start_ns,
+            end_ns: self.end_ns,
+            track: self.track,
+            ops: self.ops,
+            call_site: self.call_site,
+            count: self.count,
             source: None,
             rank: None,
-            lost_ns: r.lost_ns,
+            lost_ns: self.lost_ns,
             // What fixing it saves is the savings pass's, unless the detector measured it
             // another way (a straggler's, from the rank matching).
-            saving_ns: r.cost.measured_saving_ns.unwrap_or(0),
-            evidence: r.evidence,
-            recommendation: r.recommendation,
-            cost: r.cost,
+            saving_ns: self.cost.measured_saving_ns.unwrap_or(0),
+            evidence: self.evidence,
+            recommendation: self.recommendation,
+            cost: self.cost,
         }
     }
 }

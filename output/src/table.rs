@@ -32,6 +32,15 @@ pub fn micros(ns: i64) -> String {
     }
 }
 
+/// A [`ColumnSpec`] cell as the rendered tables (text, Markdown, HTML) write it: counts with
+/// thousands separators, the rest as [`Cell::display`] writes them.
+pub(crate) fn cell_text(cell: Cell<'_>, missing: &str) -> String {
+    match cell {
+        Cell::Count(n) => thousands(n),
+        _ => cell.display(missing),
+    }
+}
+
 /// ANSI styling that turns into nothing when color is off.
 #[derive(Clone, Copy)]
 pub struct Style {
@@ -109,12 +118,11 @@ impl Table {
                     .iter()
                     .map(|c| match (c.value)(row) {
                         Cell::Text(s) if c.cut > 0 => truncate(s, c.cut),
-                        Cell::Count(n) => thousands(n),
                         Cell::Ns(ns) if durations == Durations::Micros => micros(ns),
                         Cell::NsShare(ns, share) if durations == Durations::Micros => {
                             format!("{} ({share:.2}%)", micros(ns))
                         }
-                        cell => cell.display(c.missing),
+                        cell => cell_text(cell, c.missing),
                     })
                     .collect(),
             );

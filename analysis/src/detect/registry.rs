@@ -171,12 +171,6 @@ pub fn owner_of_threshold(key: &str) -> Option<&'static Detector> {
         .find(|d| d.thresholds.iter().any(|t| t.key == key))
 }
 
-/// Threshold `key`'s value in `thresholds`, as a number (`None` for an unknown key).
-#[must_use]
-pub fn threshold_value(thresholds: &Thresholds, key: &str) -> Option<f64> {
-    serde_json::to_value(thresholds).ok()?.get(key)?.as_f64()
-}
-
 /// Threshold `key`'s default as the registry declares it (0 for a key it lacks: a test checks
 /// that every field is declared).
 fn preset(key: &str) -> Preset {
@@ -249,6 +243,11 @@ mod tests {
     use crate::finding::FindingKind;
     use crate::thresholds::Thresholds;
 
+    /// Threshold `key`'s value in `thresholds`, as a number (`None` for an unknown key).
+    fn threshold_value(thresholds: &Thresholds, key: &str) -> Option<f64> {
+        serde_json::to_value(thresholds).ok()?.get(key)?.as_f64()
+    }
+
     #[test]
     fn every_kind_is_raised_and_every_raiser_agrees_on_its_saving() {
         for &kind in FindingKind::ALL {
@@ -287,7 +286,7 @@ mod tests {
         let defaults = Thresholds::default();
         for t in super::all_thresholds() {
             assert_eq!(
-                super::threshold_value(&defaults, t.key),
+                threshold_value(&defaults, t.key),
                 Some(t.value()),
                 "{}",
                 t.key
@@ -356,7 +355,7 @@ mod tests {
             };
             let key = key.trim_matches('`');
             documented.insert(key.to_owned());
-            let value = super::threshold_value(&defaults, key);
+            let value = threshold_value(&defaults, key);
             assert!(value.is_some(), "{key} is no threshold");
             assert_eq!(quantity(default), value, "{key}'s documented default");
             match super::owner_of_threshold(key) {

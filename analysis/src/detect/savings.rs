@@ -30,8 +30,8 @@ pub(super) fn settle_savings(ctx: &Context<'_>, findings: &mut [Finding], claime
     let paths = ctx.critical_paths();
     let mut order: Vec<usize> = (0..findings.len()).collect();
     order.sort_by_key(|&i| (findings[i].kind.owner_rank(), findings[i].start_ns));
-    // Per (clock, step): the path time already saved by an earlier finding.
-    // Per clock and step (an index into the Timeline's steps; `None` outside every step).
+    // Per (clock, step index; `None` outside every step): the path time already saved by an
+    // earlier finding.
     let mut taken: FxHashMap<(u16, Option<usize>), IntervalSet> = FxHashMap::default();
     for i in order {
         let f = &mut findings[i];

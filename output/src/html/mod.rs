@@ -320,11 +320,7 @@ fn spec_table<T>(
                 .iter()
                 .map(|c| {
                     let cell = (c.value)(row);
-                    let text = match cell {
-                        steplens_analysis::table_spec::Cell::Count(n) => crate::text::thousands(n),
-                        _ => cell.display(c.missing),
-                    };
-                    (text, cell.number())
+                    (crate::table::cell_text(cell, c.missing), cell.number())
                 })
                 .collect()
         })
