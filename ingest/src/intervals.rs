@@ -120,24 +120,61 @@ impl IntervalSet {
             .collect()
     }
 
-    /// The covered intervals of `self` that `other` does not cover.
+    /// The covered intervals of `self` that `other` does not cover: [`Self::gaps`] of
+    /// `other` in each of `self`'s intervals, found in one walk over both (both are in
+    /// order), not by a search and a list per interval.
     #[must_use]
     pub fn minus(&self, other: &Self) -> Self {
         let mut out = Vec::new();
+        let mut first = 0;
         for (s, e) in self.iter() {
-            out.extend(other.gaps(s, e));
+            first = other.first_ending_after(first, s);
+            let mut at = s;
+            for i in first..other.len() {
+                let (os, oe) = (other.starts[i], other.ends[i]);
+                if os >= e {
+                    break;
+                }
+                if os > at {
+                    out.push((at, os));
+                }
+                at = at.max(oe);
+            }
+            if at < e {
+                out.push((at, e));
+            }
         }
         Self::from_ranges(out)
     }
 
-    /// The intervals covered by both `self` and `other`.
+    /// The intervals covered by both `self` and `other`: [`Self::within`] each of `self`'s
+    /// intervals, in one walk over both.
     #[must_use]
     pub fn intersect(&self, other: &Self) -> Self {
         let mut out = Vec::new();
+        let mut first = 0;
         for (s, e) in self.iter() {
-            out.extend(other.within(s, e));
+            first = other.first_ending_after(first, s);
+            for i in first..other.len() {
+                let (os, oe) = (other.starts[i], other.ends[i]);
+                if os >= e {
+                    break;
+                }
+                let (from, to) = (os.max(s), oe.min(e));
+                if to > from {
+                    out.push((from, to));
+                }
+            }
         }
         Self::from_ranges(out)
+    }
+
+    /// The first interval from index `from` on that ends after `ts` (ends rise with index).
+    fn first_ending_after(&self, mut from: usize, ts: i64) -> usize {
+        while self.ends.get(from).is_some_and(|&e| e <= ts) {
+            from += 1;
+        }
+        from
     }
 }
 
@@ -269,6 +306,36 @@ mod tests {
             let got: Vec<(i64, i64)> = set.iter().collect();
             assert_eq!(got, sorted, "{runs} runs");
             assert_eq!(set.total(), sorted.iter().map(|(s, e)| e - s).sum::<i64>());
+        }
+    }
+
+    #[test]
+    fn minus_and_intersect_walk_as_a_search_per_interval_does() {
+        let mut seed = 11u64;
+        let mut next = move |m: u64| {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            ((seed >> 33) % m) as i64
+        };
+        for _ in 0..500 {
+            let mut ranges = |n: u64| -> Vec<(i64, i64)> {
+                (0..next(n))
+                    .map(|_| {
+                        let s = next(1000);
+                        (s, s + next(60))
+                    })
+                    .collect()
+            };
+            let (a, b) = (
+                IntervalSet::from_ranges(ranges(40)),
+                IntervalSet::from_ranges(ranges(40)),
+            );
+            let by_search = |per: &dyn Fn(i64, i64) -> Vec<(i64, i64)>| {
+                IntervalSet::from_ranges(a.iter().flat_map(|(s, e)| per(s, e)).collect())
+            };
+            assert_eq!(a.minus(&b), by_search(&|s, e| b.gaps(s, e)));
+            assert_eq!(a.intersect(&b), by_search(&|s, e| b.within(s, e)));
         }
     }
 

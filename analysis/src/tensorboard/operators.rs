@@ -3,7 +3,7 @@
 
 use rustc_hash::FxHashMap;
 use steplens_ingest::Timeline;
-use steplens_ingest::model::{CategoryClass, OpArg, SliceId, TrackKind};
+use steplens_ingest::model::{ARGS_AHEAD, CategoryClass, OpArg, SliceId, TrackKind};
 
 use super::arg_text::{json_text, python_repr};
 use super::steps_and_links::{enclosing_op, is_dataloader, is_step};
@@ -178,11 +178,24 @@ pub(super) fn operators<'t>(
         .take(STACK_PROBE)
         .any(|&op| t.arg_raw(op, "Call stack").is_some());
     let (mut eligible_bottom_kernel, mut all_kernel_self) = (0i64, 0i64);
-    for &n in by_depth.iter().filter(|&&n| !folded(n)) {
-        let op = slice_of[n as usize];
-        if !name_has(&listed_names, op) {
-            continue;
+    // Each listed op's shape index, for the stacks' pass below.
+    let mut shape_of: Vec<u32> = if has_stacks {
+        vec![0; slice_of.len()]
+    } else {
+        Vec::new()
+    };
+    // In node order, which is each thread's order in time and so the args' order in memory:
+    // no figure here depends on the order (a row's first call is the earliest by start).
+    let rows: Vec<u32> = (0..slice_of.len() as u32)
+        .filter(|&n| !folded(n) && name_has(&listed_names, slice_of[n as usize]))
+        .collect();
+    for (k, &n) in rows.iter().enumerate() {
+        // The next rows' args fetched together: one wait for memory, not one per op.
+        if k % ARGS_AHEAD == 0 {
+            let ahead = rows.iter().skip(k + ARGS_AHEAD).take(ARGS_AHEAD);
+            t.touch_args(ahead.map(|&n| slice_of[n as usize]), 512);
         }
+        let op = slice_of[n as usize];
         let f = figures[n as usize];
         let host_total = t.slices.dur[op as usize];
         let host_self = host_total - f.host_below;
@@ -198,12 +211,9 @@ pub(super) fn operators<'t>(
             None => 0,
         };
         let name_id = t.slices.name[op as usize];
-        // Raw bytes, compared as they are: decoded only for the five a row keeps.
-        let stack = if has_stacks {
-            t.arg_raw(op, "Call stack")
-        } else {
-            None
-        };
+        if let Some(slot) = shape_of.get_mut(n as usize) {
+            *slot = shape as u32;
+        }
         for acc in [
             by_name.entry(name_id).or_default(),
             by_shape.entry((name_id, shape)).or_default(),
@@ -220,11 +230,31 @@ pub(super) fn operators<'t>(
             acc.host_total += host_total;
             acc.tc_self += f.tc_self;
             acc.tc_total += f.tc_total;
-            if let Some(s) = stack
-                && acc.stacks.len() < 5
-                && !acc.stacks.contains(&s)
+        }
+    }
+    // A row keeps the first five distinct stacks met deepest op first (children before their
+    // parents). Raw bytes, compared as they are: decoded only for the five a row keeps.
+    if has_stacks {
+        for &n in by_depth.iter().filter(|&&n| !folded(n)) {
+            let op = slice_of[n as usize];
+            if !name_has(&listed_names, op) {
+                continue;
+            }
+            let Some(stack) = t.arg_raw(op, "Call stack") else {
+                continue;
+            };
+            let name_id = t.slices.name[op as usize];
+            let shape = shape_of[n as usize] as usize;
+            for acc in [
+                by_name.get_mut(&name_id),
+                by_shape.get_mut(&(name_id, shape)),
+            ]
+            .into_iter()
+            .flatten()
             {
-                acc.stacks.push(s);
+                if acc.stacks.len() < 5 && !acc.stacks.contains(&stack) {
+                    acc.stacks.push(stack);
+                }
             }
         }
     }
