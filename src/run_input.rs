@@ -15,6 +15,7 @@ use steplens_analysis::report::SCHEMA;
 use steplens_analysis::{Report, Thresholds};
 use steplens_ingest::IngestError;
 use steplens_ingest::LoadOptions;
+use steplens_ingest::documents::{BASELINE_SET, REPORT};
 use steplens_ingest::open::{self, Head, Kind};
 
 /// A run, loaded and analysed.
@@ -36,11 +37,6 @@ fn steplens_schema(kind: Option<&Kind>) -> Option<&str> {
         Some(Kind::Steplens { schema }) => Some(schema),
         _ => None,
     }
-}
-
-/// Whether a schema tag is a report's, of any version.
-fn is_report_schema(schema: &str) -> bool {
-    schema.starts_with("steplens.report/")
 }
 
 /// The largest JSON object searched past its first bytes for a report's schema tag.
@@ -253,7 +249,7 @@ pub struct BaselineSet {
 
 /// Whether `path` is a baseline set.
 pub fn is_baseline_set(path: &Path) -> bool {
-    steplens_schema(open::identify(path).as_ref()) == Some(BASELINE_SET_SCHEMA)
+    steplens_schema(open::identify(path).as_ref()).is_some_and(|s| BASELINE_SET.is(s))
 }
 
 /// Reads a baseline set.
@@ -306,7 +302,7 @@ fn look(path: &Path) -> Option<(Head, Kind)> {
 /// [`read_saved_report`] of a file already looked at.
 fn saved_report(path: &Path, look: Option<&(Head, Kind)>) -> Result<Option<Report>> {
     let schema = match look {
-        Some((_, Kind::Steplens { schema })) if is_report_schema(schema) => schema.clone(),
+        Some((_, Kind::Steplens { schema })) if REPORT.is(schema) => schema.clone(),
         // A report whose keys were sorted has its schema past the first look.
         Some((head, Kind::Trace | Kind::Other)) => match late_report_schema(path, head) {
             Some(schema) => schema,
@@ -350,8 +346,8 @@ pub fn load_run(
     let looks: Vec<Option<(Head, Kind)>> = paths.iter().map(|p| look(p)).collect();
     if let ([path], [look]) = (paths, looks.as_slice())
         && let Some(schema) = steplens_schema(kind(look))
-        && !is_report_schema(schema)
-        && schema != BASELINE_SET_SCHEMA
+        && !REPORT.is(schema)
+        && !BASELINE_SET.is(schema)
     {
         bail!(
             "{}: a {schema} document, not a report: this command reads a {SCHEMA} report, a {BASELINE_SET_SCHEMA} set or traces",
@@ -372,7 +368,7 @@ pub fn load_run(
     if paths.len() > 1
         && looks
             .iter()
-            .any(|look| steplens_schema(kind(look)).is_some_and(is_report_schema))
+            .any(|look| steplens_schema(kind(look)).is_some_and(|s| REPORT.is(s)))
     {
         bail!("{label}: a saved report stands alone; it cannot be combined with other inputs");
     }

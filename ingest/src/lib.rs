@@ -18,6 +18,7 @@ mod concat;
 mod correlation;
 mod csv;
 mod derived_steps;
+pub mod documents;
 pub mod error;
 mod feed;
 mod format;
@@ -148,6 +149,15 @@ fn add_read_input(
     progress: Option<Progress<'_>>,
 ) -> Result<(), IngestError> {
     let first_new = builder.source_count();
+    // A document steplens wrote is not a trace: refused at once, naming what reads it.
+    let body = format::without_bom(input.data.bytes());
+    let head = &body[..body.len().min(open::HEAD_BYTES)];
+    if let open::Kind::Steplens { schema } = open::kind_of(head, head.len() == body.len()) {
+        return Err(IngestError::NotATrace {
+            path: display,
+            reason: documents::Document::refusal(&schema),
+        });
+    }
     let read = if sniff(input.data.bytes()) == Format::Zip {
         hltv::read_archive(builder, input.data.bytes(), &display, options)
     } else {

@@ -1,6 +1,8 @@
 //! The formats steplens reads: one [`Reader`] per format, each in its own module, listed in
 //! [`READERS`] in the order their content checks are tried; [`sniff`] and [`read_input`] pick
-//! the reader by content (never by file extension, a damaged Perfetto file excepted).
+//! the reader by content (never by file extension, a damaged Perfetto file excepted). Beside
+//! them, [`crate::documents::DOCUMENTS`]: the JSON documents steplens itself writes, which the
+//! same first look tells from a trace by their `"schema"` tag.
 //!
 //! Adding a format is one module with a `Reader` (sniff its first bytes, read into its own
 //! input of the builder, return a [`ReadSummary`]), one [`FormatId`] variant (documented in

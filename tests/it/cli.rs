@@ -579,3 +579,74 @@ fn inference_annotations_are_steps_and_step_marker_names_others() {
         stderr(&out)
     );
 }
+
+/// A document steplens wrote, given where traces are read, is refused at the first look with
+/// what reads it instead; `report` still takes a saved report.
+#[test]
+fn a_saved_report_given_as_a_trace_names_what_reads_it() {
+    let dir = TempDir::new().expect("temp dir");
+    let saved = dir.path().join("run.json");
+    let saved = saved.to_str().expect("UTF-8 path");
+    let wrote = steplens(&[
+        "report",
+        "samples/torch-cpu/train_clean.json",
+        "-f",
+        "json",
+        "-o",
+        saved,
+    ]);
+    assert!(wrote.status.success(), "{}", stderr(&wrote));
+    let line = fails(&["info", saved], saved);
+    assert!(
+        line.contains("a report saved with report -f json (steplens.report/1)")
+            && line.contains("check and diff compare it"),
+        "{line}"
+    );
+    let set = dir.path().join("set.json");
+    std::fs::write(
+        &set,
+        br#"{"schema": "steplens.baselines/1", "keep": 5, "runs": []}"#,
+    )
+    .expect("write");
+    let set = set.to_str().expect("UTF-8 path");
+    let line = fails(&["report", set], set);
+    assert!(line.contains("check --baseline pools its runs"), "{line}");
+    assert!(ok(&["report", saved]).contains("step"));
+}
+
+/// Every `"schema"` tag steplens writes has its entry in the document registry, which the
+/// first look at a file and the refusal above read.
+#[test]
+fn every_schema_steplens_writes_is_a_registered_document() {
+    let mut tags = std::collections::BTreeSet::new();
+    let mut dirs: Vec<std::path::PathBuf> = ["src", "analysis/src", "output/src"]
+        .iter()
+        .map(|d| repo().join(d))
+        .collect();
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read dir").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).expect("read source");
+                for piece in text.split("\"steplens.").skip(1) {
+                    let tag: String = piece
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '/'))
+                        .collect();
+                    if tag.contains('/') && piece[tag.len()..].starts_with('"') {
+                        tags.insert(format!("steplens.{tag}"));
+                    }
+                }
+            }
+        }
+    }
+    assert!(tags.len() >= 6, "{tags:?}");
+    for tag in &tags {
+        assert!(
+            steplens_ingest::documents::Document::of_schema(tag).is_some(),
+            "{tag} has no entry in steplens_ingest::documents::DOCUMENTS"
+        );
+    }
+}

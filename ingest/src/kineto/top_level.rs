@@ -86,10 +86,7 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
             .find(|(k, _)| k == "schema")
             .map(|(_, v)| v.trim().trim_matches('"').to_owned());
         if let Some(schema) = schema.filter(|s| s.starts_with("steplens.")) {
-            return format!(
-                "a {schema} document written by steplens (give it to check --baseline or diff, \
-                 or give the traces it came from)"
-            );
+            return crate::documents::Document::refusal(&schema);
         }
         if has("sources") && has("summary") && has("findings") {
             return "a steplens report without its \"schema\" key (\"schema\": \
