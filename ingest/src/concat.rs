@@ -13,8 +13,9 @@
 
 use std::path::Path;
 
+use crate::error::IngestError;
 use crate::model::{DeviceKind, LaneId, NO_PARENT, SliceId, StrId, Timeline, TrackId, TrackKind};
-use crate::{IngestError, LoadOptions};
+use crate::options::LoadOptions;
 
 /// Whether a loaded single-input Timeline can be laid next to others as it is.
 pub(crate) fn stands_alone(t: &Timeline) -> bool {

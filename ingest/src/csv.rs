@@ -39,11 +39,12 @@ impl<'a> Records<'a> {
     }
 
     /// The header row; a file without one is "not a trace" of `path`.
-    pub(crate) fn header(&mut self, path: &str) -> Result<Record<'a>, crate::IngestError> {
-        self.next().ok_or_else(|| crate::IngestError::NotATrace {
-            path: path.to_owned(),
-            reason: "the file is empty".into(),
-        })
+    pub(crate) fn header(&mut self, path: &str) -> Result<Record<'a>, crate::error::IngestError> {
+        self.next()
+            .ok_or_else(|| crate::error::IngestError::NotATrace {
+                path: path.to_owned(),
+                reason: "the file is empty".into(),
+            })
     }
 
     fn text(bytes: &'a [u8]) -> Cow<'a, str> {

@@ -1,5 +1,5 @@
 //! Building a [`Timeline`]: readers push events in file order through the format-free API
-//! here (it knows no format; per-format facts come from [`crate::FormatId`]'s properties);
+//! here (it knows no format; per-format facts come from [`crate::format::FormatId`]'s properties);
 //! [`TimelineBuilder::finish`] then runs the stages, one module each: [`tracks`] (kinds, names,
 //! order), [`nesting`] (sort, parents), [`flows`], [`clock`] (device-only inputs onto a host
 //! clock), Gaudi node binding ([`crate::gaudi`]), [`steps`], [`device`], [`repairs`].
