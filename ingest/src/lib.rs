@@ -26,6 +26,7 @@ mod gaudi;
 mod habana_csv;
 mod habana_metrics;
 mod habana_nodes;
+mod heap;
 mod hltv;
 mod inflating;
 pub mod intervals;

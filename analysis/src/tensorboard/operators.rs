@@ -82,6 +82,9 @@ pub(super) fn operators<'t>(
             owner[n as usize] = owner[p as usize];
         }
     }
+    // What is no longer needed goes as soon as it is done with: a trace holds millions of ops,
+    // and this view runs beside the other passes at the report's peak of memory.
+    drop(child_count);
     let folded = |n: u32| owner[n as usize] != n;
     // Name tests, once per interned name: a trace has far fewer names than slices.
     let per_name = |test: &dyn Fn(&str) -> bool| -> Vec<bool> {
@@ -98,21 +101,28 @@ pub(super) fn operators<'t>(
     };
     let tc_kernel =
         |k: SliceId| t.slice_class(k) == CategoryClass::Kernel && name_has(&tc_names, k);
+    // Per op, split so that a host-only trace (millions of ops) does not carry device figures
+    // it has none of: the host side for every op, the device side only with device tracks.
     #[derive(Clone, Copy, Default)]
-    struct Figures {
-        device_self: i64,
-        device_total: i64,
-        kernel_self: i64,
-        tc_self: i64,
-        tc_total: i64,
+    struct Host {
         /// Host time of its child ops and its runtime calls (what its host self time leaves out).
-        host_below: i64,
+        below: i64,
         eligible: bool,
         has_eligible_below: bool,
         child_eligible: bool,
         own_tc_kernel: bool,
     }
-    let mut figures = vec![Figures::default(); slice_of.len()];
+    #[derive(Clone, Copy, Default)]
+    struct Device {
+        self_ns: i64,
+        total_ns: i64,
+        kernel_self: i64,
+        tc_self: i64,
+        tc_total: i64,
+    }
+    let has_device = t.tracks.iter().any(|tr| tr.kind.is_device());
+    let mut host = vec![Host::default(); slice_of.len()];
+    let mut device = vec![Device::default(); if has_device { slice_of.len() } else { 0 }];
     // Self figures: the device work each op's runtime calls launched.
     for track in &t.tracks {
         if track.kind != TrackKind::HostThread {
@@ -125,46 +135,59 @@ pub(super) fn operators<'t>(
             let Some(n) = enclosing_op(t, r).and_then(node_of) else {
                 continue;
             };
-            let f = &mut figures[owner[n as usize] as usize];
-            f.host_below += t.slices.dur[r as usize];
+            let o = owner[n as usize] as usize;
+            host[o].below += t.slices.dur[r as usize];
             for d in links.launched_by(r) {
+                let Some(f) = device.get_mut(o) else {
+                    break;
+                };
                 let dur = t.slices.dur[d as usize];
-                f.device_self += dur;
+                f.self_ns += dur;
                 if t.slice_class(d) == CategoryClass::Kernel {
                     f.kernel_self += dur;
                 }
                 if tc_kernel(d) {
                     f.tc_self += dur;
-                    f.own_tc_kernel = true;
+                    host[o].own_tc_kernel = true;
                 }
             }
         }
     }
+    drop(index);
     // Totals bottom-up: each op's own figures plus its (unfolded) children's totals.
     for &n in &by_depth {
         if folded(n) {
             continue;
         }
-        let f = {
-            let f = &mut figures[n as usize];
-            f.device_total += f.device_self;
-            f.tc_total += f.tc_self;
-            f.eligible = name_has(&eligible_names, slice_of[n as usize])
-                || f.child_eligible
-                || f.own_tc_kernel;
-            *f
+        let d = device
+            .get_mut(n as usize)
+            .map_or_else(Device::default, |d| {
+                d.total_ns += d.self_ns;
+                d.tc_total += d.tc_self;
+                *d
+            });
+        let h = {
+            let h = &mut host[n as usize];
+            h.eligible = name_has(&eligible_names, slice_of[n as usize])
+                || h.child_eligible
+                || h.own_tc_kernel;
+            *h
         };
         let p = parent[n as usize];
         if p == NONE {
             continue;
         }
-        let pf = &mut figures[owner[p as usize] as usize];
-        pf.device_total += f.device_total;
-        pf.tc_total += f.tc_total;
-        pf.host_below += t.slices.dur[slice_of[n as usize] as usize];
-        pf.child_eligible |= f.eligible;
-        pf.has_eligible_below |= f.eligible || f.has_eligible_below;
+        let o = owner[p as usize] as usize;
+        if let Some(pd) = device.get_mut(o) {
+            pd.total_ns += d.total_ns;
+            pd.tc_total += d.tc_total;
+        }
+        let ph = &mut host[o];
+        ph.below += t.slices.dur[slice_of[n as usize] as usize];
+        ph.child_eligible |= h.eligible;
+        ph.has_eligible_below |= h.eligible || h.has_eligible_below;
     }
+    drop(parent);
     // Keyed by name id and shape index while counting: strings are made once per row.
     let mut by_name: FxHashMap<u32, OpAcc> = FxHashMap::default();
     let mut by_shape: FxHashMap<(u32, usize), OpAcc> = FxHashMap::default();
@@ -196,11 +219,14 @@ pub(super) fn operators<'t>(
             t.touch_args(ahead.map(|&n| slice_of[n as usize]), 512);
         }
         let op = slice_of[n as usize];
-        let f = figures[n as usize];
+        let (h, f) = (
+            host[n as usize],
+            device.get(n as usize).copied().unwrap_or_default(),
+        );
         let host_total = t.slices.dur[op as usize];
-        let host_self = host_total - f.host_below;
+        let host_self = host_total - h.below;
         all_kernel_self += f.kernel_self;
-        if f.eligible && !f.has_eligible_below {
+        if h.eligible && !h.has_eligible_below {
             eligible_bottom_kernel += f.kernel_self;
         }
         let shape = match op_arg(op, OpArg::InputDims) {
@@ -221,11 +247,11 @@ pub(super) fn operators<'t>(
             let start = (t.slices.start[op as usize], op);
             if acc.calls == 0 || start < acc.first {
                 acc.first = start;
-                acc.tc_eligible = Some(f.eligible);
+                acc.tc_eligible = Some(h.eligible);
             }
             acc.calls += 1;
-            acc.device_self += f.device_self;
-            acc.device_total += f.device_total;
+            acc.device_self += f.self_ns;
+            acc.device_total += f.total_ns;
             acc.host_self += host_self;
             acc.host_total += host_total;
             acc.tc_self += f.tc_self;
@@ -258,7 +284,6 @@ pub(super) fn operators<'t>(
             }
         }
     }
-    let has_device = t.tracks.iter().any(|tr| tr.kind.is_device());
     let row = |name: String, shape: Option<String>, a: OpAcc| OperatorRow {
         name,
         input_shape: shape,

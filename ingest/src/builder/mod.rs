@@ -668,7 +668,10 @@ impl TimelineBuilder {
         self.derive_steps();
         self.find_device();
         self.report_repairs();
-        self.timeline
+        let timeline = std::mem::take(&mut self.timeline);
+        drop(self);
+        crate::heap::release_freed();
+        timeline
     }
 }
 
