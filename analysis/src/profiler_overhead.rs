@@ -54,6 +54,8 @@ pub fn profiler_overhead(t: &Timeline) -> Option<ProfilerOverhead> {
     }
     let mut gaps: Vec<i64> = Vec::new();
     let mut per_step: Vec<u64> = vec![0; t.steps.len()];
+    // Slices come track by track in time order: the step lookup remembers its last answer.
+    let mut steps = t.step_cursor();
     for track in t
         .tracks
         .iter()
@@ -64,7 +66,7 @@ pub fn profiler_overhead(t: &Timeline) -> Option<ProfilerOverhead> {
         for i in track.slices.clone() {
             let class = t.slice_class(i);
             if (class.is_host_work() || class == CategoryClass::PythonFunction)
-                && let Some(step) = t.step_at(track.source, t.slices.start[i as usize])
+                && let Some(step) = steps.step_at(track.source, t.slices.start[i as usize])
             {
                 per_step[step] += 1;
             }

@@ -238,7 +238,6 @@ pub fn build_report_parts(
     if parts.views {
         ctx = ctx.with_views();
     }
-    let ctx = ctx;
     // The detectors are half the analysis and need nothing the tables below compute: they run
     // on a second core meanwhile. The findings keep their order (detectors, memory, ranks).
     // The TensorBoard-style views need neither: a third thread, which takes whichever core
@@ -270,6 +269,12 @@ pub fn build_report_parts(
     let rank_of = |source: Option<u16>| {
         source.and_then(|s| rank_of_source.get(usize::from(s)).copied().flatten())
     };
+    // Every pass that reads the critical paths is done: each step takes its own.
+    if let Some(paths) = ctx.take_critical_paths() {
+        for (step, path) in steps.iter_mut().zip(paths.steps) {
+            step.critical_path = path;
+        }
+    }
     // The step table is in `timeline.steps` order, as the views' per-step breakdowns are.
     for (index, step) in steps.iter_mut().enumerate() {
         step.rank = rank_of(Some(step.source));
@@ -396,10 +401,9 @@ fn tables(ctx: &Context<'_>) -> Tables {
     for (step, op_self_ns) in steps.iter_mut().zip(op_steps) {
         step.op_self_ns = op_self_ns;
     }
+    // Each step's path joins its step once every pass is done (`build_report_parts`): moved,
+    // not copied, since the paths are the report's largest part.
     let paths = ctx.critical_paths();
-    for (step, path) in steps.iter_mut().zip(&paths.steps) {
-        step.critical_path.clone_from(path);
-    }
     // Without steps: the longest input's path.
     let critical_path = paths
         .whole

@@ -259,6 +259,11 @@ impl<'a> Context<'a> {
         })
     }
 
+    /// The critical paths, taken out of the cache by the report once no pass reads them.
+    pub(crate) fn take_critical_paths(&mut self) -> Option<crate::critical_path::CriticalPaths> {
+        self.critical_paths.take()
+    }
+
     /// The rank matching of a run (`None` without collectives).
     pub fn ranks(&self) -> Option<&crate::ranks::RankAnalysis> {
         self.ranks

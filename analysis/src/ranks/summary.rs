@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use steplens_ingest::model::{SliceId, Timeline, TrackKind};
 
@@ -318,7 +319,10 @@ pub(crate) fn self_time_per_step(
 ) -> BTreeMap<String, i64> {
     let is_collective = |i: SliceId| by_name.slice(t, i).is_some();
     let steps = t.steps.iter().filter(|s| s.source == source).count().max(1) as i64;
-    let mut out: BTreeMap<String, i64> = BTreeMap::new();
+    // By interned name while walking (millions of slices, far fewer names): the names are
+    // written once each at the end.
+    let mut host: FxHashMap<u32, i64> = FxHashMap::default();
+    let mut device_work: FxHashMap<u32, i64> = FxHashMap::default();
     for track in t.tracks.iter().filter(|tr| tr.source == source) {
         // Device work too, so a slower GPU names the kernels that grew (as `check` names them).
         let device = match track.kind {
@@ -337,14 +341,16 @@ pub(crate) fn self_time_per_step(
                 continue;
             }
             let own = self_time.of(t, i as usize);
-            let name = t.slice_name(i);
-            if device {
-                *out.entry(crate::ops::op_label(name, "device")).or_insert(0) += own;
-            } else if let Some(v) = out.get_mut(name) {
-                *v += own;
-            } else {
-                out.insert(name.to_owned(), own);
-            }
+            let sums = if device { &mut device_work } else { &mut host };
+            *sums.entry(t.slices.name[i as usize]).or_insert(0) += own;
+        }
+    }
+    let mut out: BTreeMap<String, i64> = BTreeMap::new();
+    for (sums, kind) in [(host, "host"), (device_work, "device")] {
+        for (name, own) in sums {
+            // A host op named like a kernel's label adds to it, as one map did.
+            *out.entry(crate::ops::op_label(t.strings.get(name), kind))
+                .or_insert(0) += own;
         }
     }
     out.values_mut().for_each(|v| *v /= steps);

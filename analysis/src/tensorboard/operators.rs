@@ -63,9 +63,10 @@ pub(super) fn operators<'t>(
         .iter()
         .map(|&s| enclosing_op(t, s).and_then(node_of).unwrap_or(NONE))
         .collect();
-    let mut child_count = vec![0u32; slice_of.len()];
+    // Only "exactly one child op" is asked of the count: a byte that stops at its top.
+    let mut child_count = vec![0u8; slice_of.len()];
     for &p in parent.iter().filter(|&&p| p != NONE) {
-        child_count[p as usize] += 1;
+        child_count[p as usize] = child_count[p as usize].saturating_add(1);
     }
     // Children before parents: by depth, deepest first.
     let by_depth = deepest_first(&slice_of, &t.slices.depth);
@@ -101,17 +102,13 @@ pub(super) fn operators<'t>(
     };
     let tc_kernel =
         |k: SliceId| t.slice_class(k) == CategoryClass::Kernel && name_has(&tc_names, k);
-    // Per op, split so that a host-only trace (millions of ops) does not carry device figures
-    // it has none of: the host side for every op, the device side only with device tracks.
-    #[derive(Clone, Copy, Default)]
-    struct Host {
-        /// Host time of its child ops and its runtime calls (what its host self time leaves out).
-        below: i64,
-        eligible: bool,
-        has_eligible_below: bool,
-        child_eligible: bool,
-        own_tc_kernel: bool,
-    }
+    // Per op, in arrays of their own (a trace holds millions of ops): the host time of its
+    // child ops and runtime calls (what its host self time leaves out), its Tensor Core flags,
+    // and its device figures only when the trace has device tracks.
+    const ELIGIBLE: u8 = 1;
+    const HAS_ELIGIBLE_BELOW: u8 = 2;
+    const CHILD_ELIGIBLE: u8 = 4;
+    const OWN_TC_KERNEL: u8 = 8;
     #[derive(Clone, Copy, Default)]
     struct Device {
         self_ns: i64,
@@ -121,7 +118,8 @@ pub(super) fn operators<'t>(
         tc_total: i64,
     }
     let has_device = t.tracks.iter().any(|tr| tr.kind.is_device());
-    let mut host = vec![Host::default(); slice_of.len()];
+    let mut below = vec![0i64; slice_of.len()];
+    let mut flags = vec![0u8; slice_of.len()];
     let mut device = vec![Device::default(); if has_device { slice_of.len() } else { 0 }];
     // Self figures: the device work each op's runtime calls launched.
     for track in &t.tracks {
@@ -136,7 +134,7 @@ pub(super) fn operators<'t>(
                 continue;
             };
             let o = owner[n as usize] as usize;
-            host[o].below += t.slices.dur[r as usize];
+            below[o] += t.slices.dur[r as usize];
             for d in links.launched_by(r) {
                 let Some(f) = device.get_mut(o) else {
                     break;
@@ -148,7 +146,7 @@ pub(super) fn operators<'t>(
                 }
                 if tc_kernel(d) {
                     f.tc_self += dur;
-                    host[o].own_tc_kernel = true;
+                    flags[o] |= OWN_TC_KERNEL;
                 }
             }
         }
@@ -166,13 +164,12 @@ pub(super) fn operators<'t>(
                 d.tc_total += d.tc_self;
                 *d
             });
-        let h = {
-            let h = &mut host[n as usize];
-            h.eligible = name_has(&eligible_names, slice_of[n as usize])
-                || h.child_eligible
-                || h.own_tc_kernel;
-            *h
-        };
+        if name_has(&eligible_names, slice_of[n as usize])
+            || flags[n as usize] & (CHILD_ELIGIBLE | OWN_TC_KERNEL) != 0
+        {
+            flags[n as usize] |= ELIGIBLE;
+        }
+        let f = flags[n as usize];
         let p = parent[n as usize];
         if p == NONE {
             continue;
@@ -182,10 +179,12 @@ pub(super) fn operators<'t>(
             pd.total_ns += d.total_ns;
             pd.tc_total += d.tc_total;
         }
-        let ph = &mut host[o];
-        ph.below += t.slices.dur[slice_of[n as usize] as usize];
-        ph.child_eligible |= h.eligible;
-        ph.has_eligible_below |= h.eligible || h.has_eligible_below;
+        below[o] += t.slices.dur[slice_of[n as usize] as usize];
+        if f & ELIGIBLE != 0 {
+            flags[o] |= CHILD_ELIGIBLE | HAS_ELIGIBLE_BELOW;
+        } else if f & HAS_ELIGIBLE_BELOW != 0 {
+            flags[o] |= HAS_ELIGIBLE_BELOW;
+        }
     }
     drop(parent);
     // Keyed by name id and shape index while counting: strings are made once per row.
@@ -209,24 +208,27 @@ pub(super) fn operators<'t>(
     };
     // In node order, which is each thread's order in time and so the args' order in memory:
     // no figure here depends on the order (a row's first call is the earliest by start).
-    let rows: Vec<u32> = (0..slice_of.len() as u32)
-        .filter(|&n| !folded(n) && name_has(&listed_names, slice_of[n as usize]))
-        .collect();
-    for (k, &n) in rows.iter().enumerate() {
-        // The next rows' args fetched together: one wait for memory, not one per op.
+    let rows = || {
+        (0..slice_of.len() as u32)
+            .filter(|&n| !folded(n) && name_has(&listed_names, slice_of[n as usize]))
+    };
+    // A second walk, one batch ahead, fetches the next rows' args together: one wait for
+    // memory, not one per op.
+    let mut ahead = rows().skip(ARGS_AHEAD);
+    for (k, n) in rows().enumerate() {
         if k % ARGS_AHEAD == 0 {
-            let ahead = rows.iter().skip(k + ARGS_AHEAD).take(ARGS_AHEAD);
-            t.touch_args(ahead.map(|&n| slice_of[n as usize]), 512);
+            let batch = ahead.by_ref().take(ARGS_AHEAD);
+            t.touch_args(batch.map(|n| slice_of[n as usize]), 512);
         }
         let op = slice_of[n as usize];
-        let (h, f) = (
-            host[n as usize],
+        let (eligible, f) = (
+            flags[n as usize] & ELIGIBLE != 0,
             device.get(n as usize).copied().unwrap_or_default(),
         );
         let host_total = t.slices.dur[op as usize];
-        let host_self = host_total - h.below;
+        let host_self = host_total - below[n as usize];
         all_kernel_self += f.kernel_self;
-        if h.eligible && !h.has_eligible_below {
+        if eligible && flags[n as usize] & HAS_ELIGIBLE_BELOW == 0 {
             eligible_bottom_kernel += f.kernel_self;
         }
         let shape = match op_arg(op, OpArg::InputDims) {
@@ -247,7 +249,7 @@ pub(super) fn operators<'t>(
             let start = (t.slices.start[op as usize], op);
             if acc.calls == 0 || start < acc.first {
                 acc.first = start;
-                acc.tc_eligible = Some(h.eligible);
+                acc.tc_eligible = Some(eligible);
             }
             acc.calls += 1;
             acc.device_self += f.self_ns;

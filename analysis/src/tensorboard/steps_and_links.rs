@@ -216,7 +216,19 @@ pub(super) fn role_ranges(t: &Timeline, links: &Links, source: u16) -> [Interval
                 | CategoryClass::DeviceAnnotation => 6,
                 _ => continue,
             };
-            roles[role].push(range);
+            // A track's slices come in start order, children inside their parents: a range
+            // that starts inside the role's last one extends it, so the lists hold about one
+            // range per top-level slice, not one per slice (the union is the same).
+            if range.1 <= range.0 {
+                continue;
+            }
+            let ranges = &mut roles[role];
+            match ranges.last_mut() {
+                Some(last) if last.0 <= range.0 && range.0 <= last.1 => {
+                    last.1 = last.1.max(range.1);
+                }
+                _ => ranges.push(range),
+            }
         }
     }
     roles.map(IntervalSet::from_ranges)
