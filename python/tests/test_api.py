@@ -80,6 +80,13 @@ def test_directory_loads_its_traces_and_skips_the_rest(tmp_path):
         (lambda d: d / "missing.json", "io"),
         (lambda d: _write(d / "notes.json", b"hello, not a trace"), "not_a_trace"),
         (lambda d: _write(d / "cut.json.gz", CLEAN.read_bytes()[:10]), None),
+        # A document steplens wrote is refused at the first look, naming what reads it.
+        (
+            lambda d: _write(
+                d / "set.json", b'{"schema": "steplens.baselines/1", "keep": 5, "runs": []}'
+            ),
+            "not_a_trace",
+        ),
     ],
 )
 def test_errors_are_the_cli_line(tmp_path, make, code):
