@@ -82,22 +82,28 @@ impl IntervalSet {
     #[must_use]
     pub fn gaps(&self, from: i64, to: i64) -> Vec<(i64, i64)> {
         let mut gaps = Vec::new();
-        let mut at = from;
         let first = self.ends.partition_point(|&e| e <= from);
+        self.push_gaps(first, from, to, &mut gaps);
+        gaps
+    }
+
+    /// Appends the gaps inside `[from, to)` to `out`; `first` is the first interval that ends
+    /// after `from`.
+    fn push_gaps(&self, first: usize, from: i64, to: i64, out: &mut Vec<(i64, i64)>) {
+        let mut at = from;
         for i in first..self.len() {
             let (s, e) = (self.starts[i], self.ends[i]);
             if s >= to {
                 break;
             }
             if s > at {
-                gaps.push((at, s));
+                out.push((at, s));
             }
             at = at.max(e);
         }
         if at < to {
-            gaps.push((at, to));
+            out.push((at, to));
         }
-        gaps
     }
 
     /// The intervals that overlap `[from, to)`, whole (not clipped), in order: found by binary
@@ -129,20 +135,7 @@ impl IntervalSet {
         let mut first = 0;
         for (s, e) in self.iter() {
             first = other.first_ending_after(first, s);
-            let mut at = s;
-            for i in first..other.len() {
-                let (os, oe) = (other.starts[i], other.ends[i]);
-                if os >= e {
-                    break;
-                }
-                if os > at {
-                    out.push((at, os));
-                }
-                at = at.max(oe);
-            }
-            if at < e {
-                out.push((at, e));
-            }
+            other.push_gaps(first, s, e, &mut out);
         }
         Self::from_ranges(out)
     }
