@@ -25,18 +25,20 @@ pub fn percentile(sorted: &[i64], q: f64) -> Option<i64> {
 /// (rounded down). `None` when empty.
 #[must_use]
 pub fn median(mut values: Vec<i64>) -> Option<i64> {
-    // [`percentile`] at 0.5 without sorting: the middle rank selected, and for an even count
-    // the next rank up, the smallest of those above it (linear, where a sort of millions of
-    // gaps was n log n).
+    percentile_unsorted(&mut values, 0.5)
+}
+
+/// [`percentile`] of `values` in any order, without sorting them: the rank it falls on is
+/// selected, and the next rank up (for the interpolation) is the smallest of those above it.
+/// Linear, where a sort of millions of durations is n log n; `values` is left reordered.
+#[must_use]
+pub fn percentile_unsorted(values: &mut [i64], q: f64) -> Option<i64> {
     let last = values.len().checked_sub(1)?;
-    let lo = last / 2;
+    let at = q.clamp(0.0, 1.0) * last as f64;
+    let lo = at.floor() as usize;
     let (_, &mut a, above) = values.select_nth_unstable(lo);
-    let b = if last % 2 == 1 {
-        above.iter().copied().min().unwrap_or(a)
-    } else {
-        a
-    };
-    let frac = if last % 2 == 1 { 0.5 } else { 0.0 };
+    let b = above.iter().copied().min().unwrap_or(a);
+    let frac = at - lo as f64;
     Some(a + ((b - a) as f64 * frac).floor() as i64)
 }
 
@@ -180,7 +182,7 @@ mod tests {
     }
 
     #[test]
-    fn the_median_by_selection_is_the_sorted_percentile() {
+    fn percentiles_by_selection_are_the_sorted_percentiles() {
         let mut seed = 3u64;
         for n in 0..200usize {
             let values: Vec<i64> = (0..n)
@@ -193,6 +195,14 @@ mod tests {
                 .collect();
             let mut sorted = values.clone();
             sorted.sort_unstable();
+            for q in [0.0, 0.25, 0.5, 0.9, 0.99, 1.0] {
+                let mut shuffled = values.clone();
+                assert_eq!(
+                    percentile_unsorted(&mut shuffled, q),
+                    percentile(&sorted, q),
+                    "n = {n}, q = {q}"
+                );
+            }
             assert_eq!(median(values), percentile(&sorted, 0.5), "n = {n}");
         }
     }
