@@ -50,7 +50,7 @@ pub(crate) fn load_parallel(
                         let Some(path) = paths.get(i) else {
                             break;
                         };
-                        done.push((i, crate::load(path, options, None)));
+                        done.push((i, crate::load_keeping_freed(path, options, None)));
                     }
                     done
                 })

@@ -65,6 +65,18 @@ pub fn load(
     options: &LoadOptions,
     progress: Option<Progress<'_>>,
 ) -> Result<Timeline, IngestError> {
+    let timeline = load_keeping_freed(path, options, progress)?;
+    heap::release_freed();
+    Ok(timeline)
+}
+
+/// [`load`] without handing the freed pages back: each of the ranks loaded in parallel, which
+/// hand them back once, when all are loaded.
+fn load_keeping_freed(
+    path: &Path,
+    options: &LoadOptions,
+    progress: Option<Progress<'_>>,
+) -> Result<Timeline, IngestError> {
     let mut builder = TimelineBuilder::default();
     add_file(&mut builder, path, options, progress)?;
     Ok(builder.finish())
@@ -75,6 +87,17 @@ pub fn load(
 /// # Errors
 /// As [`load`], for the first file that fails.
 pub fn load_many(
+    paths: &[&Path],
+    options: &LoadOptions,
+    progress: Option<Progress<'_>>,
+) -> Result<Timeline, IngestError> {
+    let timeline = load_many_keeping_freed(paths, options, progress)?;
+    heap::release_freed();
+    Ok(timeline)
+}
+
+/// [`load_many`] without handing the freed pages back.
+fn load_many_keeping_freed(
     paths: &[&Path],
     options: &LoadOptions,
     mut progress: Option<Progress<'_>>,
@@ -139,7 +162,9 @@ pub fn load_bytes(
     builder.set_step_marker(options.step_marker.clone());
     let input = source::finish_input(source::SourceData::Owned(bytes), name, options)?;
     add_read_input(&mut builder, name.to_owned(), input, options, None)?;
-    Ok(builder.finish())
+    let timeline = builder.finish();
+    heap::release_freed();
+    Ok(timeline)
 }
 
 fn add_read_input(

@@ -668,10 +668,7 @@ impl TimelineBuilder {
         self.derive_steps();
         self.find_device();
         self.report_repairs();
-        let timeline = std::mem::take(&mut self.timeline);
-        drop(self);
-        crate::heap::release_freed();
-        timeline
+        self.timeline
     }
 }
 
