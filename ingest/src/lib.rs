@@ -65,9 +65,14 @@ pub fn load(
     options: &LoadOptions,
     progress: Option<Progress<'_>>,
 ) -> Result<Timeline, IngestError> {
-    let timeline = load_keeping_freed(path, options, progress)?;
+    handing_back_freed(load_keeping_freed(path, options, progress))
+}
+
+/// What a load a caller asked for gives, after the pages it freed are handed back
+/// ([`heap::release_freed`]): once per such load, not once per rank of a parallel one.
+fn handing_back_freed(loaded: Result<Timeline, IngestError>) -> Result<Timeline, IngestError> {
     heap::release_freed();
-    Ok(timeline)
+    loaded
 }
 
 /// [`load`] without handing the freed pages back: each of the ranks loaded in parallel, which
@@ -91,9 +96,7 @@ pub fn load_many(
     options: &LoadOptions,
     progress: Option<Progress<'_>>,
 ) -> Result<Timeline, IngestError> {
-    let timeline = load_many_keeping_freed(paths, options, progress)?;
-    heap::release_freed();
-    Ok(timeline)
+    handing_back_freed(load_many_keeping_freed(paths, options, progress))
 }
 
 /// [`load_many`] without handing the freed pages back.
@@ -162,9 +165,7 @@ pub fn load_bytes(
     builder.set_step_marker(options.step_marker.clone());
     let input = source::finish_input(source::SourceData::Owned(bytes), name, options)?;
     add_read_input(&mut builder, name.to_owned(), input, options, None)?;
-    let timeline = builder.finish();
-    heap::release_freed();
-    Ok(timeline)
+    handing_back_freed(Ok(builder.finish()))
 }
 
 fn add_read_input(
@@ -175,16 +176,18 @@ fn add_read_input(
     progress: Option<Progress<'_>>,
 ) -> Result<(), IngestError> {
     let first_new = builder.source_count();
+    let format = sniff(input.data.bytes());
     // A document steplens wrote is not a trace: refused at once, naming what reads it.
     let body = format::without_bom(input.data.bytes());
-    let head = &body[..body.len().min(open::HEAD_BYTES)];
-    if let open::Kind::Steplens { schema } = open::kind_of(head, head.len() == body.len()) {
+    if matches!(format, Format::Trace(_))
+        && let Some(schema) = open::document_schema(&body[..body.len().min(open::HEAD_BYTES)])
+    {
         return Err(IngestError::NotATrace {
             path: display,
             reason: documents::Document::refusal(&schema),
         });
     }
-    let read = if sniff(input.data.bytes()) == Format::Zip {
+    let read = if format == Format::Zip {
         hltv::read_archive(builder, input.data.bytes(), &display, options)
     } else {
         readers::read_input(builder, &display, input, progress)

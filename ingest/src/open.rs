@@ -90,18 +90,30 @@ pub fn kind_of(head: &[u8], whole: bool) -> Kind {
         Format::Zip => return Kind::Trace,
         Format::Trace(_) => {}
     }
-    let body = crate::format::without_bom(head);
-    let body = body.trim_ascii_start();
-    if body.first() == Some(&b'{') {
-        if let Some(schema) = steplens_schema(body) {
-            return Kind::Steplens { schema };
-        }
-        // A small object with no event array: a truth file or notes, not a trace.
-        if whole && memchr::memmem::find(body, b"\"traceEvents\"").is_none() {
-            return Kind::Other;
-        }
+    if let Some(schema) = document_schema(head) {
+        return Kind::Steplens { schema };
+    }
+    // A small object with no event array: a truth file or notes, not a trace.
+    let body = crate::format::without_bom(head).trim_ascii_start();
+    if whole
+        && body.first() == Some(&b'{')
+        && memchr::memmem::find(body, b"\"traceEvents\"").is_none()
+    {
+        return Kind::Other;
     }
     Kind::Trace
+}
+
+/// The `"schema"` tag of a JSON object steplens wrote, from its first bytes `head` (`None` for
+/// anything else). The caller has sniffed them as a trace format: [`kind_of`] does, and so does
+/// the load, which refuses such a document before any reader runs.
+#[must_use]
+pub fn document_schema(head: &[u8]) -> Option<String> {
+    let body = crate::format::without_bom(head).trim_ascii_start();
+    if body.first() != Some(&b'{') {
+        return None;
+    }
+    steplens_schema(body)
 }
 
 /// The `"schema": "steplens.…"` tag of a JSON object's first bytes: the first `"schema"` key

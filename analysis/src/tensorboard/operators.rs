@@ -208,10 +208,9 @@ pub(super) fn operators<'t>(
     };
     // In node order, which is each thread's order in time and so the args' order in memory:
     // no figure here depends on the order (a row's first call is the earliest by start).
-    let rows = || {
-        (0..slice_of.len() as u32)
-            .filter(|&n| !folded(n) && name_has(&listed_names, slice_of[n as usize]))
-    };
+    // The ops that are rows: listed, and not folded into a parent of their name.
+    let is_row = |n: u32| !folded(n) && name_has(&listed_names, slice_of[n as usize]);
+    let rows = || (0..slice_of.len() as u32).filter(|&n| is_row(n));
     // A second walk, one batch ahead, fetches the next rows' args together: one wait for
     // memory, not one per op.
     let mut ahead = rows().skip(ARGS_AHEAD);
@@ -263,11 +262,8 @@ pub(super) fn operators<'t>(
     // A row keeps the first five distinct stacks met deepest op first (children before their
     // parents). Raw bytes, compared as they are: decoded only for the five a row keeps.
     if has_stacks {
-        for &n in by_depth.iter().filter(|&&n| !folded(n)) {
+        for &n in by_depth.iter().filter(|&&n| is_row(n)) {
             let op = slice_of[n as usize];
-            if !name_has(&listed_names, op) {
-                continue;
-            }
             let Some(stack) = t.arg_raw(op, "Call stack") else {
                 continue;
             };
