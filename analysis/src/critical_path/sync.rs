@@ -6,7 +6,7 @@
 use rustc_hash::FxHashMap;
 use steplens_ingest::model::{CategoryClass, LaneId, SliceId, Timeline, TrackKind};
 
-use super::graph::Scratch;
+use super::graph::{Graph, Scratch};
 use crate::op_names::{DATALOADER_PREFIX, NameFlags};
 use steplens_ingest::intervals::IntervalSet;
 
@@ -33,6 +33,8 @@ const BLOCKING: &[&str] = &[
 pub(super) struct Shared {
     /// Per-slice node ids of the window being built, reused from window to window.
     pub(super) scratch: std::cell::RefCell<Scratch>,
+    /// The window's graph, its arrays reused from window to window.
+    pub(super) graph: std::cell::RefCell<Graph>,
     /// Per interned name: 1 blocking call, 2 compile span, 4 data loader range, 8 launch call.
     name_flags: NameFlags,
     /// Blocking runtime call → the device work its `cuda_sync` event says it waited for.
@@ -75,6 +77,7 @@ impl Shared {
         });
         let mut shared = Self {
             scratch: std::cell::RefCell::new(Scratch::default()),
+            graph: std::cell::RefCell::new(Graph::default()),
             name_flags,
             waits_for: FxHashMap::default(),
             stream_waits: FxHashMap::default(),

@@ -5,7 +5,7 @@
 use steplens_ingest::model::{CategoryClass, SliceId, Timeline, TrackKind};
 
 use super::CriticalPath;
-use super::graph::{Edge, EdgeKind, Graph, longest_path};
+use super::graph::{ChainTail, EdgeKind, Graph, longest_path};
 use super::sync::{BLOCKING_FLAG, LAUNCH_FLAG, Shared};
 
 /// A time window of one clock: a step, or a whole input.
@@ -19,6 +19,9 @@ pub(super) struct Window {
     /// The step's thread; `None` for a whole input (the thread with the most host work leads).
     pub(super) main: Option<u32>,
 }
+
+/// The start node of a nested op: none, the chain passes through its start.
+const PASSED: u32 = u32::MAX;
 
 /// One host thread's chain in a window.
 struct HostChain {
@@ -37,7 +40,9 @@ struct HostChain {
 
 impl Window {
     pub(super) fn path(&self, t: &Timeline, shared: &Shared) -> Option<CriticalPath> {
-        let mut g = Graph::default();
+        let mut graph = shared.graph.borrow_mut();
+        let g = &mut *graph;
+        g.clear();
         let host_tracks: Vec<u32> = t
             .tracks
             .iter()
@@ -67,7 +72,7 @@ impl Window {
             .iter()
             .map(|&tr| {
                 let from = (tr == main_track).then_some(source);
-                self.host_chain(t, shared, &mut g, tr, from)
+                self.host_chain(t, shared, g, tr, from)
             })
             .collect();
         let main = chains.iter().position(|c| c.track == main_track)?;
@@ -89,7 +94,7 @@ impl Window {
             chain.gap_points.push((self.end, sink, false));
         }
         // Other threads hand over to and back from the main thread where it is between ops.
-        let main_gaps = chains[main].gap_points.clone();
+        let main_gaps = &chains[main].gap_points;
         for (ci, chain) in chains.iter().enumerate() {
             if ci == main {
                 continue;
@@ -199,12 +204,7 @@ impl Window {
             if let (Some((d_s, _)), Some((_, s_e))) = (sc.device_of(dest), sc.device_of(src))
                 && g.ts[s_e as usize] <= g.ts[d_s as usize]
             {
-                g.push(Edge {
-                    from: s_e,
-                    to: d_s,
-                    weight: 0,
-                    kind: EdgeKind::StreamWait(dest),
-                });
+                g.edge(s_e, d_s, 0, EdgeKind::StreamWait(dest));
             }
         }
         // Blocking calls wait for device work.
@@ -227,12 +227,7 @@ impl Window {
                 if let Some((_, e)) = sc.device_of(w)
                     && g.ts[e as usize] <= call_end
                 {
-                    g.push(Edge {
-                        from: e,
-                        to: end_node,
-                        weight: 0,
-                        kind: EdgeKind::SyncWake(call),
-                    });
+                    g.edge(e, end_node, 0, EdgeKind::SyncWake(call));
                 }
             }
         }
@@ -244,16 +239,8 @@ impl Window {
                 g.edge(node, sink, self.end - ts, EdgeKind::KernelGap(slice));
             }
         }
-        let path = longest_path(&g, source, sink)?;
-        let edges = path.iter().map(|&ei| {
-            let e = &g.edges[ei];
-            (
-                g.ts[e.from as usize],
-                g.ts[e.to as usize],
-                g.track[e.to as usize],
-                e.kind,
-            )
-        });
+        let path = longest_path(g, source, sink)?;
+        let edges = path.iter().flat_map(|&ei| g.expand(ei));
         Some(self.summarize(t, shared, main_track, edges))
     }
 
@@ -345,23 +332,27 @@ impl Window {
             first: None,
             last: None,
         };
-        // Open slices: (slice, end, start node).
+        // Open slices: (slice, end, start node; `PASSED` for a nested op's start).
         let mut stack: Vec<(SliceId, i64, u32)> = Vec::new();
-        let mut last: Option<u32> = source;
+        let mut tail = ChainTail::new(g, track, source);
+        // Only top-level ops (hand-overs between threads) and runtime and driver calls
+        // (launches, blocking calls) need nodes of their own; a nested op's start and end are
+        // points the chain passes through.
+        let needs_nodes = |slice: SliceId, top_level: bool| {
+            top_level || t.slice_class(slice) != CategoryClass::CpuOp
+        };
         let close = |g: &mut Graph,
                      chain: &mut HostChain,
-                     last: &mut Option<u32>,
+                     tail: &mut ChainTail,
                      (slice, end, s_node): (SliceId, i64, u32),
                      top_level: bool| {
-            let e_node = g.node(end, track);
-            let from = last.unwrap_or(s_node);
             let blocking = shared.flags(t, slice) & BLOCKING_FLAG != 0;
-            let w = if blocking {
-                0
-            } else {
-                end - g.ts[from as usize]
-            };
-            g.edge(from, e_node, w, EdgeKind::Span(slice));
+            let w = if blocking { 0 } else { end - tail.ts };
+            if !needs_nodes(slice, top_level) {
+                tail.pass(g, end, w, EdgeKind::Span(slice));
+                return;
+            }
+            let e_node = tail.reach_node(g, end, w, EdgeKind::Span(slice));
             if t.slice_class(slice) != CategoryClass::CpuOp {
                 chain.nodes.push((slice, s_node, e_node));
             }
@@ -369,7 +360,6 @@ impl Window {
                 chain.gap_points.push((end, e_node, true));
                 chain.top.push((s_node, e_node));
             }
-            *last = Some(e_node);
         };
         for i in t.track_slices_between(tr, self.start, self.end) {
             let dur = t.slices.dur[i as usize];
@@ -383,42 +373,41 @@ impl Window {
                     break;
                 }
                 stack.pop();
-                close(g, &mut chain, &mut last, top, stack.is_empty());
+                close(g, &mut chain, &mut tail, top, stack.is_empty());
             }
-            let s_node = g.node(start, track);
-            match last {
-                Some(prev) if !stack.is_empty() => {
-                    let w = start - g.ts[prev as usize];
-                    let parent = stack.last().map_or(i, |p| p.0);
-                    g.edge(prev, s_node, w, EdgeKind::Span(parent));
+            let top_level = stack.is_empty();
+            let s_node = match stack.last() {
+                Some(&(parent, _, _)) => {
+                    let kind = EdgeKind::Span(parent);
+                    let w = start - tail.ts;
+                    if needs_nodes(i, false) {
+                        tail.reach_node(g, start, w, kind)
+                    } else {
+                        tail.pass(g, start, w, kind);
+                        PASSED
+                    }
                 }
-                Some(prev) => {
+                None => {
                     // Between top-level ops: the main thread's time counts (Python, data
                     // loading); another thread's idle time is no work of the step's.
-                    let w = if is_main {
-                        start - g.ts[prev as usize]
-                    } else {
-                        0
-                    };
-                    g.edge(prev, s_node, w, EdgeKind::HostGap);
+                    let w = if is_main { start - tail.ts } else { 0 };
+                    tail.reach_node(g, start, w, EdgeKind::HostGap)
                 }
-                None => {}
-            }
-            if stack.is_empty() {
+            };
+            if top_level {
                 chain.gap_points.push((start, s_node, false));
             }
             if chain.first.is_none() {
                 chain.first = Some(s_node);
             }
-            last = Some(s_node);
             // A child that outlives its parent (clock rounding) is closed with it.
             let end = stack.last().map_or(end, |p| end.min(p.1));
             stack.push((i, end.max(start), s_node));
         }
         while let Some(top) = stack.pop() {
-            close(g, &mut chain, &mut last, top, stack.is_empty());
+            close(g, &mut chain, &mut tail, top, stack.is_empty());
         }
-        chain.last = last;
+        chain.last = tail.node;
         // gap_points must be in time order for the hand-over search.
         chain.gap_points.sort_by_key(|&(ts, n, _)| (ts, n));
         chain
