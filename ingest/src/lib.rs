@@ -69,9 +69,15 @@ pub fn load(
 }
 
 /// What a load a caller asked for gives, after the pages it freed are handed back
-/// ([`heap::release_freed`]): once per such load, not once per rank of a parallel one.
+/// ([`heap::release_freed`]) and the mapped inputs' pages are out of the resident set
+/// ([`SourceData::release_resident`]): once per such load, not once per rank of a parallel one.
 fn handing_back_freed(loaded: Result<Timeline, IngestError>) -> Result<Timeline, IngestError> {
     heap::release_freed();
+    if let Ok(t) = &loaded {
+        for data in &t.data {
+            data.release_resident();
+        }
+    }
     loaded
 }
 

@@ -72,6 +72,7 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
                 }
                 None => self.non_object(),
             }
+            self.behind.reached(self.cur.pos);
             if !self.resumable(|r| r.cur.next_member(b']', "',' or ']' between events"))? {
                 return Ok(Until::End);
             }
@@ -120,12 +121,13 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
         let buf = self.cur.buf;
         let max_depth = self.cur.max_depth();
         let cancel = &std::sync::atomic::AtomicBool::new(false);
+        let behind = self.behind.starting_at(split);
         let (sender, parsed) = std::sync::mpsc::channel();
         std::thread::scope(|scope| {
             let spawned = std::thread::Builder::new()
                 .name("steplens-parse".into())
                 .spawn_scoped(scope, move || {
-                    parse_rest(buf, split, max_depth, cancel, &sender);
+                    parse_rest(buf, split, max_depth, cancel, behind, &sender);
                 });
             let Ok(worker) = spawned else {
                 // No second thread to be had: one thread reads it all.

@@ -19,7 +19,7 @@ use crate::error::IngestError;
 use crate::feed::Feed;
 use crate::format::{FormatId, first_non_space};
 use crate::json::{self, Cursor, SyntaxError};
-use crate::model::{LaneId, Warning, WarningCode};
+use crate::model::{LaneId, ReleaseBehind, Warning, WarningCode};
 use crate::reader::{Progress, ReadInput, ReadSummary, Reader};
 
 mod dispatch;
@@ -81,6 +81,8 @@ pub(crate) struct KinetoReader<'a, 'b, 'p> {
     /// While the input is still arriving (a gzip input inflating on another thread): where
     /// more of it comes from. `None` once all of it is in `cur.buf`.
     feed: Option<&'a Feed>,
+    /// Drops a mapped input's pages behind the cursor as the events are read.
+    behind: ReleaseBehind<'a>,
 }
 
 /// Which producer wrote the Trace Event Format JSON, from its content.
@@ -136,6 +138,7 @@ impl<'a, 'b, 'p> KinetoReader<'a, 'b, 'p> {
             split_min_bytes: SPLIT_MIN_BYTES,
             split_fraction: SPLIT_FRACTION,
             feed: None,
+            behind: ReleaseBehind::none(),
         }
     }
 
@@ -444,7 +447,9 @@ impl Reader for TraceEventReader {
             source,
             progress,
         } = input;
-        KinetoReader::new(data.bytes(), path, builder, source, progress).read()
+        let mut reader = KinetoReader::new(data.bytes(), path, builder, source, progress);
+        reader.behind = data.release_behind(data.bytes());
+        reader.read()
     }
 }
 

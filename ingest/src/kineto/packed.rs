@@ -16,6 +16,7 @@ use rustc_hash::FxHashMap;
 
 use super::event::{IGNORED_KEYS, RawEvent, RawLane, parse_event};
 use crate::json::{self, Cursor};
+use crate::model::ReleaseBehind;
 
 /// Bits of [`PackedEvent::flags`].
 pub(super) mod flags {
@@ -119,6 +120,7 @@ pub(super) fn parse_rest<'a>(
     start: usize,
     max_depth: usize,
     cancel: &AtomicBool,
+    mut behind: ReleaseBehind<'_>,
     out: &Sender<Parsed<'a>>,
 ) {
     let mut cur = Cursor::with_max_depth(buf, max_depth);
@@ -143,6 +145,7 @@ pub(super) fn parse_rest<'a>(
                 });
             }
             let more = cur.next_member(b']', "',' or ']' between events")?;
+            behind.reached(cur.pos);
             if batch.len() == BATCH {
                 let full = Parsed::Batch {
                     events: std::mem::replace(&mut batch, Vec::with_capacity(BATCH)),

@@ -26,6 +26,7 @@ pub use arg_keys::{ArgKeys, OpArg};
 pub use columns::{ArgsRef, Counters, Flow, Instants, Slices};
 pub use gaudi::{MetricDump, NodeMetrics};
 pub use launches::Launches;
+pub(crate) use source_data::ReleaseBehind;
 pub use source_data::SourceData;
 pub use strings::{Categories, CategoryClass, StringTable};
 

@@ -30,9 +30,134 @@ impl SourceData {
         }
     }
 
+    /// Takes a mapped file's pages out of the process's resident set once the load has read
+    /// them. They stay in the page cache: the args read later map them again (a minor fault per
+    /// few pages). Without it, a trace read end to end counts whole in the resident set through
+    /// the analysis, on top of the model.
+    pub(crate) fn release_resident(&self) {
+        #[cfg(unix)]
+        if let Self::Mapped(map) = self {
+            // SAFETY: a shared, read-only mapping of a file treated as immutable while mapped
+            // (`source::map_file`): a dropped page reads the file's same bytes back on the next
+            // access, so every borrow of the mapping sees what it saw. Advice is a hint; its
+            // failure changes nothing.
+            #[allow(unsafe_code)]
+            let _ = unsafe { map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
+        }
+    }
+
+    /// A [`ReleaseBehind`] for a reader of `bytes`, which lie in these bytes: it drops pages
+    /// only when they are a file mapping.
+    pub(crate) fn release_behind<'a>(&'a self, bytes: &'a [u8]) -> ReleaseBehind<'a> {
+        let mapped = match self {
+            Self::Mapped(map) => {
+                let offset = (bytes.as_ptr() as usize).checked_sub(map.as_ptr() as usize);
+                offset
+                    .filter(|&at| at.saturating_add(bytes.len()) <= map.len())
+                    .map(|at| (map, at))
+            }
+            Self::Owned(_) | Self::Inflated { .. } => None,
+        };
+        ReleaseBehind {
+            mapped,
+            from: 0,
+            next: RELEASE_STRETCH,
+        }
+    }
+
     /// Whether the bytes are a file mapping.
     #[must_use]
     pub fn is_mapped(&self) -> bool {
         matches!(self, Self::Mapped(_))
+    }
+}
+
+/// Bytes a reader moves on between two [`ReleaseBehind`] releases.
+const RELEASE_STRETCH: usize = 64 << 20;
+
+/// Takes the pages of a mapped input out of the resident set behind a reader's cursor, a
+/// stretch at a time, as [`SourceData::release_resident`] does for the whole input at the end
+/// of the load: a file read end to end would otherwise be resident whole by the time the
+/// builder finishes, on top of the model. Heap and anonymous bytes are never dropped (that
+/// would zero them). Offsets are the reader's, in the bytes it was made for.
+#[derive(Clone, Copy)]
+pub(crate) struct ReleaseBehind<'a> {
+    /// The mapping and where the reader's bytes start in it.
+    mapped: Option<(&'a Mmap, usize)>,
+    from: usize,
+    next: usize,
+}
+
+impl ReleaseBehind<'_> {
+    /// One that never releases.
+    pub(crate) fn none() -> Self {
+        Self {
+            mapped: None,
+            from: 0,
+            next: usize::MAX,
+        }
+    }
+
+    /// The same, for a reader that starts at `from`.
+    pub(crate) fn starting_at(self, from: usize) -> Self {
+        Self {
+            from,
+            next: from.saturating_add(RELEASE_STRETCH),
+            ..self
+        }
+    }
+
+    /// The reader is at `pos`: what is a stretch or more behind it goes.
+    #[inline]
+    pub(crate) fn reached(&mut self, pos: usize) {
+        if pos >= self.next {
+            self.release(pos);
+        }
+    }
+
+    fn release(&mut self, to: usize) {
+        #[cfg(unix)]
+        if let Some((map, base)) = self.mapped {
+            // SAFETY: as in `SourceData::release_resident`: a dropped page of this shared,
+            // read-only file mapping reads the same bytes back on its next access. The range
+            // lies in the map (`release_behind` checked the reader's bytes do).
+            #[allow(unsafe_code)]
+            let _ = unsafe {
+                map.unchecked_advise_range(
+                    memmap2::UncheckedAdvice::DontNeed,
+                    base + self.from,
+                    to.saturating_sub(self.from),
+                )
+            };
+        }
+        self.from = to;
+        self.next = to.saturating_add(RELEASE_STRETCH);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn released_pages_read_back_the_same_bytes_and_heap_bytes_are_never_released() {
+        let bytes: Vec<u8> = (0..3 * 4096 + 100).map(|i| (i % 251) as u8).collect();
+        let mut file = tempfile::tempfile().unwrap();
+        std::io::Write::write_all(&mut file, &bytes).unwrap();
+        #[allow(unsafe_code)]
+        // SAFETY: a private temporary file nothing else writes.
+        let data = SourceData::Mapped(unsafe { Mmap::map(&file).unwrap() });
+        let body = &data.bytes()[10..];
+        let mut behind = data.release_behind(body);
+        assert!(behind.mapped.is_some());
+        behind.release(body.len());
+        behind.starting_at(5).release(3 * 4096);
+        data.release_resident();
+        assert_eq!(data.bytes(), &bytes[..]);
+
+        let owned = SourceData::Owned(bytes.clone());
+        assert!(owned.release_behind(owned.bytes()).mapped.is_none());
+        // Bytes that are not the source's are not released either.
+        assert!(data.release_behind(&bytes).mapped.is_none());
     }
 }
