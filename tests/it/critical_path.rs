@@ -333,7 +333,7 @@ fn a_graphs_kernels_are_queued_at_the_graph_launch() {
         ],
     );
     assert!(
-        !cp.slices.iter().any(|s| s.name == "launch → graph_k3"),
+        !cp.slices.iter().any(|s| &*s.name == "launch → graph_k3"),
         "{:#?}",
         cp.slices
     );

@@ -35,6 +35,7 @@
 //! figures per bound and `stretches.rs` into the named stretches reports show.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use steplens_ingest::model::{Timeline, TrackKind};
@@ -109,10 +110,11 @@ impl Bound {
 /// One stretch of the path: an event on it, or the edge between two.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct PathSlice {
-    /// The event's name, or what the edge is (`launch → sgemm…`, `between ops`).
-    pub name: String,
+    /// The event's name, or what the edge is (`launch → sgemm…`, `between ops`); one text
+    /// shared by every slice that shows it.
+    pub name: Arc<str>,
     /// Track of the event (of the edge's later end).
-    pub track: Option<String>,
+    pub track: Option<Arc<str>>,
     /// Start, ns.
     pub start_ns: i64,
     /// Duration, ns.

@@ -1,6 +1,9 @@
 //! The path as text: what each stretch of it is and the name it is shown by, and the coarse
 //! list of [`PathSlice`]s that reports and the viewer read.
 
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
 use steplens_ingest::model::{SliceId, Timeline};
 
 use super::{Bound, MAX_PATH_SLICES, PathSlice};
@@ -51,6 +54,18 @@ impl What {
         (what, bound)
     }
 
+    /// One key per distinct [`Self::text`]: events and edges by their slices' names.
+    fn text_key(self, t: &Timeline) -> u64 {
+        let name = |s: SliceId| t.slices.name.get(s as usize).copied().unwrap_or(u32::MAX);
+        let by_name = match self {
+            Self::Event(s) => Self::Name(name(s)),
+            Self::LaunchOf(k) => Self::LaunchOf(name(k)),
+            Self::GapBefore(k) => Self::GapBefore(name(k)),
+            other => other,
+        };
+        by_name.pack(Bound::HostCompute)
+    }
+
     pub(super) fn text(self, t: &Timeline) -> String {
         match self {
             Self::Event(s) => t.slice_name(s).to_owned(),
@@ -60,6 +75,35 @@ impl What {
             Self::GapBefore(k) => format!("gap before {}", t.slice_name(k)),
             Self::LastRank => "waiting for the last rank at a collective".to_owned(),
         }
+    }
+}
+
+/// The texts path slices show, made once per name and track and shared by every step's path:
+/// most of a long path's stretches name one of a few hundred ops and kernels.
+#[derive(Default)]
+pub(super) struct PathTexts {
+    names: FxHashMap<u64, Arc<str>>,
+    tracks: FxHashMap<u32, Option<Arc<str>>>,
+}
+
+impl PathTexts {
+    fn name(&mut self, t: &Timeline, what: What) -> Arc<str> {
+        Arc::clone(
+            self.names
+                .entry(what.text_key(t))
+                .or_insert_with(|| what.text(t).into()),
+        )
+    }
+
+    fn track(&mut self, t: &Timeline, track: u32) -> Option<Arc<str>> {
+        self.tracks
+            .entry(track)
+            .or_insert_with(|| {
+                t.tracks
+                    .get(track as usize)
+                    .map(|tr| tr.name.as_str().into())
+            })
+            .clone()
     }
 }
 
@@ -77,7 +121,11 @@ pub(super) struct Stretch {
 /// merge into that op (named by it, bounded by what holds most of its time), device work and
 /// the edges between events stay as they are. A path of more than [`MAX_PATH_SLICES`] keeps
 /// its longest stretches, in time order, and says how many it had.
-pub(super) fn coarse_slices(t: &Timeline, fine: &[Stretch]) -> (Vec<PathSlice>, Option<u64>) {
+pub(super) fn coarse_slices(
+    t: &Timeline,
+    fine: &[Stretch],
+    texts: &mut PathTexts,
+) -> (Vec<PathSlice>, Option<u64>) {
     // The outermost host op holding `slice` on its thread.
     let top_level = |slice: SliceId| -> SliceId {
         let mut top = slice;
@@ -154,8 +202,8 @@ pub(super) fn coarse_slices(t: &Timeline, fine: &[Stretch]) -> (Vec<PathSlice>, 
     let slices = out
         .into_iter()
         .map(|c| PathSlice {
-            name: c.what.text(t),
-            track: t.tracks.get(c.track as usize).map(|tr| tr.name.clone()),
+            name: texts.name(t, c.what),
+            track: texts.track(t, c.track),
             start_ns: c.start,
             dur_ns: c.end - c.start,
             bound: c

@@ -178,7 +178,7 @@ impl Window {
                 count,
             })
             .collect();
-        let (slices, slices_total) = coarse_slices(t, &fine);
+        let (slices, slices_total) = coarse_slices(t, &fine, &mut shared.path_texts.borrow_mut());
         CriticalPath {
             total_ns,
             by_bound,

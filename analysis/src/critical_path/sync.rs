@@ -7,6 +7,7 @@ use rustc_hash::FxHashMap;
 use steplens_ingest::model::{CategoryClass, LaneId, SliceId, Timeline, TrackKind};
 
 use super::graph::{Graph, Scratch};
+use super::stretches::PathTexts;
 use crate::op_names::{DATALOADER_PREFIX, NameFlags};
 use steplens_ingest::intervals::IntervalSet;
 
@@ -35,6 +36,8 @@ pub(super) struct Shared {
     pub(super) scratch: std::cell::RefCell<Scratch>,
     /// The window's graph, its arrays reused from window to window.
     pub(super) graph: std::cell::RefCell<Graph>,
+    /// The path slices' names and tracks, shared by every window's path.
+    pub(super) path_texts: std::cell::RefCell<PathTexts>,
     /// Per interned name: 1 blocking call, 2 compile span, 4 data loader range, 8 launch call.
     name_flags: NameFlags,
     /// Blocking runtime call → the device work its `cuda_sync` event says it waited for.
@@ -78,6 +81,7 @@ impl Shared {
         let mut shared = Self {
             scratch: std::cell::RefCell::new(Scratch::default()),
             graph: std::cell::RefCell::new(Graph::default()),
+            path_texts: std::cell::RefCell::new(PathTexts::default()),
             name_flags,
             waits_for: FxHashMap::default(),
             stream_waits: FxHashMap::default(),
