@@ -1,5 +1,6 @@
-//! The dependency graph of one window: nodes at event starts and ends, typed weighted edges,
-//! the per-slice node tables reused from window to window, and the longest path through it.
+//! The dependency graph of one window: nodes at event starts and ends, typed weighted edges and
+//! the runs of a host thread's chain between two nodes ([`ChainTail`]), the per-slice node
+//! table reused from window to window, and the longest path through it.
 
 use steplens_ingest::model::SliceId;
 
@@ -258,6 +259,7 @@ impl ChainTail {
     }
 
     /// Extends the chain to `ts` through a point no other edge touches.
+    #[inline]
     pub(super) fn pass(&mut self, g: &mut Graph, ts: i64, weight: i64, kind: EdgeKind) {
         if self.node.is_none() {
             // A chain starts at a node.
@@ -273,6 +275,7 @@ impl ChainTail {
 
     /// Extends the chain to a new node at `ts` and returns it; a chain's first node gets no
     /// edge into it.
+    #[inline]
     pub(super) fn reach_node(
         &mut self,
         g: &mut Graph,

@@ -29,6 +29,12 @@
 //! cover the step without overlap, so `by_bound` adds up to the step (within a step no
 //! nanosecond is owned twice).
 //!
+//! Built as is, that graph has two nodes per op. Only top-level ops (where threads hand over)
+//! and runtime calls (launches, blocking calls) get nodes here: a nested op's start and end are
+//! points of its thread's chain that no other edge touches, so the chain through them becomes
+//! one edge between two nodes that keeps them as segments, and the path lists the segments. The
+//! longest path is the same.
+//!
 //! The public types and entry points are here; `walk.rs` builds each window's graph
 //! (`graph.rs`: nodes, edges, the longest path) from the host threads, launches and device work,
 //! under the blocking and `cuda_sync` rules of `sync.rs`; `summary.rs` turns the path into
