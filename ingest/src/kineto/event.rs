@@ -115,37 +115,36 @@ pub(super) fn parse_event<'a>(
     loop {
         let (key, _) = cur.raw_string()?;
         cur.expect(b':', "':' after a key")?;
-        // A value of the wrong type (`"pid": {…}`, `"name": 5`) is read past whole and marks
-        // the event, so one bad field costs one event, not the rest of the trace.
-        let wrong_type = match (cur.peek(), key) {
-            (Some(b'"'), b"ph" | b"name" | b"cat" | b"bp" | b"s") => false,
-            (_, b"ph" | b"name" | b"cat" | b"bp" | b"s") => true,
-            (Some(b'{' | b'['), b"ts" | b"dur" | b"pid" | b"tid" | b"id" | b"bind_id") => true,
-            (Some(b't' | b'f' | b'n'), b"ts" | b"dur" | b"pid" | b"tid" | b"id" | b"bind_id") => {
-                true
-            }
-            _ => false,
-        };
-        if wrong_type {
-            if ev.bad_field == 0 {
-                ev.bad_field = typed_field(key);
-            }
-            cur.skip_value()?;
-            if !cur.next_member(b'}', "',' or '}' in an event")? {
-                return Ok(ev);
-            }
-            continue;
-        }
+        let next = cur.peek();
+        let string = next == Some(b'"');
+        // A number, or a number written as a string.
+        let number = !matches!(next, Some(b'{' | b'[' | b't' | b'f' | b'n'));
+        // One match on the key: each typed field's arm reads a value of its type, and a value
+        // of the wrong type (`"pid": {…}`, `"name": 5`) falls to the arm after them, which reads
+        // it past whole and marks the event, so one bad field costs one event, not the rest of
+        // the trace.
         match key {
-            b"ph" => ev.ph = cur.raw_string()?.0.first().copied().unwrap_or(0),
-            b"name" => ev.name = Some(cur.string()?),
-            b"cat" => ev.cat = Some(cur.string()?),
-            b"ts" => ev.ts = json::micros_to_ns(number_text(cur)?),
-            b"dur" => ev.dur = json::micros_to_ns(number_text(cur)?),
-            b"pid" => ev.pid = Some(parse_lane(cur)?),
-            b"tid" => ev.tid = Some(parse_lane(cur)?),
-            b"id" => ev.id = flow_id(cur)?,
-            b"id2" if cur.peek() == Some(b'{') => {
+            b"ph" if string => ev.ph = cur.raw_string()?.0.first().copied().unwrap_or(0),
+            b"name" if string => ev.name = Some(cur.string()?),
+            b"cat" if string => ev.cat = Some(cur.string()?),
+            b"ts" if number => ev.ts = json::micros_to_ns(number_text(cur)?),
+            b"dur" if number => ev.dur = json::micros_to_ns(number_text(cur)?),
+            b"pid" if number => ev.pid = Some(parse_lane(cur)?),
+            b"tid" if number => ev.tid = Some(parse_lane(cur)?),
+            b"id" if number => ev.id = flow_id(cur)?,
+            b"bind_id" if number => ev.bind_id = flow_id(cur)?,
+            b"bp" if string => ev.bind_enclosing = cur.raw_string()?.0 == b"e",
+            b"s" if string => {
+                ev.scope = cur.raw_string()?.0.first().copied().unwrap_or(b't');
+            }
+            b"ph" | b"name" | b"cat" | b"ts" | b"dur" | b"pid" | b"tid" | b"id" | b"bind_id"
+            | b"bp" | b"s" => {
+                if ev.bad_field == 0 {
+                    ev.bad_field = typed_field(key);
+                }
+                cur.skip_value()?;
+            }
+            b"id2" if next == Some(b'{') => {
                 // `{"global": id}` or `{"local": id}`, as Chrome's tracing writes them.
                 cur.pos += 1;
                 if cur.peek() == Some(b'}') {
@@ -170,14 +169,9 @@ pub(super) fn parse_event<'a>(
                     }
                 }
             }
-            b"bp" => ev.bind_enclosing = cur.raw_string()?.0 == b"e",
-            b"bind_id" => ev.bind_id = flow_id(cur)?,
             b"flow_in" => ev.flow_in = cur.scalar_text()? == b"true",
             b"flow_out" => ev.flow_out = cur.scalar_text()? == b"true",
-            b"s" => {
-                ev.scope = cur.raw_string()?.0.first().copied().unwrap_or(b't');
-            }
-            b"args" if cur.peek() == Some(b'{') => {
+            b"args" if next == Some(b'{') => {
                 ev.args = Some(cur.skip_value()?);
             }
             other => {
