@@ -448,7 +448,7 @@ impl Reader for TraceEventReader {
             progress,
         } = input;
         let mut reader = KinetoReader::new(data.bytes(), path, builder, source, progress);
-        reader.behind = data.release_behind(data.bytes());
+        reader.behind = data.release_behind();
         reader.read()
     }
 }

@@ -35,31 +35,17 @@ impl SourceData {
     /// few pages). Without it, a trace read end to end counts whole in the resident set through
     /// the analysis, on top of the model.
     pub(crate) fn release_resident(&self) {
-        #[cfg(unix)]
-        if let Self::Mapped(map) = self {
-            // SAFETY: a shared, read-only mapping of a file treated as immutable while mapped
-            // (`source::map_file`): a dropped page reads the file's same bytes back on the next
-            // access, so every borrow of the mapping sees what it saw. Advice is a hint; its
-            // failure changes nothing.
-            #[allow(unsafe_code)]
-            let _ = unsafe { map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
-        }
+        self.release_behind().release(self.bytes().len());
     }
 
-    /// A [`ReleaseBehind`] for a reader of `bytes`, which lie in these bytes: it drops pages
-    /// only when they are a file mapping.
-    pub(crate) fn release_behind<'a>(&'a self, bytes: &'a [u8]) -> ReleaseBehind<'a> {
-        let mapped = match self {
-            Self::Mapped(map) => {
-                let offset = (bytes.as_ptr() as usize).checked_sub(map.as_ptr() as usize);
-                offset
-                    .filter(|&at| at.saturating_add(bytes.len()) <= map.len())
-                    .map(|at| (map, at))
-            }
-            Self::Owned(_) | Self::Inflated { .. } => None,
-        };
+    /// A [`ReleaseBehind`] for a reader of [`Self::bytes`] (its offsets are theirs): it drops
+    /// pages only when they are a file mapping.
+    pub(crate) fn release_behind(&self) -> ReleaseBehind<'_> {
         ReleaseBehind {
-            mapped,
+            mapped: match self {
+                Self::Mapped(map) => Some(map),
+                Self::Owned(_) | Self::Inflated { .. } => None,
+            },
             from: 0,
             next: RELEASE_STRETCH,
         }
@@ -76,14 +62,14 @@ impl SourceData {
 const RELEASE_STRETCH: usize = 64 << 20;
 
 /// Takes the pages of a mapped input out of the resident set behind a reader's cursor, a
-/// stretch at a time, as [`SourceData::release_resident`] does for the whole input at the end
-/// of the load: a file read end to end would otherwise be resident whole by the time the
-/// builder finishes, on top of the model. Heap and anonymous bytes are never dropped (that
-/// would zero them). Offsets are the reader's, in the bytes it was made for.
+/// stretch at a time (and [`SourceData::release_resident`], the whole input at the end of the
+/// load): a file read end to end would otherwise be resident whole by the time the builder
+/// finishes, on top of the model. Heap and anonymous bytes are never dropped (that would zero
+/// them). Offsets are into [`SourceData::bytes`].
 #[derive(Clone, Copy)]
 pub(crate) struct ReleaseBehind<'a> {
-    /// The mapping and where the reader's bytes start in it.
-    mapped: Option<(&'a Mmap, usize)>,
+    /// The mapping, when the bytes are one.
+    mapped: Option<&'a Mmap>,
     from: usize,
     next: usize,
 }
@@ -117,16 +103,19 @@ impl ReleaseBehind<'_> {
 
     fn release(&mut self, to: usize) {
         #[cfg(unix)]
-        if let Some((map, base)) = self.mapped {
-            // SAFETY: as in `SourceData::release_resident`: a dropped page of this shared,
-            // read-only file mapping reads the same bytes back on its next access. The range
-            // lies in the map (`release_behind` checked the reader's bytes do).
+        if let Some(map) = self.mapped {
+            // Clamped to the map: madvise would reach past it into whatever is mapped next.
+            let end = to.min(map.len());
+            // SAFETY: a shared, read-only mapping of a file treated as immutable while mapped
+            // (`source::map_file`): a dropped page reads the file's same bytes back on the next
+            // access, so every borrow of the mapping sees what it saw. The range lies in the
+            // map. Advice is a hint; its failure changes nothing.
             #[allow(unsafe_code)]
             let _ = unsafe {
                 map.unchecked_advise_range(
                     memmap2::UncheckedAdvice::DontNeed,
-                    base + self.from,
-                    to.saturating_sub(self.from),
+                    self.from.min(end),
+                    end.saturating_sub(self.from),
                 )
             };
         }
@@ -147,17 +136,18 @@ mod tests {
         #[allow(unsafe_code)]
         // SAFETY: a private temporary file nothing else writes.
         let data = SourceData::Mapped(unsafe { Mmap::map(&file).unwrap() });
-        let body = &data.bytes()[10..];
-        let mut behind = data.release_behind(body);
+        let mut behind = data.release_behind();
         assert!(behind.mapped.is_some());
-        behind.release(body.len());
+        behind.release(10);
         behind.starting_at(5).release(3 * 4096);
+        // Past the end: clamped to the map.
+        behind.starting_at(4096).release(usize::MAX);
         data.release_resident();
         assert_eq!(data.bytes(), &bytes[..]);
 
         let owned = SourceData::Owned(bytes.clone());
-        assert!(owned.release_behind(owned.bytes()).mapped.is_none());
-        // Bytes that are not the source's are not released either.
-        assert!(data.release_behind(&bytes).mapped.is_none());
+        assert!(owned.release_behind().mapped.is_none());
+        owned.release_resident();
+        assert_eq!(owned.bytes(), &bytes[..]);
     }
 }
