@@ -163,11 +163,18 @@ impl IntervalSet {
     }
 
     /// The first interval from index `from` on that ends after `ts` (ends rise with index).
-    fn first_ending_after(&self, mut from: usize, ts: i64) -> usize {
-        while self.ends.get(from).is_some_and(|&e| e <= ts) {
-            from += 1;
+    /// Galloping: steps of 1, 2, 4, … then a binary search in the last step, so a walk of two
+    /// sets of like size stays linear, and a few intervals against a trace-long set (one copy's
+    /// memcpys against the device's busy time) cost a logarithm each, not the set's length.
+    fn first_ending_after(&self, from: usize, ts: i64) -> usize {
+        let ends = &self.ends[from.min(self.ends.len())..];
+        let mut bound = 1;
+        while bound <= ends.len() && ends[bound - 1] <= ts {
+            bound *= 2;
         }
-        from
+        let lower = bound / 2;
+        let upper = bound.min(ends.len());
+        from + lower + ends[lower..upper].partition_point(|&e| e <= ts)
     }
 }
 
@@ -311,18 +318,24 @@ mod tests {
                 .wrapping_add(1_442_695_040_888_963_407);
             ((seed >> 33) % m) as i64
         };
-        for _ in 0..500 {
-            let mut ranges = |n: u64| -> Vec<(i64, i64)> {
+        // Sets of like size, and a few intervals against many (where the walk gallops).
+        for (case, (few, many)) in [(40, 40), (4, 400), (400, 4)]
+            .repeat(200)
+            .into_iter()
+            .enumerate()
+        {
+            let mut ranges = |n: u64, span: u64| -> Vec<(i64, i64)> {
                 (0..next(n))
                     .map(|_| {
-                        let s = next(1000);
+                        let s = next(span);
                         (s, s + next(60))
                     })
                     .collect()
             };
+            let span = if case % 2 == 0 { 1000 } else { 20_000 };
             let (a, b) = (
-                IntervalSet::from_ranges(ranges(40)),
-                IntervalSet::from_ranges(ranges(40)),
+                IntervalSet::from_ranges(ranges(few, span)),
+                IntervalSet::from_ranges(ranges(many, span)),
             );
             let by_search = |per: &dyn Fn(i64, i64) -> Vec<(i64, i64)>| {
                 IntervalSet::from_ranges(a.iter().flat_map(|(s, e)| per(s, e)).collect())
