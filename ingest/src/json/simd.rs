@@ -82,6 +82,42 @@ impl Masks {
     }
 }
 
+impl Masks {
+    /// [`Masks::of`] with two 32-byte compares per class instead of four 16-byte ones. `{[`
+    /// and `}]` differ from each other only in bit 5 (0x20), so setting it first leaves one
+    /// compare per bracket class: three classes cost four compares a half, not six a quarter.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    pub(super) fn of_avx2(block: &[u8; 64]) -> Self {
+        use std::arch::x86_64::{
+            __m256i, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_movemask_epi8, _mm256_or_si256,
+            _mm256_set1_epi8,
+        };
+        let half = |at: usize| {
+            // SAFETY: `at` is 0 or 32, so 32 bytes from it lie inside the 64-byte `block`;
+            // `loadu` has no alignment requirement.
+            #[allow(unsafe_code)]
+            let v = unsafe { _mm256_loadu_si256(block.as_ptr().add(at).cast::<__m256i>()) };
+            let folded = _mm256_or_si256(v, _mm256_set1_epi8(0x20));
+            let bits = |hits: __m256i| u64::from(_mm256_movemask_epi8(hits) as u32) << at;
+            Self {
+                quote: bits(_mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'"' as i8))),
+                backslash: bits(_mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'\\' as i8))),
+                open: bits(_mm256_cmpeq_epi8(folded, _mm256_set1_epi8(b'{' as i8))),
+                close: bits(_mm256_cmpeq_epi8(folded, _mm256_set1_epi8(b'}' as i8))),
+            }
+        };
+        let (low, high) = (half(0), half(32));
+        Self {
+            quote: low.quote | high.quote,
+            backslash: low.backslash | high.backslash,
+            open: low.open | high.open,
+            close: low.close | high.close,
+        }
+    }
+}
+
 /// Bit i of the result is the XOR of bits 0..=i of `bits`.
 #[inline]
 pub(super) fn prefix_xor(mut bits: u64) -> u64 {
@@ -153,6 +189,17 @@ mod tests {
                 by_bytes,
                 "{block:?}"
             );
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU has AVX2, checked just above.
+                #[allow(unsafe_code)]
+                let wide = unsafe { Masks::of_avx2(&block) };
+                assert_eq!(
+                    [wide.quote, wide.backslash, wide.open, wide.close],
+                    by_bytes,
+                    "{block:?}"
+                );
+            }
         }
     }
 }
