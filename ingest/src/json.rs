@@ -12,7 +12,10 @@
 
 use std::borrow::Cow;
 
+mod members;
 mod simd;
+
+pub(crate) use members::members;
 mod skip;
 
 /// A syntax error at a byte offset.
@@ -441,6 +444,22 @@ pub(crate) fn lenient_int(text: &[u8]) -> Option<i64> {
 /// Finds `key` among the top-level members of the JSON object `object` and returns its raw
 /// value text. Does not decode anything else.
 pub(crate) fn find_key<'a>(object: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
+    let mut found = None;
+    let walked = members::members(object, &mut |name, value| {
+        if name == key {
+            found = object.get(value);
+            return std::ops::ControlFlow::Break(());
+        }
+        std::ops::ControlFlow::Continue(())
+    });
+    match walked {
+        Some(()) => found,
+        None => find_key_by_cursor(object, key),
+    }
+}
+
+/// [`find_key`] member by member, decoding escaped keys.
+fn find_key_by_cursor<'a>(object: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
     let mut cur = Cursor::new(object);
     cur.expect(b'{', "{").ok()?;
     if cur.peek() == Some(b'}') {
@@ -467,6 +486,29 @@ pub(crate) fn find_key<'a>(object: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
 /// Finds each of `keys` among the top-level members of `object` in one pass: `out[i]` is the
 /// raw value of `keys[i]` (its first occurrence), or `None`.
 pub(crate) fn find_keys<'a>(object: &'a [u8], keys: &[&str], out: &mut [Option<&'a [u8]>]) {
+    let mut left = keys.len();
+    let walked = members::members(object, &mut |name, value| {
+        if let Some(slot) = keys
+            .iter()
+            .position(|k| k.as_bytes() == name)
+            .and_then(|i| out.get_mut(i))
+            && slot.is_none()
+        {
+            *slot = object.get(value);
+            left -= 1;
+            if left == 0 {
+                return std::ops::ControlFlow::Break(());
+            }
+        }
+        std::ops::ControlFlow::Continue(())
+    });
+    if walked.is_none() {
+        find_keys_by_cursor(object, keys, out);
+    }
+}
+
+/// [`find_keys`] member by member, decoding escaped keys.
+fn find_keys_by_cursor<'a>(object: &'a [u8], keys: &[&str], out: &mut [Option<&'a [u8]>]) {
     let mut cur = Cursor::new(object);
     if cur.expect(b'{', "{").is_err() || cur.peek() == Some(b'}') {
         return;

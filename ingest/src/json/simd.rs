@@ -118,6 +118,61 @@ impl Masks {
     }
 }
 
+/// The masks of a 64-byte block: [`Masks::of_avx2`] when `AVX2` (the caller runs only on a CPU
+/// that has it: see [`super::skip::container_end`]), else [`Masks::of`].
+#[inline(always)]
+pub(super) fn block_masks<const AVX2: bool>(block: &[u8; 64]) -> Masks {
+    #[cfg(target_arch = "x86_64")]
+    if AVX2 {
+        // SAFETY: `AVX2` is true only in functions compiled for AVX2 that run only on a CPU
+        // that has it.
+        #[allow(unsafe_code)]
+        return unsafe { Masks::of_avx2(block) };
+    }
+    Masks::of(block)
+}
+
+/// The `:` and `,` of a 64-byte block, which separate an object's members (and an array's
+/// elements), as [`block_masks`] chooses its instructions.
+#[inline(always)]
+pub(super) fn block_separators<const AVX2: bool>(block: &[u8; 64]) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    if AVX2 {
+        // SAFETY: as in `block_masks`.
+        #[allow(unsafe_code)]
+        return unsafe { separators_avx2(block) };
+    }
+    let mut separators = 0;
+    for (lane, chunk) in block.chunks_exact(16).enumerate() {
+        if let Some(chunk) = chunk.first_chunk::<16>() {
+            separators |= u64::from(any_of(chunk, b":,")) << (16 * lane);
+        }
+    }
+    separators
+}
+
+/// [`block_separators`] with two 32-byte compares per byte.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+fn separators_avx2(block: &[u8; 64]) -> u64 {
+    use std::arch::x86_64::{
+        __m256i, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_movemask_epi8, _mm256_or_si256,
+        _mm256_set1_epi8,
+    };
+    let half = |at: usize| {
+        // SAFETY: `at` is 0 or 32, so 32 bytes from it lie inside the 64-byte `block`.
+        #[allow(unsafe_code)]
+        let v = unsafe { _mm256_loadu_si256(block.as_ptr().add(at).cast::<__m256i>()) };
+        let hits = _mm256_or_si256(
+            _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b':' as i8)),
+            _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b',' as i8)),
+        );
+        u64::from(_mm256_movemask_epi8(hits) as u32) << at
+    };
+    half(0) | half(32)
+}
+
 /// Bit i of the result is the XOR of bits 0..=i of `bits`.
 #[inline]
 pub(super) fn prefix_xor(mut bits: u64) -> u64 {

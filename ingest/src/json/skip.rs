@@ -8,7 +8,7 @@
 //! the nesting limit. A block with a backslash (rare in traces) is read byte by byte, since an
 //! escaped quote does not toggle the string mask.
 
-use super::simd::{Masks, prefix_xor};
+use super::simd::{Masks, block_masks, prefix_xor};
 
 /// How a container skip ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,18 +96,6 @@ fn container_end_with<const AVX2: bool>(buf: &[u8], start: usize, max_depth: usi
     Skipped::Unterminated {
         in_string: state.in_string,
     }
-}
-
-#[inline(always)]
-fn block_masks<const AVX2: bool>(block: &[u8; BLOCK]) -> Masks {
-    #[cfg(target_arch = "x86_64")]
-    if AVX2 {
-        // SAFETY: `AVX2` is true only in `container_end_avx2`, which runs only on a CPU that
-        // has it.
-        #[allow(unsafe_code)]
-        return unsafe { Masks::of_avx2(block) };
-    }
-    Masks::of(block)
 }
 
 /// One block with no backslash: strings from the quote mask, brackets outside them counted.
