@@ -141,9 +141,20 @@ pub(super) fn coarse_slices(
         end: i64,
         track: u32,
         what: What,
-        parts: Vec<(Bound, i64)>,
+        /// The bound of its longest part, once the stretch is complete.
+        bound: Bound,
+    }
+    /// The bound holding the most of a stretch's time (the last of equals, as `max_by_key`).
+    fn longest(parts: &[(Bound, i64)]) -> Bound {
+        parts
+            .iter()
+            .max_by_key(|(_, ns)| *ns)
+            .map_or(Bound::HostCompute, |(b, _)| *b)
     }
     let mut out: Vec<Coarse> = Vec::new();
+    // The time per bound of the stretch being extended (the last of `out`): only its longest
+    // is kept, so one list serves every stretch, not one allocation each.
+    let mut parts: Vec<(Bound, i64)> = Vec::new();
     // The last top-level op found: top-level ops on a thread do not overlap, so a slice on its
     // thread inside its range is under it.
     let mut last_top: Option<(SliceId, u32, i64, i64)> = None;
@@ -172,19 +183,29 @@ pub(super) fn coarse_slices(
         match out.last_mut() {
             Some(c) if c.what == what && c.track == s.track && c.end == s.start => {
                 c.end = s.end;
-                match c.parts.iter_mut().find(|(b, _)| *b == s.bound) {
+                match parts.iter_mut().find(|(b, _)| *b == s.bound) {
                     Some(part) => part.1 += len,
-                    None => c.parts.push((s.bound, len)),
+                    None => parts.push((s.bound, len)),
                 }
             }
-            _ => out.push(Coarse {
-                start: s.start,
-                end: s.end,
-                track: s.track,
-                what,
-                parts: vec![(s.bound, len)],
-            }),
+            last => {
+                if let Some(done) = last {
+                    done.bound = longest(&parts);
+                }
+                parts.clear();
+                parts.push((s.bound, len));
+                out.push(Coarse {
+                    start: s.start,
+                    end: s.end,
+                    track: s.track,
+                    what,
+                    bound: s.bound,
+                });
+            }
         }
+    }
+    if let Some(done) = out.last_mut() {
+        done.bound = longest(&parts);
     }
     let total = out.len();
     if total > MAX_PATH_SLICES {
@@ -206,11 +227,7 @@ pub(super) fn coarse_slices(
             track: texts.track(t, c.track),
             start_ns: c.start,
             dur_ns: c.end - c.start,
-            bound: c
-                .parts
-                .iter()
-                .max_by_key(|(_, ns)| *ns)
-                .map_or(Bound::HostCompute, |(b, _)| *b),
+            bound: c.bound,
             slice: match c.what {
                 What::Event(s) => Some(s),
                 _ => None,

@@ -92,7 +92,7 @@ impl Window {
             }
         };
         // The fine stretches, one per path edge (no text yet).
-        let mut fine: Vec<Stretch> = Vec::new();
+        let mut fine: Vec<Stretch> = Vec::with_capacity(edges.size_hint().0);
         for (a, b, track, kind) in edges {
             if b <= a {
                 continue;

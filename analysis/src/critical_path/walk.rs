@@ -248,7 +248,11 @@ impl Window {
     /// chain itself (the graph is that one chain), read in one sweep over its ops.
     fn single_thread_path(&self, t: &Timeline, shared: &Shared, track: u32) -> CriticalPath {
         let tr = &t.tracks[track as usize];
-        let mut edges: Vec<(i64, i64, u32, EdgeKind)> = Vec::new();
+        let ops = t.track_slices_between(tr, self.start, self.end);
+        // At most two edges an op (one at its start, one at its end) and one at the window's
+        // end: sized once, not grown by copying through a step of tens of thousands of ops.
+        let mut edges: Vec<(i64, i64, u32, EdgeKind)> =
+            Vec::with_capacity(2 * ops.size_hint().0 + 1);
         let mut at = self.start;
         // Open ops: (slice, end).
         let mut stack: Vec<(SliceId, i64)> = Vec::new();
@@ -259,7 +263,7 @@ impl Window {
             edges.push((*at, to, track, kind));
             *at = to;
         };
-        for i in t.track_slices_between(tr, self.start, self.end) {
+        for i in ops {
             if t.slices.dur[i as usize] <= 0 || !t.slice_class(i).is_host_work() {
                 continue;
             }
