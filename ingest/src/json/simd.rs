@@ -118,8 +118,8 @@ impl Masks {
     }
 }
 
-/// The masks of a 64-byte block: [`Masks::of_avx2`] when `AVX2` (the caller runs only on a CPU
-/// that has it: see [`super::skip::container_end`]), else [`Masks::of`].
+/// The masks of a 64-byte block: [`Masks::of_avx2`] when `AVX2` (the caller, compiled for AVX2,
+/// runs only on a CPU that has it), else [`Masks::of`].
 #[inline(always)]
 pub(super) fn block_masks<const AVX2: bool>(block: &[u8; 64]) -> Masks {
     #[cfg(target_arch = "x86_64")]
