@@ -18,14 +18,15 @@ use crate::limits::DEFAULT_MAX_JSON_DEPTH;
 
 const BLOCK: usize = 64;
 
+/// What [`members`] calls per member: the key's raw bytes and the value's byte range; `Break`
+/// ends the walk.
+pub(crate) type Visit<'v> = dyn FnMut(&[u8], Range<usize>) -> ControlFlow<()> + 'v;
+
 /// Calls `visit(key, value)` for each top-level member of the object `raw` (the key's raw
 /// bytes, the value's byte range in `raw`), in order, until `visit` breaks or the cursor's walk
 /// would stop: at the object's end, or at malformed text. `None`, having visited nothing, when
 /// `raw` holds a backslash: then the caller walks it with the cursor.
-pub(crate) fn members(
-    raw: &[u8],
-    visit: &mut dyn FnMut(&[u8], Range<usize>) -> ControlFlow<()>,
-) -> Option<()> {
+pub(crate) fn members(raw: &[u8], visit: &mut Visit<'_>) -> Option<()> {
     if memchr::memchr(b'\\', raw).is_some() {
         return None;
     }
@@ -45,7 +46,7 @@ pub(crate) fn members(
 /// [`members`] compiled for AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn members_avx2(raw: &[u8], visit: &mut dyn FnMut(&[u8], Range<usize>) -> ControlFlow<()>) {
+fn members_avx2(raw: &[u8], visit: &mut Visit<'_>) {
     members_with::<true>(raw, visit);
 }
 
@@ -180,10 +181,7 @@ impl<'r, const AVX2: bool> Structural<'r, AVX2> {
 /// The walk of [`members`] over `raw`, which holds no backslash: the cursor's steps, each
 /// reading the next structural byte and the whitespace (or scalar) before it.
 #[inline(always)]
-fn members_with<const AVX2: bool>(
-    raw: &[u8],
-    visit: &mut dyn FnMut(&[u8], Range<usize>) -> ControlFlow<()>,
-) {
+fn members_with<const AVX2: bool>(raw: &[u8], visit: &mut Visit<'_>) {
     let all_ws = |from: usize, to: usize| raw[from..to].iter().all(|&b| is_ws(b));
     let mut s = Structural::<AVX2>::new(raw);
     // `expect('{')`.
