@@ -393,6 +393,8 @@ pub struct Timeline {
     pub(crate) data: Vec<Arc<SourceData>>,
     /// The launch index, built on first use ([`Timeline::launches`]).
     launches: std::sync::OnceLock<Launches>,
+    /// [`Timeline::time_range`], found on first use.
+    time_range: std::sync::OnceLock<Option<(i64, i64)>>,
 }
 
 /// How many slices' args [`Timeline::touch_args`] is given at once, one batch ahead of the
@@ -686,13 +688,17 @@ impl Timeline {
             .collect()
     }
 
-    /// Time span covered by all slices, ns: `(first start, last end)`.
+    /// Time span covered by all slices, ns: `(first start, last end)`. Found once, on first
+    /// use (the slices do not change after the build): the report, the engines and findings
+    /// without a step each ask, and on a 10 M-event trace each scan read 160 MB.
     #[must_use]
     pub fn time_range(&self) -> Option<(i64, i64)> {
-        let first = self.slices.start.iter().copied().min()?;
-        let last = (0..self.slices.len() as SliceId)
-            .map(|i| self.slices.end(i))
-            .max()?;
-        Some((first, last))
+        *self.time_range.get_or_init(|| {
+            let first = self.slices.start.iter().copied().min()?;
+            let last = (0..self.slices.len() as SliceId)
+                .map(|i| self.slices.end(i))
+                .max()?;
+            Some((first, last))
+        })
     }
 }
