@@ -14,9 +14,9 @@ use std::borrow::Cow;
 
 mod members;
 mod simd;
+mod skip;
 
 pub(crate) use members::members;
-mod skip;
 
 /// A syntax error at a byte offset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -445,49 +445,21 @@ pub(crate) fn lenient_int(text: &[u8]) -> Option<i64> {
 /// value text. Does not decode anything else.
 pub(crate) fn find_key<'a>(object: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
     let mut found = None;
-    let walked = members::members(object, &mut |name, value| {
+    members(object, &mut |name, value| {
         if name == key {
             found = object.get(value);
             return std::ops::ControlFlow::Break(());
         }
         std::ops::ControlFlow::Continue(())
     });
-    match walked {
-        Some(()) => found,
-        None => find_key_by_cursor(object, key),
-    }
-}
-
-/// [`find_key`] member by member, decoding escaped keys.
-fn find_key_by_cursor<'a>(object: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
-    let mut cur = Cursor::new(object);
-    cur.expect(b'{', "{").ok()?;
-    if cur.peek() == Some(b'}') {
-        return None;
-    }
-    loop {
-        let (name, escaped) = cur.raw_string().ok()?;
-        cur.expect(b':', ":").ok()?;
-        let range = cur.skip_value().ok()?;
-        let matches = if escaped {
-            unescape(name).as_bytes() == key
-        } else {
-            name == key
-        };
-        if matches {
-            return object.get(range);
-        }
-        if !cur.next_member(b'}', ", or }").ok()? {
-            return None;
-        }
-    }
+    found
 }
 
 /// Finds each of `keys` among the top-level members of `object` in one pass: `out[i]` is the
 /// raw value of `keys[i]` (its first occurrence), or `None`.
 pub(crate) fn find_keys<'a>(object: &'a [u8], keys: &[&str], out: &mut [Option<&'a [u8]>]) {
     let mut left = keys.len();
-    let walked = members::members(object, &mut |name, value| {
+    members(object, &mut |name, value| {
         if let Some(slot) = keys
             .iter()
             .position(|k| k.as_bytes() == name)
@@ -502,39 +474,6 @@ pub(crate) fn find_keys<'a>(object: &'a [u8], keys: &[&str], out: &mut [Option<&
         }
         std::ops::ControlFlow::Continue(())
     });
-    if walked.is_none() {
-        find_keys_by_cursor(object, keys, out);
-    }
-}
-
-/// [`find_keys`] member by member, decoding escaped keys.
-fn find_keys_by_cursor<'a>(object: &'a [u8], keys: &[&str], out: &mut [Option<&'a [u8]>]) {
-    let mut cur = Cursor::new(object);
-    if cur.expect(b'{', "{").is_err() || cur.peek() == Some(b'}') {
-        return;
-    }
-    while let Ok((name, escaped)) = cur.raw_string() {
-        if cur.expect(b':', ":").is_err() {
-            return;
-        }
-        let Ok(range) = cur.skip_value() else {
-            return;
-        };
-        let found = if escaped {
-            let name = unescape(name);
-            keys.iter().position(|k| *k == name)
-        } else {
-            keys.iter().position(|k| k.as_bytes() == name)
-        };
-        if let Some(slot) = found.and_then(|i| out.get_mut(i))
-            && slot.is_none()
-        {
-            *slot = object.get(range);
-        }
-        if !cur.next_member(b'}', ", or }").unwrap_or(false) {
-            return;
-        }
-    }
 }
 
 /// `raw` without the commas that end an object or array (`{"a": 1, "b": 2,}`), which Perfetto's

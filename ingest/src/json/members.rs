@@ -13,7 +13,8 @@
 
 use std::ops::{ControlFlow, Range};
 
-use super::simd::{block_masks, block_separators, prefix_xor};
+use super::simd::{block_masks, block_separators, padded_block, prefix_xor};
+use super::{Cursor, unescape};
 use crate::limits::DEFAULT_MAX_JSON_DEPTH;
 
 const BLOCK: usize = 64;
@@ -22,14 +23,47 @@ const BLOCK: usize = 64;
 /// ends the walk.
 pub(crate) type Visit<'v> = dyn FnMut(&[u8], Range<usize>) -> ControlFlow<()> + 'v;
 
-/// Calls `visit(key, value)` for each top-level member of the object `raw` (the key's raw
-/// bytes, the value's byte range in `raw`), in order, until `visit` breaks or the cursor's walk
-/// would stop: at the object's end, or at malformed text. `None`, having visited nothing, when
-/// `raw` holds a backslash: then the caller walks it with the cursor.
-pub(crate) fn members(raw: &[u8], visit: &mut Visit<'_>) -> Option<()> {
+/// Calls `visit(key, value)` for each top-level member of the object `raw` (the key's bytes,
+/// decoded when it has escapes; the value's byte range in `raw`), in order, until `visit`
+/// breaks or the cursor's walk would stop: at the object's end, or at malformed text.
+pub(crate) fn members(raw: &[u8], visit: &mut Visit<'_>) {
+    // The masks cannot tell an escaped quote from a real one: such text takes the cursor.
     if memchr::memchr(b'\\', raw).is_some() {
-        return None;
+        by_cursor(raw, visit);
+    } else {
+        from_masks(raw, visit);
     }
+}
+
+/// The member walk of the [`Cursor`]: `expect('{')`, then per member `raw_string`, `:`,
+/// `skip_value`, `next_member`; what [`from_masks`] must match.
+fn by_cursor(raw: &[u8], visit: &mut Visit<'_>) {
+    let mut cur = Cursor::new(raw);
+    if cur.expect(b'{', "{").is_err() || cur.peek() == Some(b'}') {
+        return;
+    }
+    while let Ok((name, escaped)) = cur.raw_string() {
+        if cur.expect(b':', ":").is_err() {
+            return;
+        }
+        let Ok(value) = cur.skip_value() else {
+            return;
+        };
+        let unescaped;
+        let name = if escaped {
+            unescaped = unescape(name);
+            unescaped.as_bytes()
+        } else {
+            name
+        };
+        if visit(name, value).is_break() || !cur.next_member(b'}', ", or }").unwrap_or(false) {
+            return;
+        }
+    }
+}
+
+/// [`members`] over text with no backslash, from the block masks (AVX2 where the CPU has it).
+fn from_masks(raw: &[u8], visit: &mut Visit<'_>) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU has AVX2, checked just above.
@@ -37,10 +71,9 @@ pub(crate) fn members(raw: &[u8], visit: &mut Visit<'_>) -> Option<()> {
         unsafe {
             members_avx2(raw, visit);
         }
-        return Some(());
+        return;
     }
     members_with::<false>(raw, visit);
-    Some(())
 }
 
 /// [`members`] compiled for AVX2.
@@ -94,12 +127,7 @@ impl<'r, const AVX2: bool> Structural<'r, AVX2> {
         }
         let block = match raw[self.at..].first_chunk::<BLOCK>() {
             Some(whole) => *whole,
-            None => {
-                // The last partial block, padded with spaces: no structural byte among them.
-                let mut padded = [b' '; BLOCK];
-                padded[..raw.len() - self.at].copy_from_slice(&raw[self.at..]);
-                padded
-            }
+            None => padded_block(&raw[self.at..]),
         };
         let masks = block_masks::<AVX2>(&block);
         let mut inside = prefix_xor(masks.quote);
@@ -274,39 +302,18 @@ fn scalar_after(raw: &[u8], from: usize) -> Option<Range<usize>> {
 mod tests {
     use std::ops::ControlFlow;
 
-    use super::members;
-    use crate::json::Cursor;
+    use super::{by_cursor, from_masks, members};
 
-    /// The cursor's walk the module stands in for: each member's key and value range, until the
-    /// object ends or the text is malformed.
-    fn by_cursor(raw: &[u8]) -> Vec<(Vec<u8>, std::ops::Range<usize>)> {
-        let mut seen = Vec::new();
-        let mut cur = Cursor::new(raw);
-        if cur.expect(b'{', "{").is_err() || cur.peek() == Some(b'}') {
-            return seen;
-        }
-        while let Ok((name, _)) = cur.raw_string() {
-            if cur.expect(b':', ":").is_err() {
-                break;
-            }
-            let Ok(range) = cur.skip_value() else {
-                break;
-            };
-            seen.push((name.to_vec(), range));
-            if !cur.next_member(b'}', ", or }").unwrap_or(false) {
-                break;
-            }
-        }
-        seen
-    }
+    type Seen = Vec<(Vec<u8>, std::ops::Range<usize>)>;
 
-    fn by_masks(raw: &[u8]) -> Option<Vec<(Vec<u8>, std::ops::Range<usize>)>> {
+    /// Every member a walk meets.
+    fn collect(walk: fn(&[u8], &mut super::Visit<'_>), raw: &[u8]) -> Seen {
         let mut seen = Vec::new();
-        members(raw, &mut |name, value| {
+        walk(raw, &mut |name, value| {
             seen.push((name.to_vec(), value));
             ControlFlow::Continue(())
-        })?;
-        Some(seen)
+        });
+        seen
     }
 
     struct Lcg(u64);
@@ -386,10 +393,11 @@ mod tests {
                 let cut = rng.next(raw.len() as u64 + 1) as usize;
                 raw.truncate(cut);
             }
-            if let Some(found) = by_masks(&raw) {
+            // The generator writes no backslash: text with one is the cursor's anyway.
+            if !raw.contains(&b'\\') {
                 assert_eq!(
-                    found,
-                    by_cursor(&raw),
+                    collect(from_masks, &raw),
+                    collect(by_cursor, &raw),
                     "{:?}",
                     String::from_utf8_lossy(&raw)
                 );
@@ -400,7 +408,7 @@ mod tests {
     }
 
     #[test]
-    fn stops_when_asked_and_leaves_escapes_to_the_cursor() {
+    fn stops_when_asked_and_decodes_escaped_keys() {
         let raw = br#"{"a": 1, "b": [2, 3], "c": "4"}"#;
         let mut keys = Vec::new();
         members(raw, &mut |key, _| {
@@ -412,7 +420,11 @@ mod tests {
             }
         });
         assert_eq!(keys, [b"a".to_vec(), b"b".to_vec()]);
-        assert!(by_masks(br#"{"a": "x\"y"}"#).is_none());
+        // Escapes go to the cursor, which decodes the key.
+        assert_eq!(
+            collect(members, br#"{"a\"b": "x\"y", "c": 1}"#),
+            [(b"a\"b".to_vec(), 9..15), (b"c".to_vec(), 22..23)]
+        );
         // A scalar reads through an opening bracket; one with nothing structural after it ends
         // at whitespace.
         for raw in [
@@ -420,17 +432,17 @@ mod tests {
             br#"{"a": null 7 8"#,
             br#"{"a": 1"#,
         ] {
-            assert_eq!(by_masks(raw), Some(by_cursor(raw)), "{raw:?}");
+            assert_eq!(collect(from_masks, raw), collect(by_cursor, raw), "{raw:?}");
         }
-        assert_eq!(by_cursor(br#"{"a": 1[2, "b": 3}"#).len(), 2);
+        assert_eq!(collect(by_cursor, br#"{"a": 1[2, "b": 3}"#).len(), 2);
         // Members past the first 64 bytes, and a value that straddles a block's end.
         let long = format!(
             r#"{{"pad": "{}", "Input Dims": [[{}]], "z": 1}}"#,
             "p".repeat(70),
             "1, ".repeat(40) + "1"
         );
-        let found = by_masks(long.as_bytes()).unwrap_or_default();
-        assert_eq!(found, by_cursor(long.as_bytes()));
+        let found = collect(from_masks, long.as_bytes());
+        assert_eq!(found, collect(by_cursor, long.as_bytes()));
         assert_eq!(found.len(), 3);
     }
 }

@@ -8,7 +8,7 @@
 //! the nesting limit. A block with a backslash (rare in traces) is read byte by byte, since an
 //! escaped quote does not toggle the string mask.
 
-use super::simd::{Masks, block_masks, prefix_xor};
+use super::simd::{Masks, block_masks, padded_block, prefix_xor};
 
 /// How a container skip ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,10 +61,22 @@ fn container_end_with<const AVX2: bool>(buf: &[u8], start: usize, max_depth: usi
         escape_next: false,
     };
     let mut at = start;
-    while let Some(block) = buf.get(at..).and_then(|rest| rest.first_chunk::<BLOCK>()) {
+    while at < buf.len() {
+        // The last, partial block is padded to a whole one rather than read byte by byte: an
+        // op's args are walked member by member, each value skipped in a buffer that ends with
+        // the args, so most values end in that block.
+        let real = &buf[at..buf.len().min(at + BLOCK)];
+        let padded;
+        let block = match real.first_chunk::<BLOCK>() {
+            Some(whole) => whole,
+            None => {
+                padded = padded_block(real);
+                &padded
+            }
+        };
         let masks = block_masks::<AVX2>(block);
         let done = if masks.backslash != 0 || state.escape_next {
-            bytes(block, at, &mut state, max_depth)
+            bytes(real, at, &mut state, max_depth)
         } else {
             whole_block(&masks, at, &mut state, max_depth)
         };
@@ -72,26 +84,6 @@ fn container_end_with<const AVX2: bool>(buf: &[u8], start: usize, max_depth: usi
             return end;
         }
         at += BLOCK;
-    }
-    // The last partial block, padded with spaces (no class of the masks) to a whole one: an
-    // op's args are walked member by member, each value skipped in a buffer that ends with
-    // the args, so most values end in this part, and a byte loop over it cost more than the
-    // blocks before it.
-    let rest = &buf[at.min(buf.len())..];
-    let done = if rest.is_empty() {
-        None
-    } else {
-        let mut block = [b' '; BLOCK];
-        block[..rest.len()].copy_from_slice(rest);
-        let masks = block_masks::<AVX2>(&block);
-        if masks.backslash != 0 || state.escape_next {
-            bytes(rest, at, &mut state, max_depth)
-        } else {
-            whole_block(&masks, at, &mut state, max_depth)
-        }
-    };
-    if let Some(end) = done {
-        return end;
     }
     Skipped::Unterminated {
         in_string: state.in_string,

@@ -11,7 +11,7 @@ use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::{SliceId, Timeline};
-use crate::json::{Cursor, find_key, members, unescape};
+use crate::json::{Cursor, find_key, members};
 
 /// An op arg the detectors read of nearly every op, its place memoized per slice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,7 +107,7 @@ impl ArgPlaces {
     /// walk that meets malformed JSON stops there, as `find_key` does.
     fn find(raw: &[u8]) -> Self {
         let mut places = Self(KNOWN);
-        let walked = members(raw, &mut |name, value| {
+        members(raw, &mut |name, value| {
             if let Some(arg) = OpArg::of_key(name) {
                 places.note(arg, value.start);
             }
@@ -118,47 +118,7 @@ impl ArgPlaces {
                 ControlFlow::Continue(())
             }
         });
-        match walked {
-            Some(()) => places,
-            None => Self::find_by_cursor(raw),
-        }
-    }
-
-    /// [`Self::find`] member by member, decoding escaped keys.
-    fn find_by_cursor(raw: &[u8]) -> Self {
-        let mut places = Self(KNOWN);
-        let mut cur = Cursor::new(raw);
-        if cur.expect(b'{', "{").is_err() || cur.peek() == Some(b'}') {
-            return places;
-        }
-        loop {
-            let Ok((name, escaped)) = cur.raw_string() else {
-                return places;
-            };
-            if cur.expect(b':', ":").is_err() {
-                return places;
-            }
-            let Ok(value) = cur.skip_value() else {
-                return places;
-            };
-            let unescaped;
-            let name = if escaped {
-                unescaped = unescape(name);
-                unescaped.as_bytes()
-            } else {
-                name
-            };
-            if let Some(arg) = OpArg::of_key(name) {
-                places.note(arg, value.start);
-            }
-            // Done once every arg is placed: the rest (often a long `Call stack`) is not read.
-            if places.0 & TOO_FAR != 0 || places.all_placed() {
-                return places;
-            }
-            if !matches!(cur.next_member(b'}', ", or }"), Ok(true)) {
-                return places;
-            }
-        }
+        places
     }
 
     /// The raw value of `arg` in `raw`, the args these places were found in.
